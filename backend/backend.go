@@ -1,0 +1,159 @@
+// Package backend defines the contract between the portable [elector] layer and
+// the drivers that store elections: Redlock, etcd, ZooKeeper and the in-memory
+// reference driver.
+//
+// Users do not call these interfaces; they construct a driver (for example
+// redlock.New or etcd.New) and hand it to elector.New. Driver authors implement
+// [Backend] and [Lease], and prove the implementation with
+// backend/backendtest.Run.
+//
+// # Duties of a driver
+//
+// A driver makes single attempts and reports facts. It does not retry on a
+// schedule of its own, does not log, and never stores a [context.Context]
+// beyond the call that received it. The portable layer owns timing (renew
+// schedule, step-down before the local deadline), retries with jitter, the
+// callbacks, logging and metrics.
+//
+// Every method must return promptly once its ctx is done, with ctx.Err()
+// unwrapped (so errors.Is(err, context.Canceled) holds and err == ctx.Err()).
+//
+// # Errors
+//
+// Drivers wrap a small closed set of sentinels, which the portable layer and
+// the conformance suite classify with [errors.Is]:
+//
+//   - [ErrLost]: the lease is known to be gone (expired, deleted, taken over,
+//     session expired, released). Returned by [Lease.Renew] and, where it is a
+//     fact, by [Lease.Release].
+//   - [ErrNoLeader]: [Backend.Leader] found no holder.
+//   - [ErrClosed]: the Backend was closed; permanent.
+//   - [ErrInvalid]: the request can never succeed on this backend (an election
+//     name the store cannot represent, a TTL outside its range); permanent.
+//
+// Any other error (a timeout, a refused connection, a lost quorum) is taken to
+// be transient: the portable layer retries it within its own bounds.
+package backend
+
+import (
+	"context"
+	"time"
+)
+
+// Backend stores elections. One Backend value may serve many elections and
+// many concurrent candidates: two Campaign calls on the same Backend and the
+// same election are two distinct candidates that exclude each other exactly
+// as candidates in two processes would.
+//
+// All methods are safe for concurrent use.
+type Backend interface {
+	// Campaign blocks until the candidate holds the election c.Election, then
+	// returns its lease. It returns ctx.Err() when ctx ends first, and then
+	// leaves nothing behind that could delay other candidates (no queued key,
+	// no znode, no lock fragment on a minority of nodes).
+	//
+	// While it waits, a driver watches or sleeps on whatever its store offers
+	// (a predecessor's deletion, a release notification, the holder's remaining
+	// TTL); it must not poll blindly. A transient failure of the store is
+	// returned as an error rather than retried; the caller decides when to try
+	// again. The returned lease's Deadline must lie in the future.
+	Campaign(ctx context.Context, c Candidate) (Lease, error)
+
+	// Leader reports the current holder of election, or an error wrapping
+	// [ErrNoLeader] when there is none. It reflects the store, not this
+	// process's view: a holder in another process is reported too.
+	Leader(ctx context.Context, election string) (Holder, error)
+
+	// Close releases the Backend's resources. Leases obtained from it are
+	// finished: their Lost channels close and further calls on them return
+	// [ErrLost] or [ErrClosed]. Whether the store frees them at once (a
+	// closed session) or lets them expire is up to the driver, and documented
+	// by it. Campaign and Leader return [ErrClosed] afterwards. Close is
+	// idempotent.
+	Close() error
+}
+
+// Lease is one candidate's hold on one election, from the Campaign that won
+// it until it is released, lost, or expires.
+//
+// All methods are safe for concurrent use.
+type Lease interface {
+	// Token is the fencing token of this lease. Tokens strictly increase
+	// across the successive leases of one election; a protected resource that
+	// refuses tokens lower than the highest it has seen is safe from a stale
+	// leader. A driver whose token needs assumptions (Redlock) states them.
+	Token() uint64
+
+	// Deadline is the latest instant, on this process's monotonic clock, at
+	// which the lease may still be held at the store, computed conservatively
+	// from when the successful acquire or renew request was sent, the TTL the
+	// store granted, and the driver's clock-drift bound. Past it another
+	// candidate may hold the election. It never moves backwards.
+	Deadline() time.Time
+
+	// Renew makes one attempt to extend the lease by its TTL. On success the
+	// Deadline moves forward. It returns an error wrapping [ErrLost] when the
+	// lease is known to be gone (and then Lost is closed), and any other error
+	// when the outcome is unknown (the lease may still be held until its
+	// Deadline). It never re-creates a lease that has lapsed.
+	Renew(ctx context.Context) error
+
+	// Lost returns a channel closed when the driver learns the lease is gone:
+	// deleted or taken over at the store, a session expired, the Backend
+	// closed, or the lease released. A driver need not close it merely because
+	// Deadline has passed; the portable layer watches the Deadline itself.
+	Lost() <-chan struct{}
+
+	// Release gives the election up so that a waiting candidate is elected at
+	// once. It removes only this lease, never a successor's. On success, Lost
+	// is closed and Renew returns [ErrLost]. On failure the lease stays as it
+	// was (it may still be held until its Deadline) and Release or Renew may be
+	// called again. Releasing a lease that is already gone returns nil or an
+	// error wrapping [ErrLost].
+	Release(ctx context.Context) error
+}
+
+// Candidate describes one campaign.
+type Candidate struct {
+	// Election names the election; see [ValidateElection] for the portable
+	// rules. Drivers may refuse further names with [ErrInvalid].
+	Election string
+	// Identity is the candidate's human-readable identity, reported by
+	// [Backend.Leader]. Identities need not be unique: drivers tell leases
+	// apart by values of their own.
+	Identity string
+	// TTL is how long the lease lives without a renewal. Drivers may round it
+	// up to what their store supports (etcd: whole seconds); Deadline reflects
+	// what was granted.
+	TTL time.Duration
+}
+
+// Holder describes the holder of an election as the store reports it.
+type Holder struct {
+	// Election is the election's name.
+	Election string
+	// Identity is the holder's Candidate.Identity.
+	Identity string
+	// Token is the holder's fencing token.
+	Token uint64
+	// TTL is the time the holder's lease has left at the store when it was
+	// read, or 0 when the driver cannot tell cheaply.
+	TTL time.Duration
+}
+
+// IsZero reports whether h is the zero Holder, which [Watcher] uses for "no
+// leader".
+func (h Holder) IsZero() bool { return h == Holder{} }
+
+// Watcher is an optional interface a [Backend] implements when its store can
+// push leader changes (an etcd watch, ZooKeeper watches, Redis keyspace
+// notifications) instead of being polled.
+type Watcher interface {
+	// Watch calls fn with the current holder of election (the zero Holder when
+	// there is none), then again each time the holder changes, until ctx ends
+	// (it returns ctx.Err()) or the watch fails (it returns the error; the
+	// caller may call Watch again). Intermediate holders may be skipped, but
+	// the last call before a quiet period reports the holder of that period.
+	// Calls to fn are sequential; fn must not block for long.
+	Watch(ctx context.Context, election string, fn func(Holder)) error
+}
