@@ -14,12 +14,12 @@ import (
 type harness struct{ root *Backend }
 
 func (h *harness) MakeBackend(context.Context) (backend.Backend, error) { return h.root.Peer(), nil }
-func (h *harness) TTL() time.Duration                                    { return 200 * time.Millisecond }
-func (h *harness) Close()                                                { _ = h.root.Close() }
-func (h *harness) Crash(b backend.Backend)                               { b.(*Backend).Crash() }
-func (h *harness) Isolate(b backend.Backend)                             { b.(*Backend).Isolate() }
-func (h *harness) Heal(b backend.Backend)                                { b.(*Backend).Heal() }
-func (h *harness) Expire(l backend.Lease)                                { h.root.Expire(l.(*lease).e.name) }
+func (h *harness) TTL() time.Duration                                   { return 200 * time.Millisecond }
+func (h *harness) Close()                                               { _ = h.root.Close() }
+func (h *harness) Crash(b backend.Backend)                              { b.(*Backend).Crash() }
+func (h *harness) Isolate(b backend.Backend)                            { b.(*Backend).Isolate() }
+func (h *harness) Heal(b backend.Backend)                               { b.(*Backend).Heal() }
+func (h *harness) Expire(l backend.Lease)                               { h.root.Expire(l.(*lease).e.name) }
 
 var (
 	_ backendtest.Crasher  = (*harness)(nil)

@@ -1,0 +1,75 @@
+// Package elector elects one leader among the replicas of a service, over a
+// choice of backends — Redlock (a quorum of independent Redis masters), etcd
+// and ZooKeeper — behind one API, so that the code that runs while leading
+// does not change when the backend does.
+//
+//	b, _ := etcd.New(cli, nil) // or redlock.New(clients, nil), zookeeper.New(servers, nil)
+//	e, err := elector.New(b, "send-invoices", &elector.Options{
+//		OnElected: func(ctx context.Context, t elector.Term) {
+//			// Lead until ctx is done; pass t.Token with every write.
+//		},
+//		OnRevoked: func(t elector.Term, reason error) { /* clean up */ },
+//	})
+//	if err != nil { ... }
+//	err = e.Run(ctx) // campaigns, leads, campaigns again … until ctx ends
+//
+// The package imports only the standard library and package backend; each
+// driver lives in a package of its own with only its client as a dependency.
+// Package backend/memory is an in-process backend for tests and examples.
+//
+// # Guarantees
+//
+//   - One term at a time per Elector: [Elector.Run] never starts a term while
+//     the previous OnElected still runs.
+//   - OnElected runs in its own goroutine with a ctx that is cancelled the
+//     moment the term ends, for whatever reason. OnRevoked runs exactly once
+//     per OnElected, never without one, after OnElected has returned.
+//   - A leader stops before another can be elected: its ctx is cancelled at
+//     the lease's local deadline minus [Options.SafetyMargin] unless a renewal
+//     has moved the deadline, and at once when the backend reports the lease
+//     lost. It does not wait to hear from the backend.
+//   - While OnElected finishes after a voluntary end ([Elector.Resign], or
+//     Run's ctx ending), the lease is kept renewed, so no successor is
+//     elected while it still acts; then the lease is released, so the
+//     successor is elected at once rather than after a TTL.
+//   - Run keeps campaigning across terms; a lost lease is not fatal.
+//
+// What no library can promise on its own: that a leader paused (by the
+// garbage collector, the scheduler, a VM migration) after its last check
+// does nothing once it resumes. That is what fencing is for.
+//
+// # Fencing
+//
+// Every [Term] carries a Token. Tokens strictly increase across the terms of
+// an election, whichever process holds them. Send the token with every write
+// to the protected resource and have the resource refuse a token lower than
+// the highest it has accepted: a stale leader's late writes are then refused
+// instead of corrupting data. Each driver offers a guard for its own store
+// (an etcd Txn comparison, a ZooKeeper multi check, a Redis script). Tokens
+// come from the store: etcd's create revision, ZooKeeper's czxid, and for
+// Redlock a counter kept by the quorum, whose assumptions the redlock package
+// documents.
+//
+// # Timing
+//
+// A lease lives [Options.TTL] at the backend without renewal. The leader
+// renews every [Options.RenewInterval] (default TTL/3); a failed renewal is
+// retried with backoff. Each driver computes a conservative local deadline —
+// when the lease may lapse at the backend, from when the successful request
+// was sent, the TTL and a clock-drift allowance — and the term ends at that
+// deadline minus SafetyMargin (default TTL/5). After a crash, a successor is
+// elected about TTL after the crashed leader's last renewal; after a
+// resignation or a clean shutdown, at once. Time is measured on Go's
+// monotonic clock; wall-clock jumps do not matter, clock rate does (see each
+// driver's drift allowance).
+//
+// # Errors
+//
+// [New] validates its arguments and returns an error naming the field and
+// the allowed range. [Elector.Run] returns ctx.Err() unwrapped when its ctx
+// ends, and an error wrapping [backend.ErrClosed] or [backend.ErrInvalid]
+// when the backend fails permanently; transient backend errors are retried,
+// never returned. The reason given to OnRevoked wraps [ErrLeaseLost] (with
+// its cause), [ErrResigned], or is Run's ctx error. [ErrNoLeader] is
+// [backend.ErrNoLeader].
+package elector

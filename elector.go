@@ -1,0 +1,339 @@
+package elector
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/leaderkit/elector/backend"
+)
+
+// Elector campaigns for one election on one backend and runs
+// [Options.OnElected] while it leads. Create it with [New], then call
+// [Elector.Run]. All methods are safe for concurrent use.
+type Elector struct {
+	b        backend.Backend
+	election string
+	opts     Options // resolved
+	log      *slog.Logger
+
+	running  atomic.Bool
+	resignCh chan *resignRequest // received by the term loop of the current term
+
+	mu   sync.Mutex
+	term *termState // the current or ending term; nil between terms
+}
+
+// termState is a term as the Elector tracks it.
+type termState struct {
+	term  Term
+	lease backend.Lease
+	ended chan struct{} // closed when the term has ended (its ctx is cancelled)
+	// endedAt is when the term ended; zero while it lasts. Guarded by
+	// Elector.mu.
+	endedAt time.Time
+}
+
+type resignRequest struct {
+	ts    *termState
+	reply chan error // buffered; receives the release's outcome
+}
+
+// termKey marks the ctx passed to OnElected, so that Resign called with it
+// does not wait for OnElected to return.
+type termKey struct{}
+
+// New returns an Elector for election on b. It validates the election name
+// (see [backend.ValidateElection]) and the options, and returns an error
+// naming the first problem. It does not contact the backend.
+func New(b backend.Backend, election string, opts *Options) (*Elector, error) {
+	if err := validateNew(b, election); err != nil {
+		return nil, err
+	}
+	o, err := opts.resolve()
+	if err != nil {
+		return nil, err
+	}
+	return &Elector{
+		b:        b,
+		election: election,
+		opts:     o,
+		log:      o.Logger.With("election", election, "identity", o.Identity),
+		resignCh: make(chan *resignRequest),
+	}, nil
+}
+
+// Identity returns the identity this Elector campaigns with: the one in its
+// Options, or the generated default.
+func (e *Elector) Identity() string { return e.opts.Identity }
+
+// Run campaigns for the election and, each time it wins, runs a term:
+// OnElected in its own goroutine, the lease renewed every RenewInterval,
+// until the term ends (the lease is lost or cannot be renewed in time,
+// [Elector.Resign] is called, or ctx ends). Then it waits for OnElected to
+// return, releases the lease, calls OnRevoked, and campaigns again. Terms of
+// one Elector never overlap.
+//
+// Transient backend errors are retried with jittered exponential backoff,
+// capped at RenewInterval. Run returns only when ctx ends, with ctx.Err()
+// unwrapped, after ending any term and releasing its lease with a fresh
+// context bounded by max(RenewInterval, 1s); or when the backend fails
+// permanently (it was closed, or refuses the election as invalid), with an
+// error wrapping [backend.ErrClosed] or [backend.ErrInvalid]. No goroutine
+// it started outlives it. Only one Run may be active at a time; another
+// returns [ErrRunning].
+func (e *Elector) Run(ctx context.Context) error {
+	if !e.running.CompareAndSwap(false, true) {
+		return ErrRunning
+	}
+	defer e.running.Store(false)
+	if e.opts.OnLeaderChange != nil {
+		octx, cancel := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		wg.Go(func() { e.observe(octx) })
+		defer wg.Wait()
+		defer cancel()
+	}
+	for {
+		l, err := e.campaign(ctx)
+		if err != nil {
+			return err
+		}
+		token := l.Token()
+		resigned := e.lead(ctx, l)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if resigned {
+			e.awaitSuccessor(ctx, token)
+		}
+	}
+}
+
+// campaign campaigns until it wins, ctx ends, or the backend fails
+// permanently.
+func (e *Elector) campaign(ctx context.Context) (backend.Lease, error) {
+	c := backend.Candidate{Election: e.election, Identity: e.opts.Identity, TTL: e.opts.TTL}
+	for attempt := 0; ; attempt++ {
+		e.log.LogAttrs(ctx, slog.LevelDebug, "campaigning", slog.Int("attempt", attempt))
+		l, err := e.b.Campaign(ctx, c)
+		if err == nil {
+			if left := time.Until(l.Deadline()); left > e.opts.SafetyMargin {
+				return l, nil
+			}
+			// Won too late to act safely: give it back and try again.
+			err = fmt.Errorf("won with only %v left before the lease deadline, within the safety margin %v",
+				time.Until(l.Deadline()), e.opts.SafetyMargin)
+			e.release(ctx, l)
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if backend.IsPermanent(err) {
+			return nil, fmt.Errorf("elector: campaign %q: %w", e.election, err)
+		}
+		wait := backoff(attempt, e.opts.RenewInterval)
+		e.log.LogAttrs(ctx, slog.LevelWarn, "campaign failed; retrying",
+			slog.Any("error", err), slog.Duration("retry_in", wait))
+		if !sleep(ctx, wait) {
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// awaitSuccessor keeps a resigned elector out of the race until another
+// lease holds the election, or for at most TTL (then nobody else wants it).
+func (e *Elector) awaitSuccessor(ctx context.Context, token uint64) {
+	deadline := time.Now().Add(e.opts.TTL)
+	poll := 5 * time.Millisecond
+	for {
+		h, err := e.b.Leader(ctx, e.election)
+		if err == nil && h.Token != token {
+			return
+		}
+		left := time.Until(deadline)
+		if left <= 0 || !sleep(ctx, min(poll, left)) {
+			return
+		}
+		poll = min(2*poll, max(e.opts.TTL/10, 5*time.Millisecond))
+	}
+}
+
+// release gives l back with a fresh context bounded by
+// max(RenewInterval, 1s), even when ctx has ended, and returns the outcome.
+func (e *Elector) release(ctx context.Context, l backend.Lease) error {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(e.opts.RenewInterval, time.Second))
+	defer cancel()
+	err := l.Release(rctx)
+	if err != nil {
+		e.log.LogAttrs(ctx, slog.LevelWarn, "release failed; the lease lapses after its TTL",
+			slog.Uint64("token", l.Token()), slog.Any("error", err))
+		return fmt.Errorf("elector: release %q: %w", e.election, err)
+	}
+	return nil
+}
+
+// Resign ends the current term and hands the election over: the term's ctx
+// is cancelled, and once OnElected has returned the lease is released, so a
+// waiting candidate is elected at once. This elector then stays out of the
+// race until another candidate has been elected (or for at most TTL, if none
+// is), and campaigns again after that.
+//
+// Resign waits until the lease is released and returns the release's error,
+// if any (the term has ended either way; an unreleased lease lapses after its
+// TTL). Called from OnElected with its ctx, or a ctx derived from it, Resign
+// returns as soon as the term has ended, without waiting for OnElected to
+// return. It returns [ErrNotLeader] if this elector does not lead, and
+// ctx.Err() if ctx ends first.
+func (e *Elector) Resign(ctx context.Context) error {
+	e.mu.Lock()
+	ts := e.term
+	e.mu.Unlock()
+	if ts == nil {
+		return ErrNotLeader
+	}
+	req := &resignRequest{ts: ts, reply: make(chan error, 1)}
+	select {
+	case e.resignCh <- req:
+	case <-ts.ended:
+		return ErrNotLeader
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if ctx.Value(termKey{}) == ts {
+		<-ts.ended
+		return nil
+	}
+	select {
+	case err := <-req.reply:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// IsLeader reports whether this elector leads: a term has started and not
+// yet ended.
+func (e *Elector) IsLeader() bool {
+	_, ok := e.Term()
+	return ok
+}
+
+// Term returns the current term and true while this elector leads, or the
+// zero Term and false.
+func (e *Elector) Term() (Term, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.term == nil || !e.term.endedAt.IsZero() {
+		return Term{}, false
+	}
+	return e.term.term, true
+}
+
+// Leader reports the current holder of the election as the backend sees it,
+// whichever elector or process holds it, or an error wrapping [ErrNoLeader].
+func (e *Elector) Leader(ctx context.Context) (backend.Holder, error) {
+	h, err := e.b.Leader(ctx, e.election)
+	if err != nil {
+		if ctx.Err() != nil {
+			return h, ctx.Err()
+		}
+		return h, fmt.Errorf("elector: leader of %q: %w", e.election, err)
+	}
+	return h, nil
+}
+
+// Check reports the elector's health, for a liveness probe: an error when
+// it believes it leads although the lease's deadline has passed (the term
+// loop is stuck), or when OnElected has not returned within TTL after its
+// term ended (the leader's work ignores its ctx). It returns nil otherwise,
+// including when Run is not running.
+func (e *Elector) Check() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ts := e.term
+	switch {
+	case ts == nil:
+		return nil
+	case ts.endedAt.IsZero():
+		if late := time.Since(ts.lease.Deadline()); late > 0 {
+			return fmt.Errorf("elector: %v: still leading %v past the lease deadline; the term loop is stuck", ts.term, late)
+		}
+	default:
+		if late := time.Since(ts.endedAt); late > e.opts.TTL {
+			return fmt.Errorf("elector: %v: OnElected has not returned %v after its term ended; it must return once its ctx is done", ts.term, late.Round(time.Millisecond))
+		}
+	}
+	return nil
+}
+
+// observe reports leader changes to OnLeaderChange until ctx ends.
+func (e *Elector) observe(ctx context.Context) {
+	var (
+		last  backend.Holder
+		first = true
+	)
+	report := func(h backend.Holder) {
+		h.TTL = 0 // a changing TTL is not a change of leader
+		if first || h != last {
+			first, last = false, h
+			e.opts.OnLeaderChange(h)
+		}
+	}
+	if w, ok := e.b.(backend.Watcher); ok {
+		for attempt := 0; ; attempt++ {
+			err := w.Watch(ctx, e.election, report)
+			if ctx.Err() != nil || backend.IsPermanent(err) {
+				return
+			}
+			e.log.LogAttrs(ctx, slog.LevelWarn, "watch failed; retrying", slog.Any("error", err))
+			if !sleep(ctx, backoff(attempt, e.opts.RenewInterval)) {
+				return
+			}
+		}
+	}
+	t := time.NewTicker(e.opts.RenewInterval)
+	defer t.Stop()
+	for {
+		h, err := e.b.Leader(ctx, e.election)
+		switch {
+		case err == nil:
+			report(h)
+		case backend.IsPermanent(err):
+			return
+		case ctx.Err() == nil && isNoLeader(err):
+			report(backend.Holder{})
+		}
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// backoff returns a full-jitter exponential delay for a retry: uniform in
+// [0, min(limit, 25ms·2^attempt)], and at least 1 ms.
+func backoff(attempt int, limit time.Duration) time.Duration {
+	ceil := limit
+	if attempt < 20 {
+		ceil = min(limit, 25*time.Millisecond<<attempt)
+	}
+	return max(time.Millisecond, rand.N(ceil+1))
+}
+
+// sleep waits for d or until ctx ends, and reports whether d passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

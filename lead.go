@@ -1,0 +1,198 @@
+package elector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/leaderkit/elector/backend"
+)
+
+// errNoRenewal is the cause of a term that ended because no renewal
+// succeeded before the step-down point.
+var errNoRenewal = errors.New("no renewal succeeded before the lease deadline minus the safety margin")
+
+// renewer runs one Renew attempt at a time in the background, so that the
+// term loop keeps watching Lost, the step-down timer and Resign meanwhile.
+type renewer struct {
+	e       *Elector
+	l       backend.Lease
+	timer   *time.Timer // next attempt
+	result  chan error  // non-nil while an attempt is in flight
+	cancel  context.CancelFunc
+	failed  int   // consecutive failures
+	lastErr error // the last failure's error
+}
+
+// start begins an attempt bounded by until.
+func (r *renewer) start(ctx context.Context, until time.Time) {
+	rctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), until)
+	r.cancel = cancel
+	r.result = make(chan error, 1)
+	go func(ch chan<- error) { ch <- r.l.Renew(rctx) }(r.result)
+}
+
+// done records an attempt's outcome. It reports an error wrapping
+// backend.ErrLost when the lease is known gone, and nil otherwise; on
+// success the next attempt is scheduled RenewInterval later, on failure
+// after a backoff.
+func (r *renewer) done(ctx context.Context, err error) error {
+	r.cancel()
+	r.result = nil
+	o := &r.e.opts
+	switch {
+	case err == nil:
+		r.failed, r.lastErr = 0, nil
+		r.timer.Reset(o.RenewInterval)
+		r.e.log.LogAttrs(ctx, slog.LevelDebug, "renewed",
+			slog.Uint64("token", r.l.Token()), slog.Duration("deadline_in", time.Until(r.l.Deadline())))
+		return nil
+	case errors.Is(err, backend.ErrLost):
+		return err
+	}
+	r.failed++
+	r.lastErr = err
+	// Back off, but never past half the time left before the step-down
+	// point, so that a backend that recovers in time is retried in time.
+	left := time.Until(r.l.Deadline()) - o.SafetyMargin
+	wait := min(backoff(r.failed, o.RenewInterval/2), max(left/2, time.Millisecond))
+	r.timer.Reset(wait)
+	r.e.log.LogAttrs(ctx, slog.LevelWarn, "renew failed; retrying before the deadline",
+		slog.Uint64("token", r.l.Token()), slog.Any("error", err),
+		slog.Duration("step_down_in", time.Until(r.l.Deadline())-o.SafetyMargin), slog.Duration("retry_in", wait))
+	return nil
+}
+
+// stop abandons any attempt in flight and waits for it to return.
+func (r *renewer) stop() {
+	r.timer.Stop()
+	if r.result != nil {
+		r.cancel()
+		<-r.result
+		r.result = nil
+	}
+}
+
+// lead runs one term on lease l: OnElected, renewals, step-down, and the end
+// of the term (drain OnElected, release, OnRevoked). It reports whether the
+// term ended by resignation.
+func (e *Elector) lead(ctx context.Context, l backend.Lease) (resigned bool) {
+	o := &e.opts
+	ts := &termState{
+		term:  Term{Election: e.election, Identity: o.Identity, Token: l.Token(), Start: time.Now()},
+		lease: l,
+		ended: make(chan struct{}),
+	}
+	tctx, cancelTerm := context.WithCancelCause(context.WithValue(ctx, termKey{}, ts))
+	defer cancelTerm(nil)
+	e.mu.Lock()
+	e.term = ts
+	e.mu.Unlock()
+	e.log.LogAttrs(ctx, slog.LevelInfo, "elected",
+		slog.Uint64("token", ts.term.Token), slog.Duration("deadline_in", time.Until(l.Deadline())))
+
+	callback := make(chan struct{}) // closed when OnElected returns
+	go func() {
+		defer close(callback)
+		if o.OnElected != nil {
+			o.OnElected(tctx, ts.term)
+		}
+	}()
+
+	stepDownAt := func() time.Time { return l.Deadline().Add(-o.SafetyMargin) }
+	stepDown := time.NewTimer(time.Until(stepDownAt()))
+	defer stepDown.Stop()
+	r := &renewer{e: e, l: l, timer: time.NewTimer(o.RenewInterval)}
+	defer r.stop()
+
+	var (
+		reason   error
+		resign   *resignRequest
+		running  = callback // nil once OnElected has returned
+		stepDone = false
+	)
+	for reason == nil {
+		select {
+		case <-ctx.Done():
+			reason = ctx.Err()
+		case <-l.Lost():
+			reason = fmt.Errorf("%w: the backend reports it gone: %w", ErrLeaseLost, backend.ErrLost)
+		case <-stepDown.C:
+			stepDone = true
+			reason = fmt.Errorf("%w: %w (last error: %v)", ErrLeaseLost, errNoRenewal, r.lastErr)
+		case req := <-e.resignCh:
+			if req.ts != ts {
+				req.reply <- ErrNotLeader
+				continue
+			}
+			reason, resign = ErrResigned, req
+		case <-r.timer.C:
+			r.start(ctx, stepDownAt())
+		case err := <-r.result:
+			switch lost := r.done(ctx, err); {
+			case lost != nil:
+				reason = fmt.Errorf("%w: renew: %w", ErrLeaseLost, lost)
+			case err == nil:
+				stepDown.Reset(time.Until(stepDownAt()))
+			}
+		case <-running:
+			running = nil
+			e.log.LogAttrs(ctx, slog.LevelInfo, "OnElected returned; still leading until the term ends",
+				slog.Uint64("token", ts.term.Token))
+		}
+	}
+
+	// The term has ended: stop acting as leader.
+	e.mu.Lock()
+	ts.endedAt = time.Now()
+	e.mu.Unlock()
+	close(ts.ended)
+	cancelTerm(reason)
+	level := slog.LevelInfo
+	if errors.Is(reason, ErrLeaseLost) {
+		level = slog.LevelWarn
+	}
+	e.log.LogAttrs(ctx, level, "term ended", slog.Uint64("token", ts.term.Token), slog.Any("reason", reason))
+
+	// Wait for OnElected. After a voluntary end (Resign, Run's ctx) keep the
+	// lease renewed meanwhile, so that no successor is elected while
+	// OnElected still acts.
+	voluntary := resign != nil || ctx.Err() != nil
+	for running != nil {
+		select {
+		case <-running:
+			running = nil
+		case <-r.timer.C:
+			if voluntary && !stepDone {
+				r.start(ctx, stepDownAt())
+			}
+		case err := <-r.result:
+			switch lost := r.done(ctx, err); {
+			case lost != nil:
+				voluntary = false // gone: nothing left to keep
+			case err == nil:
+				stepDown.Reset(time.Until(stepDownAt()))
+			}
+		case <-stepDown.C:
+			stepDone = true
+		}
+	}
+	r.stop()
+
+	relErr := e.release(ctx, l)
+	e.mu.Lock()
+	e.term = nil
+	e.mu.Unlock()
+	e.log.LogAttrs(ctx, slog.LevelInfo, "revoked", slog.Uint64("token", ts.term.Token), slog.Any("reason", reason))
+	if o.OnRevoked != nil {
+		o.OnRevoked(ts.term, reason)
+	}
+	if resign != nil {
+		resign.reply <- relErr
+	}
+	return resign != nil
+}
+
+func isNoLeader(err error) bool { return errors.Is(err, backend.ErrNoLeader) }

@@ -1,0 +1,142 @@
+package elector
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/leaderkit/elector/backend"
+)
+
+// Defaults and limits of [Options].
+const (
+	// DefaultTTL is the lease TTL when [Options.TTL] is zero. It matches
+	// client-go's recommended LeaseDuration.
+	DefaultTTL = 15 * time.Second
+	// MinTTL is the shortest TTL [New] accepts. Drivers may require more
+	// (etcd leases are whole seconds).
+	MinTTL = 100 * time.Millisecond
+)
+
+// Options configure an [Elector]. A nil *Options means all defaults. Every
+// field's zero value selects its documented default.
+type Options struct {
+	// Identity names this candidate to others: backends report it as the
+	// leader's identity. Default: "<hostname>-<pid>-<6 random hex digits>".
+	// Identities need not be unique; terms are told apart by their tokens.
+	Identity string
+
+	// TTL is how long a lease lives at the backend without a renewal: after
+	// a leader crashes, another candidate is elected within about TTL.
+	// Default [DefaultTTL] (15 s); at least [MinTTL].
+	TTL time.Duration
+
+	// RenewInterval is the time between renewals while leading. A failed
+	// renewal is retried, with backoff, until the lease's deadline minus
+	// SafetyMargin. Default TTL/3; it must be below TTL - SafetyMargin.
+	RenewInterval time.Duration
+
+	// SafetyMargin is how long before the lease's local deadline the leader
+	// steps down when no renewal has succeeded: the time OnElected has to
+	// notice its ctx is done and stop acting, before any other candidate can
+	// be elected. The deadline itself already allows for the request's
+	// round trip and clock drift. Default TTL/5 (3 s at the default TTL);
+	// it must be below TTL/2.
+	SafetyMargin time.Duration
+
+	// OnElected is called in a goroutine of its own when this elector wins a
+	// term. Its ctx is cancelled the moment the term ends, for whatever
+	// reason; OnElected must then stop acting as leader and return promptly.
+	// If it returns before the term ends, the elector keeps leading
+	// (renewing the lease) until the term ends; call [Elector.Resign] to
+	// hand over instead. Nil means nothing runs while leading.
+	OnElected func(ctx context.Context, t Term)
+
+	// OnRevoked is called exactly once after each OnElected, once OnElected
+	// has returned and the lease has been released, with the reason the term
+	// ended: an error wrapping [ErrLeaseLost] (with its cause), wrapping
+	// [ErrResigned], or the ctx error of [Elector.Run] (context.Canceled)
+	// when Run stops. It runs on Run's goroutine, before the next campaign.
+	// Nil means no call.
+	OnRevoked func(t Term, reason error)
+
+	// OnLeaderChange, if set, is called with the holder of the election each
+	// time it changes, whoever holds it, and with the zero [backend.Holder]
+	// when there is none. Run calls it sequentially from one goroutine while
+	// it runs, through the backend's [backend.Watcher] when it has one and by
+	// polling [Elector.Leader] every RenewInterval otherwise.
+	OnLeaderChange func(h backend.Holder)
+
+	// Logger receives structured logs: Info for terms starting and ending,
+	// Warn for failed renewals and campaign errors, Debug for each attempt.
+	// Default slog.Default(). Use slog.New(slog.DiscardHandler) for none.
+	Logger *slog.Logger
+}
+
+// resolve returns the options with defaults applied, or an error naming the
+// first invalid field.
+func (o *Options) resolve() (Options, error) {
+	var r Options
+	if o != nil {
+		r = *o
+	}
+	if r.Identity == "" {
+		r.Identity = defaultIdentity()
+	} else if err := backend.ValidateIdentity(r.Identity); err != nil {
+		return r, fmt.Errorf("elector: Options.Identity: %w", err)
+	}
+	switch {
+	case r.TTL == 0:
+		r.TTL = DefaultTTL
+	case r.TTL < MinTTL:
+		return r, fmt.Errorf("elector: Options.TTL is %v; want at least %v (or 0 for the default %v)", r.TTL, MinTTL, DefaultTTL)
+	}
+	switch {
+	case r.SafetyMargin == 0:
+		r.SafetyMargin = r.TTL / 5
+	case r.SafetyMargin < 0:
+		return r, fmt.Errorf("elector: Options.SafetyMargin is %v; want a positive duration below TTL/2 = %v (or 0 for TTL/5)", r.SafetyMargin, r.TTL/2)
+	case r.SafetyMargin >= r.TTL/2:
+		return r, fmt.Errorf("elector: Options.SafetyMargin %v is too large; want below TTL/2 = %v (or 0 for TTL/5)", r.SafetyMargin, r.TTL/2)
+	}
+	switch {
+	case r.RenewInterval == 0:
+		r.RenewInterval = r.TTL / 3
+	case r.RenewInterval < 0:
+		return r, fmt.Errorf("elector: Options.RenewInterval is %v; want a positive duration below TTL - SafetyMargin = %v (or 0 for TTL/3)", r.RenewInterval, r.TTL-r.SafetyMargin)
+	}
+	if r.RenewInterval >= r.TTL-r.SafetyMargin {
+		return r, fmt.Errorf("elector: Options.RenewInterval %v leaves no time to renew; want below TTL - SafetyMargin = %v - %v = %v",
+			r.RenewInterval, r.TTL, r.SafetyMargin, r.TTL-r.SafetyMargin)
+	}
+	if r.Logger == nil {
+		r.Logger = slog.Default()
+	}
+	return r, nil
+}
+
+func defaultIdentity() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "localhost"
+	}
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+}
+
+// validateNew checks New's positional arguments.
+func validateNew(b backend.Backend, election string) error {
+	if b == nil {
+		return errors.New("elector: backend is nil")
+	}
+	if err := backend.ValidateElection(election); err != nil {
+		return fmt.Errorf("elector: %w", err)
+	}
+	return nil
+}
