@@ -81,7 +81,8 @@ type Lease interface {
 	// Token is the fencing token of this lease. Tokens strictly increase
 	// across the successive leases of one election; a protected resource that
 	// refuses tokens lower than the highest it has seen is safe from a stale
-	// leader. A driver whose token needs assumptions (Redlock) states them.
+	// leader. It is never 0, which means "no token". A driver whose token
+	// needs assumptions (Redlock) states them.
 	Token() uint64
 
 	// Deadline is the latest instant, on this process's monotonic clock, at
