@@ -94,7 +94,7 @@ func (e *Elector) Run(ctx context.Context) error {
 	if e.opts.OnLeaderChange != nil {
 		octx, cancel := context.WithCancel(ctx)
 		var wg sync.WaitGroup
-		wg.Go(func() { e.observe(octx) })
+		wg.Go(func() { e.watchLeader(octx) })
 		defer wg.Wait()
 		defer cancel()
 	}
@@ -120,7 +120,9 @@ func (e *Elector) campaign(ctx context.Context) (backend.Lease, error) {
 	c := backend.Candidate{Election: e.election, Identity: e.opts.Identity, TTL: e.opts.TTL}
 	for attempt := 0; ; attempt++ {
 		e.log.LogAttrs(ctx, slog.LevelDebug, "campaigning", slog.Int("attempt", attempt))
+		began := time.Now()
 		l, err := e.b.Campaign(ctx, c)
+		e.observe(Event{Kind: EventCampaign, Took: time.Since(began), Err: err})
 		if err == nil {
 			if left := time.Until(l.Deadline()); left > e.opts.SafetyMargin {
 				return l, nil
@@ -128,7 +130,7 @@ func (e *Elector) campaign(ctx context.Context) (backend.Lease, error) {
 			// Won too late to act safely: give it back and try again.
 			err = fmt.Errorf("won with only %v left before the lease deadline, within the safety margin %v",
 				time.Until(l.Deadline()), e.opts.SafetyMargin)
-			e.release(ctx, l)
+			e.release(ctx, l, Term{})
 		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -165,10 +167,12 @@ func (e *Elector) awaitSuccessor(ctx context.Context, token uint64) {
 
 // release gives l back with a fresh context bounded by
 // max(RenewInterval, 1s), even when ctx has ended, and returns the outcome.
-func (e *Elector) release(ctx context.Context, l backend.Lease) error {
+func (e *Elector) release(ctx context.Context, l backend.Lease, t Term) error {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(e.opts.RenewInterval, time.Second))
 	defer cancel()
+	began := time.Now()
 	err := l.Release(rctx)
+	e.observe(Event{Kind: EventRelease, Term: t, Took: time.Since(began), Err: err})
 	if err != nil {
 		e.log.LogAttrs(ctx, slog.LevelWarn, "release failed; the lease lapses after its TTL",
 			slog.Uint64("token", l.Token()), slog.Any("error", err))
@@ -271,8 +275,16 @@ func (e *Elector) Check() error {
 	return nil
 }
 
-// observe reports leader changes to OnLeaderChange until ctx ends.
-func (e *Elector) observe(ctx context.Context) {
+// observe reports ev to the Observer, if any.
+func (e *Elector) observe(ev Event) {
+	if e.opts.Observer != nil {
+		ev.Election = e.election
+		e.opts.Observer(ev)
+	}
+}
+
+// watchLeader reports leader changes to OnLeaderChange until ctx ends.
+func (e *Elector) watchLeader(ctx context.Context) {
 	var (
 		last  backend.Holder
 		first = true

@@ -529,3 +529,41 @@ func TestBackoff(t *testing.T) {
 		assert.LessOrEqual(t, d, min(time.Second, 25*time.Millisecond<<min(attempt, 10)))
 	}
 }
+
+func TestObserverSeesEveryStep(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := memory.New()
+		var mu sync.Mutex
+		var kinds []string
+		var events []Event
+		rec := newRecorder()
+		opts := rec.options("alice")
+		opts.Observer = func(ev Event) {
+			mu.Lock()
+			defer mu.Unlock()
+			kinds = append(kinds, ev.Kind.String())
+			events = append(events, ev)
+		}
+		b.Isolate()
+		r := start(t, b, opts)
+		time.Sleep(time.Millisecond / 2) // one failed campaign: retries wait at least 1ms
+		b.Heal()
+		el := rec.next(t, "elected")
+		time.Sleep(ttl/3*2 + time.Millisecond) // two renewals
+		require.Same(t, context.Canceled, r.stop(t))
+		rec.next(t, "revoked")
+		mu.Lock()
+		defer mu.Unlock()
+		assert.Equal(t, []string{"campaign", "campaign", "elected", "renew", "renew", "release", "revoked"}, kinds)
+		assert.ErrorIs(t, events[0].Err, memory.ErrIsolated)
+		for _, ev := range events {
+			assert.Equal(t, "jobs", ev.Election)
+		}
+		for _, ev := range events[2:] {
+			assert.Equal(t, el.term, ev.Term)
+		}
+		assert.NoError(t, events[3].Err)
+		assert.Same(t, context.Canceled, events[6].Err)
+		assert.Equal(t, "unknown", EventKind(0).String())
+	})
+}

@@ -19,7 +19,9 @@ var errNoRenewal = errors.New("no renewal succeeded before the lease deadline mi
 type renewer struct {
 	e       *Elector
 	l       backend.Lease
+	term    Term
 	timer   *time.Timer // next attempt
+	began   time.Time   // when the attempt in flight began
 	result  chan error  // non-nil while an attempt is in flight
 	cancel  context.CancelFunc
 	failed  int   // consecutive failures
@@ -30,6 +32,7 @@ type renewer struct {
 func (r *renewer) start(ctx context.Context, until time.Time) {
 	rctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), until)
 	r.cancel = cancel
+	r.began = time.Now()
 	r.result = make(chan error, 1)
 	go func(ch chan<- error) { ch <- r.l.Renew(rctx) }(r.result)
 }
@@ -41,6 +44,7 @@ func (r *renewer) start(ctx context.Context, until time.Time) {
 func (r *renewer) done(ctx context.Context, err error) error {
 	r.cancel()
 	r.result = nil
+	r.e.observe(Event{Kind: EventRenew, Term: r.term, Took: time.Since(r.began), Err: err})
 	o := &r.e.opts
 	switch {
 	case err == nil:
@@ -90,6 +94,7 @@ func (e *Elector) lead(ctx context.Context, l backend.Lease) (resigned bool) {
 	e.mu.Lock()
 	e.term = ts
 	e.mu.Unlock()
+	e.observe(Event{Kind: EventElected, Term: ts.term})
 	e.log.LogAttrs(ctx, slog.LevelInfo, "elected",
 		slog.Uint64("token", ts.term.Token), slog.Duration("deadline_in", time.Until(l.Deadline())))
 
@@ -104,7 +109,7 @@ func (e *Elector) lead(ctx context.Context, l backend.Lease) (resigned bool) {
 	stepDownAt := func() time.Time { return l.Deadline().Add(-o.SafetyMargin) }
 	stepDown := time.NewTimer(time.Until(stepDownAt()))
 	defer stepDown.Stop()
-	r := &renewer{e: e, l: l, timer: time.NewTimer(o.RenewInterval)}
+	r := &renewer{e: e, l: l, term: ts.term, timer: time.NewTimer(o.RenewInterval)}
 	defer r.stop()
 
 	var (
@@ -181,11 +186,12 @@ func (e *Elector) lead(ctx context.Context, l backend.Lease) (resigned bool) {
 	}
 	r.stop()
 
-	relErr := e.release(ctx, l)
+	relErr := e.release(ctx, l, ts.term)
 	e.mu.Lock()
 	e.term = nil
 	e.mu.Unlock()
 	e.log.LogAttrs(ctx, slog.LevelInfo, "revoked", slog.Uint64("token", ts.term.Token), slog.Any("reason", reason))
+	e.observe(Event{Kind: EventRevoked, Term: ts.term, Err: reason})
 	if o.OnRevoked != nil {
 		o.OnRevoked(ts.term, reason)
 	}

@@ -72,6 +72,13 @@ type Options struct {
 	// polling [Elector.Leader] every RenewInterval otherwise.
 	OnLeaderChange func(h backend.Holder)
 
+	// Observer, if set, is called with each [Event]: campaign attempts,
+	// terms starting and ending, renewals and releases, with their latency
+	// and outcome. It is the hook for metrics (see package
+	// github.com/leaderkit/elector/promelector for Prometheus). Calls come
+	// from Run's goroutine, in order, and must return quickly.
+	Observer func(Event)
+
 	// Logger receives structured logs: Info for terms starting and ending,
 	// Warn for failed renewals and campaign errors, Debug for each attempt.
 	// Default slog.Default(). Use slog.New(slog.DiscardHandler) for none.
