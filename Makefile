@@ -1,0 +1,26 @@
+# Targets run the scripts in scripts/; each script's header says more.
+.PHONY: test lint servers servers-stop servers-status bench
+
+# Start every test server, run go vet and go test -race in each module, stop
+# the servers. TESTFLAGS/TESTPKGS/TESTP are passed through (see scripts/test.sh).
+test:
+	scripts/test.sh
+
+# gofmt, go vet and staticcheck over every module.
+lint:
+	scripts/lint.sh
+
+# Start the test servers and leave them up; print the environment to use them.
+servers:
+	scripts/servers.sh start
+	@echo 'now: eval "$$(scripts/servers.sh env)"'
+
+servers-stop:
+	scripts/servers.sh stop
+
+servers-status:
+	scripts/servers.sh status
+
+# Benchmarks in integration_test against real servers (BENCHTIME, BENCH, BENCHFLAGS).
+bench:
+	scripts/bench.sh

@@ -1,0 +1,31 @@
+// Package testenv tells tests where the real test servers are and lets them
+// inject faults into those servers.
+//
+// The servers are started by scripts/servers.sh (see its header for the node
+// layout), which `make test` runs for the whole suite. To run tests by hand:
+//
+//	scripts/servers.sh start
+//	eval "$(scripts/servers.sh env)"
+//	go test -race -p 1 ./...
+//	scripts/servers.sh stop
+//
+// Each accessor reads one ELECTOR_* variable printed by `servers.sh env`.
+// When the variable is missing, the test is skipped with a message saying how
+// to start the servers, except under CI=true, where a missing server is a
+// failure: CI must never pass by skipping the tests that matter.
+//
+// # Servers
+//
+// Redis: five independent masters ([RedisAddrs]) and one node requiring
+// authentication ([RedisAuthAddr]). etcd: a three-member cluster with fast
+// raft timing ([EtcdEndpoints]) and a single member behind client-certificate
+// TLS and password auth ([EtcdTLS]). ZooKeeper: a three-server ensemble
+// ([ZKServers]). All listen on 127.0.0.1 only.
+//
+// # Faults
+//
+// [Fault] kills, pauses, resumes and restarts single nodes through the
+// script. The servers are shared by every package, so `make test` runs one
+// package's tests at a time (go test -p 1); a test that injects a fault must
+// restore the node before it ends.
+package testenv

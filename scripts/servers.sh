@@ -1,0 +1,631 @@
+#!/usr/bin/env bash
+# servers.sh — start, stop and break the real servers the elector tests run on.
+#
+# Usage:
+#   servers.sh install                 install the Debian packages if any is missing (root)
+#   servers.sh start [redis|etcd|zk|all]   start (idempotent) and wait until ready
+#   servers.sh stop  [redis|etcd|zk|all]   stop what this script started; remove data
+#   servers.sh env                     print `export` lines for the running kinds
+#   servers.sh status                  one line per node: port, pid, state
+#   servers.sh kill    KIND N          SIGKILL node N (1-based)
+#   servers.sh pause   KIND N          SIGSTOP node N
+#   servers.sh resume  KIND N          SIGCONT node N
+#   servers.sh restart KIND N [--aof] [--no-wait]
+#                                      stop node N if it runs, start it again on the same
+#                                      port (etcd/zk keep their data; redis starts empty,
+#                                      or with AOF fsync=always under --aof, reloading any
+#                                      AOF an earlier --aof run left), wait until ready
+#   servers.sh pid     KIND N          print node N's PID
+#
+# Nodes (see shared/notes/test-servers.md for the measured recipes):
+#   redis 1-5  independent masters 127.0.0.1:7001-7005, no persistence
+#   redis 6    127.0.0.1:7006, requirepass elector-secret, ACL user elector/elector-acl
+#   etcd  1-3  cluster, client 127.0.0.1:23791-23793, peer 23801-23803, fast raft timing
+#   etcd  4    single member, client https://127.0.0.1:23794 (client-cert TLS),
+#              peer 23804, auth enabled (user root, password elector-root)
+#   zk    1-3  ensemble, client 127.0.0.1:21811-21813
+#
+# Processes are tracked by PID files under $ELECTOR_STATE_DIR (default
+# /tmp/elector-servers) that also record the process start time, so a recycled
+# PID is never signalled. Nothing is ever killed by name.
+set -euo pipefail
+
+SCRIPT=$(readlink -f "${BASH_SOURCE[0]}")
+STATE=${ELECTOR_STATE_DIR:-/tmp/elector-servers}
+HOST=127.0.0.1
+START_TIMEOUT=${ELECTOR_START_TIMEOUT:-60} # seconds a kind may take to become ready
+STOP_GRACE=${ELECTOR_STOP_GRACE:-5}        # seconds between SIGTERM and SIGKILL
+
+REDIS_PASSWORD=elector-secret
+REDIS_ACL_USER=elector
+REDIS_ACL_PASSWORD=elector-acl
+ETCD_ROOT_PASSWORD=elector-root
+ZK_CLASSPATH=/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar
+
+KINDS=(redis etcd zk)
+PACKAGES=(redis-server etcd-server etcd-client zookeeper libcurator-recipes-java openssl)
+
+log() { printf 'servers.sh: %s\n' "$*" >&2; }
+die() {
+	log "error: $*"
+	exit 1
+}
+now() { printf '%s' "${EPOCHREALTIME/./}"; } # microseconds
+since() { # since START_US → "1.234s"
+	local us=$(($(now) - $1))
+	printf '%d.%03ds' $((us / 1000000)) $((us % 1000000 / 1000))
+}
+
+# ---------------------------------------------------------------- install
+
+missing_tools() {
+	local c f
+	for c in redis-server redis-cli etcd etcdctl java openssl; do
+		command -v "$c" >/dev/null 2>&1 || printf '%s ' "$c"
+	done
+	for f in /usr/share/java/zookeeper.jar /usr/share/java/slf4j-simple.jar \
+		/usr/share/java/curator-recipes.jar; do
+		[[ -e $f ]] || printf '%s ' "$f"
+	done
+}
+
+cmd_install() {
+	local missing
+	missing=$(missing_tools)
+	[[ -z $missing ]] && return 0
+	[[ $(id -u) -eq 0 ]] || die "missing: $missing; run as root to install: apt-get install -y ${PACKAGES[*]}"
+	log "missing: $missing— installing ${PACKAGES[*]}"
+	local t0
+	t0=$(now)
+	apt-get update
+	DEBIAN_FRONTEND=noninteractive apt-get install -y "${PACKAGES[@]}"
+	missing=$(missing_tools)
+	[[ -z $missing ]] || die "still missing after install: $missing"
+	log "installed in $(since "$t0")"
+}
+
+# ---------------------------------------------------------------- processes
+
+node_dir() { printf '%s/%s/%s' "$STATE" "$1" "$2"; }
+
+# start_time PID prints field 22 of /proc/PID/stat (jiffies since boot), or
+# fails if there is no such live process. A zombie counts as gone once its
+# other threads are gone too: a JVM's main thread turns zombie while the
+# threads that still hold its sockets are exiting.
+start_time() {
+	local stat rest f tasks
+	stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+	rest=${stat##*) } # the command name may hold spaces; fields resume after ')'
+	read -r -a f <<<"$rest"
+	if [[ ${f[0]} == Z || ${f[0]} == X ]]; then
+		tasks=(/proc/"$1"/task/*)
+		((${#tasks[@]} > 1)) || return 1
+	fi
+	printf '%s' "${f[19]}"
+}
+
+proc_state() { # proc_state PID → R, S, T (stopped), ...
+	local stat rest
+	stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+	rest=${stat##*) }
+	printf '%s' "${rest%% *}"
+}
+
+# node_pid KIND N prints the PID of node N if the process recorded in its PID
+# file is still the one this script started; fails otherwise.
+node_pid() {
+	local file pid recorded actual
+	file="$(node_dir "$1" "$2")/pid"
+	[[ -r $file ]] || return 1
+	read -r pid recorded <"$file" || return 1
+	actual=$(start_time "$pid") || return 1
+	[[ $actual == "$recorded" ]] || return 1
+	printf '%s' "$pid"
+}
+
+# spawn KIND N CMD... starts CMD in its own session, logging to the node's
+# log, and records its PID and start time.
+spawn() {
+	local kind=$1 n=$2 dir pid st
+	shift 2
+	dir=$(node_dir "$kind" "$n")
+	mkdir -p "$dir"
+	{
+		printf '\n=== %s start:' "$(date -u +%FT%TZ)"
+		printf ' %q' "$@"
+		printf '\n'
+	} >>"$dir/log"
+	# In a non-interactive shell the background child is not a process-group
+	# leader, so setsid execs in place and $! is the server's own PID.
+	setsid "$@" </dev/null >>"$dir/log" 2>&1 &
+	pid=$!
+	st=$(start_time "$pid") || die "$kind $n exited at once; log tail:$(tail_log "$kind" "$n")"
+	printf '%s %s\n' "$pid" "$st" >"$dir/pid"
+}
+
+tail_log() { printf '\n'; tail -n 25 "$(node_dir "$1" "$2")/log" 2>/dev/null | sed 's/^/    | /'; }
+
+signal_node() { # signal_node KIND N SIG...
+	local kind=$1 n=$2 pid sig
+	shift 2
+	pid=$(node_pid "$kind" "$n") || return 0
+	for sig in "$@"; do kill "-$sig" "$pid" 2>/dev/null || true; done
+}
+
+# wait_gone DEADLINE_US KIND N... waits until none of the nodes runs; fails
+# at the deadline.
+wait_gone() {
+	local deadline=$1 kind=$2 n left
+	shift 2
+	while :; do
+		left=0
+		for n in "$@"; do node_pid "$kind" "$n" >/dev/null && left=1; done
+		((left)) || return 0
+		(($(now) < deadline)) || return 1
+		sleep 0.05
+	done
+}
+
+# stop_nodes KIND N... stops the nodes: SIGCONT with SIGTERM (a stopped
+# process ignores TERM until continued), SIGKILL after STOP_GRACE seconds.
+stop_nodes() {
+	local kind=$1 n
+	shift
+	for n in "$@"; do signal_node "$kind" "$n" CONT TERM; done
+	wait_gone $(($(now) + STOP_GRACE * 1000000)) "$kind" "$@" && return 0
+	for n in "$@"; do
+		node_pid "$kind" "$n" >/dev/null && log "$kind $n ignored SIGTERM for ${STOP_GRACE}s; SIGKILL"
+		signal_node "$kind" "$n" KILL
+	done
+	wait_gone $(($(now) + 5000000)) "$kind" "$@" || die "$kind: a node survived SIGKILL"
+}
+
+# port_busy PORT succeeds if something accepts connections on HOST:PORT.
+port_busy() { (exec 3<>"/dev/tcp/$HOST/$1") 2>/dev/null; }
+
+# wait_ready KIND N waits until KIND_ready N succeeds. It fails loudly, with
+# the node's log tail, if the node exits or START_TIMEOUT seconds pass.
+wait_ready() {
+	local kind=$1 n=$2 deadline=$(($(now) + START_TIMEOUT * 1000000))
+	until "${kind}_ready" "$n" >/dev/null 2>&1; do
+		node_pid "$kind" "$n" >/dev/null ||
+			die "$kind $n ($("${kind}_addr" "$n")) exited while starting; log tail:$(tail_log "$kind" "$n")"
+		(($(now) < deadline)) ||
+			die "$kind $n ($("${kind}_addr" "$n")) not ready after ${START_TIMEOUT}s; log tail:$(tail_log "$kind" "$n")"
+		sleep 0.1
+	done
+}
+
+nodes_of() { # all node numbers of a kind
+	case $1 in
+	redis) echo 1 2 3 4 5 6 ;;
+	etcd) echo 1 2 3 4 ;;
+	zk) echo 1 2 3 ;;
+	esac
+}
+
+kind_running() { # succeeds if any node of the kind runs
+	local n
+	for n in $(nodes_of "$1"); do node_pid "$1" "$n" >/dev/null && return 0; done
+	return 1
+}
+
+# ---------------------------------------------------------------- redis
+
+redis_port() { echo $((7000 + $1)); }
+
+# redis_cli N ARGS... runs redis-cli against node N, giving up after 2 s: a
+# paused node accepts the connection but never answers.
+redis_cli() {
+	local n=$1 auth=()
+	shift
+	((n == 6)) && auth=(--no-auth-warning -a "$REDIS_PASSWORD")
+	timeout 2 redis-cli -h "$HOST" -p "$(redis_port "$n")" "${auth[@]}" "$@"
+}
+
+redis_launch() { # redis_launch N [aof]
+	local n=$1 aof=${2:-} dir port args
+	dir=$(node_dir redis "$n")
+	port=$(redis_port "$n")
+	port_busy "$port" && die "redis $n: port $port is already in use by a process this script did not start"
+	mkdir -p "$dir/data"
+	args=(--port "$port" --bind "$HOST" --dir "$dir/data" --daemonize no --save '')
+	if [[ $aof == aof ]]; then
+		args+=(--appendonly yes --appendfsync always)
+	else
+		rm -rf "$dir/data/appendonlydir" # a plain start never reloads an old AOF
+		args+=(--appendonly no)
+	fi
+	if ((n == 6)); then
+		args+=(--requirepass "$REDIS_PASSWORD"
+			--user "$REDIS_ACL_USER" on ">$REDIS_ACL_PASSWORD" '~*' '&*' +@all)
+	fi
+	spawn redis "$n" redis-server "${args[@]}"
+}
+
+redis_ready() { [[ $(redis_cli "$1" ping 2>/dev/null) == PONG ]]; }
+
+redis_addr() { printf '%s:%s' "$HOST" "$(redis_port "$1")"; }
+
+redis_wait() { # redis_wait N...
+	local n
+	for n in "$@"; do wait_ready redis "$n"; done
+}
+
+redis_env() {
+	local addrs=() n
+	for n in 1 2 3 4 5; do addrs+=("$HOST:$(redis_port "$n")"); done
+	env_line ELECTOR_REDIS_ADDRS "$(
+		IFS=,
+		echo "${addrs[*]}"
+	)"
+	env_line ELECTOR_REDIS_AUTH_ADDR "$HOST:$(redis_port 6)"
+}
+
+# ---------------------------------------------------------------- etcd
+
+etcd_client_port() { echo $((23790 + $1)); }
+etcd_peer_port() { echo $((23800 + $1)); }
+etcd_tls_dir() { printf '%s/etcd/tls' "$STATE"; }
+
+etcd_client_url() {
+	local scheme=http
+	(($1 == 4)) && scheme=https
+	printf '%s://%s:%s' "$scheme" "$HOST" "$(etcd_client_port "$1")"
+}
+
+etcd_cluster_endpoints() { printf '%s,%s,%s' "$(etcd_client_url 1)" "$(etcd_client_url 2)" "$(etcd_client_url 3)"; }
+
+etcdctl_node() { # etcdctl_node N ARGS... (TLS and, once enabled, auth for node 4)
+	local n=$1 tls
+	shift
+	local flags=(--endpoints "$(etcd_client_url "$n")" --dial-timeout 1s --command-timeout 3s)
+	if ((n == 4)); then
+		tls=$(etcd_tls_dir)
+		flags+=(--cacert "$tls/ca.crt" --cert "$tls/client.crt" --key "$tls/client.key")
+		[[ -e $(node_dir etcd 4)/auth-enabled ]] && flags+=(--user "root:$ETCD_ROOT_PASSWORD")
+	fi
+	ETCDCTL_API=3 etcdctl "${flags[@]}" "$@"
+}
+
+# etcd_certs writes a CA, a server certificate for 127.0.0.1/localhost and a
+# client certificate (CN elector-client, not an etcd user, so a client must
+# still authenticate with a password) into the TLS dir, once.
+etcd_certs() {
+	local tls
+	tls=$(etcd_tls_dir)
+	[[ -s $tls/client.crt ]] && return 0
+	mkdir -p "$tls"
+	(
+		cd "$tls"
+		local ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
+		openssl req -x509 "${ec[@]}" -keyout ca.key -out ca.crt -days 3650 \
+			-subj /CN=elector-test-ca \
+			-addext basicConstraints=critical,CA:TRUE \
+			-addext keyUsage=critical,keyCertSign,cRLSign
+		printf '%s\n' 'basicConstraints=CA:FALSE' 'keyUsage=critical,digitalSignature,keyEncipherment' \
+			'extendedKeyUsage=serverAuth,clientAuth' 'subjectAltName=IP:127.0.0.1,DNS:localhost' >server.ext
+		printf '%s\n' 'basicConstraints=CA:FALSE' 'keyUsage=critical,digitalSignature,keyEncipherment' \
+			'extendedKeyUsage=clientAuth' >client.ext
+		local who
+		for who in server client; do
+			openssl req "${ec[@]}" -keyout "$who.key" -out "$who.csr" -subj "/CN=elector-$who"
+			openssl x509 -req -in "$who.csr" -CA ca.crt -CAkey ca.key -CAcreateserial \
+				-days 3650 -extfile "$who.ext" -out "$who.crt"
+		done
+		rm -f ./*.csr ./*.ext ca.srl
+		chmod 600 ./*.key
+	) >"$tls/openssl.log" 2>&1 || die "openssl failed:$(sed 's/^/    | /' "$tls/openssl.log")"
+}
+
+etcd_launch() { # etcd_launch N
+	local n=$1 dir port peer args cluster i tls
+	dir=$(node_dir etcd "$n")
+	port=$(etcd_client_port "$n")
+	peer="http://$HOST:$(etcd_peer_port "$n")"
+	port_busy "$port" && die "etcd $n: port $port is already in use by a process this script did not start"
+	mkdir -p "$dir"
+	if ((n == 4)); then
+		etcd_certs
+		tls=$(etcd_tls_dir)
+		cluster="tls=$peer"
+		args=(--name tls --initial-cluster-token elector-tls
+			--cert-file "$tls/server.crt" --key-file "$tls/server.key"
+			--client-cert-auth --trusted-ca-file "$tls/ca.crt")
+	else
+		cluster=""
+		for i in 1 2 3; do cluster+="${cluster:+,}m$i=http://$HOST:$(etcd_peer_port "$i")"; done
+		args=(--name "m$n" --initial-cluster-token elector-test)
+	fi
+	# With a data dir already there (a restart), etcd ignores the initial-* flags.
+	args+=(--data-dir "$dir/data" --logger zap
+		--listen-client-urls "$(etcd_client_url "$n")" --advertise-client-urls "$(etcd_client_url "$n")"
+		--listen-peer-urls "$peer" --initial-advertise-peer-urls "$peer"
+		--initial-cluster "$cluster" --initial-cluster-state new
+		--heartbeat-interval 25 --election-timeout 250)
+	spawn etcd "$n" etcd "${args[@]}"
+}
+
+etcd_addr() { etcd_client_url "$1"; }
+
+etcd_ready() { etcdctl_node "$1" endpoint health; }
+
+# etcd_enable_auth turns on auth on the TLS member: user root with the root
+# role, once per data dir.
+etcd_enable_auth() {
+	local marker
+	marker="$(node_dir etcd 4)/auth-enabled"
+	[[ -e $marker ]] && return 0
+	{
+		etcdctl_node 4 user add "root:$ETCD_ROOT_PASSWORD" &&
+			etcdctl_node 4 role add root &&
+			etcdctl_node 4 user grant-role root root &&
+			etcdctl_node 4 auth enable
+	} >>"$(node_dir etcd 4)/log" 2>&1 || die "etcd 4: enabling auth failed; log tail:$(tail_log etcd 4)"
+	touch "$marker"
+}
+
+etcd_wait() { # etcd_wait N...
+	local n
+	for n in "$@"; do
+		wait_ready etcd "$n"
+		if ((n == 4)); then etcd_enable_auth; fi
+	done
+}
+
+# etcd_stop stops the members one at a time, after resuming any paused one: a
+# leader told to stop waits up to 5 s to hand its leadership over to a peer,
+# which must be running and not itself stopping.
+etcd_stop() {
+	local n
+	for n in $(nodes_of etcd); do signal_node etcd "$n" CONT; done
+	for n in $(nodes_of etcd); do stop_nodes etcd "$n"; done
+}
+
+etcd_env() {
+	local tls
+	tls=$(etcd_tls_dir)
+	env_line ELECTOR_ETCD_ENDPOINTS "$HOST:23791,$HOST:23792,$HOST:23793"
+	env_line ELECTOR_ETCD_TLS_ENDPOINT "$HOST:$(etcd_client_port 4)"
+	env_line ELECTOR_ETCD_TLS_CA "$tls/ca.crt"
+	env_line ELECTOR_ETCD_TLS_CERT "$tls/client.crt"
+	env_line ELECTOR_ETCD_TLS_KEY "$tls/client.key"
+}
+
+# ---------------------------------------------------------------- zookeeper
+
+zk_client_port() { echo $((21810 + $1)); }
+
+zk_launch() { # zk_launch N
+	local n=$1 dir port i
+	dir=$(node_dir zk "$n")
+	port=$(zk_client_port "$n")
+	port_busy "$port" && die "zk $n: port $port is already in use by a process this script did not start"
+	mkdir -p "$dir/data"
+	[[ -e $dir/data/myid ]] || echo "$n" >"$dir/data/myid"
+	{
+		printf '%s\n' tickTime=500 initLimit=20 syncLimit=10 \
+			minSessionTimeout=1000 maxSessionTimeout=30000 \
+			"dataDir=$dir/data" "clientPortAddress=$HOST" "clientPort=$port"
+		for i in 1 2 3; do printf 'server.%d=%s:%d:%d\n' "$i" "$HOST" $((21820 + i)) $((21830 + i)); done
+		printf '%s\n' '4lw.commands.whitelist=*' admin.enableServer=false
+	} >"$dir/zoo.cfg"
+	spawn zk "$n" java -Xms128m -Xmx128m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
+		-Djava.net.preferIPv4Stack=true -cp "$ZK_CLASSPATH" \
+		org.apache.zookeeper.server.quorum.QuorumPeerMain "$dir/zoo.cfg"
+}
+
+zk_4lw() { # zk_4lw N WORD prints the server's answer
+	# shellcheck disable=SC2016 # the inner script expands its own arguments
+	timeout 2 bash -c 'exec 3<>"/dev/tcp/$1/$2"; printf %s "$3" >&3; cat <&3' _ "$HOST" "$(zk_client_port "$1")" "$2"
+}
+
+zk_mode() { zk_4lw "$1" srvr 2>/dev/null | sed -n 's/^Mode: //p'; }
+
+# ruok answers imok even without a quorum; srvr's Mode is the readiness test.
+zk_ready() { [[ $(zk_mode "$1") =~ ^(leader|follower)$ ]]; }
+
+zk_addr() { printf '%s:%s' "$HOST" "$(zk_client_port "$1")"; }
+
+zk_wait() { # zk_wait N...
+	local n
+	for n in "$@"; do wait_ready zk "$n"; done
+}
+
+zk_env() { env_line ELECTOR_ZK_SERVERS "$HOST:21811,$HOST:21812,$HOST:21813"; }
+
+# ---------------------------------------------------------------- commands
+
+env_line() { printf "export %s='%s'\n" "$1" "$2"; } # values hold no single quotes
+
+parse_kinds() { # parse_kinds [KIND|all] → kind names
+	case ${1:-all} in
+	all) echo "${KINDS[@]}" ;;
+	redis | etcd | zk) echo "$1" ;;
+	*) die "unknown server kind '$1' (want redis, etcd, zk or all)" ;;
+	esac
+}
+
+ports_of() { # every port a kind listens on
+	case $1 in
+	redis) echo 7001 7002 7003 7004 7005 7006 ;;
+	etcd) echo 23791 23792 23793 23794 23801 23802 23803 23804 ;;
+	zk) echo 21811 21812 21813 21821 21822 21823 21831 21832 21833 ;;
+	esac
+}
+
+# preflight KIND fails, before anything starts, if a port of a kind none of
+# whose nodes runs is taken by someone else.
+preflight() {
+	local port busy=()
+	kind_running "$1" && return 0
+	for port in $(ports_of "$1"); do
+		if port_busy "$port"; then busy+=("$port"); fi
+	done
+	((${#busy[@]} == 0)) || die "$1: port(s) ${busy[*]} already in use by processes this script did not start (state dir $STATE)"
+}
+
+# launch_kind KIND starts the nodes of KIND that are not running and resumes
+# paused ones. If none of them runs, leftovers of an earlier run are removed
+# first for a clean start.
+launch_kind() {
+	local kind=$1 n
+	kind_running "$kind" || rm -rf "${STATE:?}/$kind"
+	for n in $(nodes_of "$kind"); do
+		if node_pid "$kind" "$n" >/dev/null; then
+			signal_node "$kind" "$n" CONT
+		else
+			"${kind}_launch" "$n"
+		fi
+	done
+}
+
+cmd_start() {
+	local kinds kind t0 nodes
+	kinds=$(parse_kinds "${1:-all}")
+	cmd_install
+	mkdir -p "$STATE"
+	t0=$(now)
+	for kind in $kinds; do preflight "$kind"; done
+	# Launch everything first (the JVMs are slowest), then wait for each kind.
+	for kind in zk etcd redis; do
+		if [[ " $kinds " == *" $kind "* ]]; then launch_kind "$kind"; fi
+	done
+	for kind in $kinds; do
+		read -r -a nodes <<<"$(nodes_of "$kind")"
+		"${kind}_wait" "${nodes[@]}"
+		log "$kind ready ($(since "$t0") since start)"
+	done
+}
+
+cmd_stop() {
+	local kind t0 pids=() n nodes
+	t0=$(now)
+	for kind in $(parse_kinds "${1:-all}"); do
+		# Stop every kind's nodes concurrently; each stop is bounded.
+		(
+			read -r -a nodes <<<"$(nodes_of "$kind")"
+			if [[ $kind == etcd ]]; then etcd_stop; else stop_nodes "$kind" "${nodes[@]}"; fi
+			rm -rf "${STATE:?}/$kind"
+		) &
+		pids+=($!)
+	done
+	local failed=0
+	for n in "${pids[@]}"; do wait "$n" || failed=1; done
+	((failed == 0)) || die "stop failed; see the messages above"
+	rmdir "$STATE" 2>/dev/null || true
+	log "stopped ${1:-all} in $(since "$t0")"
+}
+
+cmd_env() {
+	local kind header=0
+	for kind in "${KINDS[@]}"; do
+		kind_running "$kind" || continue
+		if ((!header)); then
+			env_line ELECTOR_STATE_DIR "$STATE"
+			env_line ELECTOR_SCRIPTS "$SCRIPT"
+			header=1
+		fi
+		"${kind}_env"
+	done
+}
+
+cmd_status() {
+	local kind n pid state port
+	printf '%-6s %-4s %-6s %-8s %s\n' KIND NODE PORT PID STATE
+	for kind in "${KINDS[@]}"; do
+		for n in $(nodes_of "$kind"); do
+			case $kind in
+			redis) port=$(redis_port "$n") ;;
+			etcd) port=$(etcd_client_port "$n") ;;
+			zk) port=$(zk_client_port "$n") ;;
+			esac
+			if pid=$(node_pid "$kind" "$n"); then
+				state=running
+				[[ $(proc_state "$pid") == T ]] && state=paused
+				[[ $kind == zk && $state == running ]] && state="running ($(zk_mode "$n" || true))"
+			elif [[ -e $(node_dir "$kind" "$n")/pid ]]; then
+				pid=- state=dead
+			else
+				pid=- state=stopped
+			fi
+			printf '%-6s %-4s %-6s %-8s %s\n' "$kind" "$n" "$port" "$pid" "$state"
+		done
+	done
+}
+
+check_node() { # check_node KIND N: valid kind and node number
+	local kind=$1 n=${2:-}
+	parse_kinds "$kind" >/dev/null
+	[[ $kind != all ]] || die "name one kind"
+	[[ " $(nodes_of "$kind") " == *" $n "* ]] || die "$kind has no node '$n' (want one of: $(nodes_of "$kind"))"
+}
+
+cmd_kill() {
+	check_node "$@"
+	node_pid "$1" "$2" >/dev/null || die "$1 $2 is not running"
+	signal_node "$1" "$2" KILL
+	wait_gone $(($(now) + 5000000)) "$1" "$2" || die "$1 $2 survived SIGKILL"
+}
+
+cmd_pause() {
+	check_node "$@"
+	node_pid "$1" "$2" >/dev/null || die "$1 $2 is not running"
+	signal_node "$1" "$2" STOP
+}
+
+cmd_resume() {
+	check_node "$@"
+	node_pid "$1" "$2" >/dev/null || die "$1 $2 is not running"
+	signal_node "$1" "$2" CONT
+}
+
+cmd_restart() {
+	local kind=${1:-} n=${2:-} aof="" wait=1 t0 opt
+	check_node "$kind" "$n"
+	shift 2
+	for opt in "$@"; do
+		case $opt in
+		--aof) [[ $kind == redis ]] || die "--aof is for redis only"; aof=aof ;;
+		--no-wait) wait=0 ;;
+		*) die "restart: unknown option '$opt'" ;;
+		esac
+	done
+	t0=$(now)
+	stop_nodes "$kind" "$n"
+	if [[ $kind == redis ]]; then redis_launch "$n" "$aof"; else "${kind}_launch" "$n"; fi
+	if ((wait)); then "${kind}_wait" "$n"; fi
+	log "$kind $n restarted in $(since "$t0")"
+}
+
+cmd_pid() {
+	check_node "$@"
+	node_pid "$1" "$2" || die "$1 $2 is not running"
+	echo
+}
+
+usage() { sed -n '2,/^set -euo/p' "$SCRIPT" | sed '$d; s/^# \{0,1\}//' >&2; }
+
+main() {
+	local cmd=${1:-}
+	[[ $# -gt 0 ]] && shift
+	case $cmd in
+	install) cmd_install ;;
+	start) cmd_start "$@" ;;
+	stop) cmd_stop "$@" ;;
+	env) cmd_env ;;
+	status) cmd_status ;;
+	kill) cmd_kill "$@" ;;
+	pause) cmd_pause "$@" ;;
+	resume) cmd_resume "$@" ;;
+	restart) cmd_restart "$@" ;;
+	pid) cmd_pid "$@" ;;
+	-h | --help | help) usage ;;
+	*)
+		usage
+		exit 2
+		;;
+	esac
+}
+
+main "$@"
