@@ -69,6 +69,19 @@ func (r *renewer) done(ctx context.Context, err error) error {
 	return nil
 }
 
+// why says why no renewal has succeeded yet, for a step-down's reason.
+func (r *renewer) why() string {
+	switch {
+	case r.result != nil && r.lastErr != nil:
+		return fmt.Sprintf("an attempt was still in flight; the one before failed: %v", r.lastErr)
+	case r.result != nil:
+		return "an attempt was still in flight"
+	case r.lastErr != nil:
+		return fmt.Sprintf("last error: %v", r.lastErr)
+	}
+	return "no attempt was due"
+}
+
 // stop abandons any attempt in flight and waits for it to return.
 func (r *renewer) stop() {
 	r.timer.Stop()
@@ -126,7 +139,7 @@ func (e *Elector) lead(ctx context.Context, l backend.Lease) (resigned bool) {
 			reason = fmt.Errorf("%w: the backend reports it gone: %w", ErrLeaseLost, backend.ErrLost)
 		case <-stepDown.C:
 			stepDone = true
-			reason = fmt.Errorf("%w: %w (last error: %v)", ErrLeaseLost, errNoRenewal, r.lastErr)
+			reason = fmt.Errorf("%w: %w (%s)", ErrLeaseLost, errNoRenewal, r.why())
 		case req := <-e.resignCh:
 			if req.ts != ts {
 				req.reply <- ErrNotLeader

@@ -1,0 +1,259 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/leaderkit/elector/backend"
+)
+
+// Backend runs elections on an etcd cluster through a client the caller
+// configured (endpoints, TLS, username and password). It implements
+// [backend.Backend] and [backend.Watcher]. Create it with [New].
+//
+// All candidates of one Backend with the same TTL share one etcd lease, so
+// hundreds of elections cost one keepalive per renewal period. Two
+// concurrent Campaigns for the same election on one Backend would write the
+// same key on a shared lease; the second one gets a lease of its own, so they
+// are two distinct candidates.
+type Backend struct {
+	cli *clientv3.Client
+	set settings
+
+	base   context.Context // lives until Close; parent of own-key watches
+	cancel context.CancelFunc
+	done   chan struct{} // closed by Close
+	wg     sync.WaitGroup
+
+	mu       sync.Mutex
+	closed   bool
+	sessions map[int64][]*session // by TTL in seconds
+	held     map[heldKey]*lease   // won and not yet finished, for Guard
+}
+
+type heldKey struct {
+	election string
+	token    uint64
+}
+
+var (
+	_ backend.Backend = (*Backend)(nil)
+	_ backend.Watcher = (*Backend)(nil)
+)
+
+// New returns a Backend using cli, which stays the caller's: Close does not
+// close it. opts may be nil for the defaults.
+func New(cli *clientv3.Client, opts *Options) (*Backend, error) {
+	if cli == nil {
+		return nil, fmt.Errorf("etcd: %w: client is nil", backend.ErrInvalid)
+	}
+	set, err := opts.settings()
+	if err != nil {
+		return nil, err
+	}
+	base, cancel := context.WithCancel(context.Background())
+	return &Backend{
+		cli:      cli,
+		set:      set,
+		base:     base,
+		cancel:   cancel,
+		done:     make(chan struct{}),
+		sessions: make(map[int64][]*session),
+		held:     make(map[heldKey]*lease),
+	}, nil
+}
+
+// Leader reports the candidate with the lowest create revision directly
+// under the election's directory: its identity (the key's value), its token
+// (the create revision) and the time its etcd lease has left.
+func (b *Backend) Leader(ctx context.Context, election string) (backend.Holder, error) {
+	if err := backend.ValidateElection(election); err != nil {
+		return backend.Holder{}, fmt.Errorf("etcd: leader: %w", err)
+	}
+	if err := b.usable("leader", election); err != nil {
+		return backend.Holder{}, err
+	}
+	dir := b.electionDir(election)
+	key, opts := candidateRange(dir)
+	resp, err := b.cli.Get(ctx, key, opts...)
+	if err != nil {
+		if ctx.Err() != nil {
+			return backend.Holder{}, ctx.Err()
+		}
+		return backend.Holder{}, fmt.Errorf("etcd: leader %q: %w", election, err)
+	}
+	q := readQueue(dir, resp.Kvs, "")
+	if q.first == nil {
+		return backend.Holder{}, fmt.Errorf("etcd: leader %q: %w", election, backend.ErrNoLeader)
+	}
+	h := backend.Holder{Election: election, Identity: string(q.first.Value), Token: uint64(q.first.CreateRevision)}
+	if q.first.Lease != 0 {
+		ttl, err := b.cli.TimeToLive(ctx, clientv3.LeaseID(q.first.Lease))
+		switch {
+		case ctx.Err() != nil:
+			return backend.Holder{}, ctx.Err()
+		case err == nil && ttl.TTL > 0:
+			h.TTL = time.Duration(ttl.TTL) * time.Second
+		}
+	}
+	return h, nil
+}
+
+// Close finishes every lease of the Backend (their Lost channels close),
+// makes waiting Campaigns return, and revokes the Backend's etcd leases,
+// which deletes their keys so successors are elected at once. Revocation is
+// bounded by [Options.CleanupTimeout]; leases it cannot revoke expire after
+// their TTL. Close does not close the client. It is idempotent.
+func (b *Backend) Close() error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	b.closed = true
+	close(b.done)
+	var all []*session
+	for _, ss := range b.sessions {
+		all = append(all, ss...)
+	}
+	b.sessions = nil
+	b.mu.Unlock()
+
+	for _, s := range all {
+		s.markLost()
+	}
+	b.cancel()
+	if b.clientClosed() == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), b.set.cleanup)
+		defer cancel()
+		var wg sync.WaitGroup
+		for _, s := range all {
+			wg.Go(func() { _, _ = b.cli.Revoke(ctx, s.id) })
+		}
+		wg.Wait()
+	}
+	b.wg.Wait()
+	return nil
+}
+
+// errClientClosed is returned for requests on a client the caller closed:
+// etcd's client would retry them until their context ends.
+var errClientClosed = errors.New("the etcd client is closed")
+
+// clientClosed returns errClientClosed if the client was closed.
+func (b *Backend) clientClosed() error {
+	if b.cli.Ctx().Err() != nil {
+		return errClientClosed
+	}
+	return nil
+}
+
+// usable returns an error wrapping ErrClosed if the Backend or its client
+// was closed.
+func (b *Backend) usable(op, election string) error {
+	if b.isClosed() {
+		return fmt.Errorf("etcd: %s %q: %w", op, election, backend.ErrClosed)
+	}
+	if err := b.clientClosed(); err != nil {
+		return fmt.Errorf("etcd: %s %q: %w: %w", op, election, err, backend.ErrClosed)
+	}
+	return nil
+}
+
+func (b *Backend) isClosed() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.closed
+}
+
+// reserve finds or grants a session with the given TTL on which l can write
+// its election's key, and records l on it.
+func (b *Backend) reserve(ctx context.Context, l *lease, ttlSeconds int64) (*session, error) {
+	now := time.Now()
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil, fmt.Errorf("etcd: campaign %q: %w", l.election, backend.ErrClosed)
+	}
+	var pick *session
+	kept := b.sessions[ttlSeconds][:0]
+	for _, s := range b.sessions[ttlSeconds] {
+		left := s.Deadline().Sub(now)
+		dead := s.isLost() || left <= 0
+		if dead && len(s.users) == 0 {
+			continue // lapsed unused: forget it
+		}
+		kept = append(kept, s)
+		if pick == nil && !dead && !s.retired && s.users[l.election] == nil && left > s.ttl/2 {
+			pick = s
+		}
+	}
+	b.sessions[ttlSeconds] = kept
+	if pick != nil {
+		pick.users[l.election] = l
+		b.mu.Unlock()
+		return pick, nil
+	}
+	b.mu.Unlock()
+
+	sent := time.Now()
+	resp, err := b.cli.Grant(ctx, ttlSeconds)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("etcd: campaign %q: grant lease: %w", l.election, err)
+	}
+	s := b.newSession(resp.ID, resp.TTL, sent)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		// Unused; it lapses after its TTL.
+		return nil, fmt.Errorf("etcd: campaign %q: %w", l.election, backend.ErrClosed)
+	}
+	b.sessions[ttlSeconds] = append(b.sessions[ttlSeconds], s)
+	s.users[l.election] = l
+	return s, nil
+}
+
+// unregister frees l's slot on its session and forgets it for Guard.
+func (b *Backend) unregister(l *lease) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if l.s.users[l.election] == l {
+		delete(l.s.users, l.election)
+	}
+	k := heldKey{l.election, l.Token()}
+	if b.held[k] == l {
+		delete(b.held, k)
+	}
+}
+
+// startWatch starts l's own-key watch from revision rev, unless the Backend
+// is closed.
+func (b *Backend) startWatch(l *lease, rev int64) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return backend.ErrClosed
+	}
+	ctx, cancel := context.WithCancel(b.base)
+	l.stop = cancel
+	b.wg.Add(1)
+	go l.watchOwn(ctx, rev)
+	return nil
+}
+
+// errClosedOr returns an error wrapping ErrClosed if the Backend is closed,
+// else err.
+func (b *Backend) errClosedOr(election string, err error) error {
+	if b.isClosed() && !errors.Is(err, backend.ErrClosed) {
+		return fmt.Errorf("etcd: campaign %q: %w", election, backend.ErrClosed)
+	}
+	return err
+}

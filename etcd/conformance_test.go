@@ -1,0 +1,141 @@
+package etcd
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+
+	"github.com/leaderkit/elector/backend"
+	"github.com/leaderkit/elector/backend/backendtest"
+	"github.com/leaderkit/elector/internal/testenv"
+)
+
+// testTTL is the lease TTL the conformance suite campaigns with: etcd's
+// smallest (the test cluster's minimum is ceil(1.5 × 250 ms) = 375 ms,
+// rounded up to whole seconds).
+const testTTL = time.Second
+
+func TestConformance(t *testing.T) {
+	endpoints := testenv.EtcdEndpoints(t)
+	backendtest.Run(t, func(ctx context.Context, t *testing.T) (backendtest.Harness, error) {
+		return newHarness(t, endpoints), nil
+	})
+}
+
+// harness gives each Backend its own client behind its own proxy, so that
+// it can be crashed (client closed) or isolated (proxy cut) alone.
+type harness struct {
+	t         *testing.T
+	endpoints []string
+	admin     *clientv3.Client
+
+	mu       sync.Mutex
+	n        int
+	clients  map[backend.Backend]*clientv3.Client
+	proxies  map[backend.Backend]*proxy
+	crashed  map[backend.Backend]bool
+	cleanups []func()
+}
+
+var (
+	_ backendtest.Crasher  = (*harness)(nil)
+	_ backendtest.Expirer  = (*harness)(nil)
+	_ backendtest.Isolator = (*harness)(nil)
+)
+
+func newHarness(t *testing.T, endpoints []string) *harness {
+	return &harness{
+		t:         t,
+		endpoints: endpoints,
+		admin:     newClient(t, endpoints),
+		clients:   make(map[backend.Backend]*clientv3.Client),
+		proxies:   make(map[backend.Backend]*proxy),
+		crashed:   make(map[backend.Backend]bool),
+	}
+}
+
+// newClient returns a quiet client on endpoints that reconnects quickly.
+func newClient(t testing.TB, endpoints []string) *clientv3.Client {
+	t.Helper()
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints:   endpoints,
+		DialTimeout: 2 * time.Second,
+		Logger:      zap.NewNop(),
+		DialOptions: []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, MaxDelay: 300 * time.Millisecond},
+			MinConnectTimeout: time.Second,
+		})},
+	})
+	if err != nil {
+		t.Fatalf("etcd client: %v", err)
+	}
+	return cli
+}
+
+func (h *harness) MakeBackend(ctx context.Context) (backend.Backend, error) {
+	h.mu.Lock()
+	target := h.endpoints[h.n%len(h.endpoints)]
+	h.n++
+	h.mu.Unlock()
+	p := newProxy(h.t, target)
+	cli := newClient(h.t, []string{p.Addr()})
+	b, err := New(cli, nil)
+	if err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	h.clients[b], h.proxies[b] = cli, p
+	h.mu.Unlock()
+	return b, nil
+}
+
+func (h *harness) TTL() time.Duration { return testTTL }
+
+// Crash closes b's client: nothing more reaches etcd, and b's leases lapse.
+func (h *harness) Crash(b backend.Backend) {
+	h.mu.Lock()
+	cli, done := h.clients[b], h.crashed[b]
+	h.crashed[b] = true
+	h.mu.Unlock()
+	if !done {
+		_ = cli.Close()
+	}
+}
+
+// Expire revokes the etcd lease under l through another client: l's key,
+// and those of the other candidates sharing that lease, are deleted.
+func (h *harness) Expire(l backend.Lease) {
+	id := l.(*lease).s.id
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := h.admin.Revoke(ctx, id); err != nil {
+		h.t.Errorf("Expire: revoke lease %x: %v", int64(id), err)
+	}
+}
+
+func (h *harness) Isolate(b backend.Backend) { h.proxyOf(b).Cut() }
+func (h *harness) Heal(b backend.Backend)    { h.proxyOf(b).Heal() }
+
+func (h *harness) proxyOf(b backend.Backend) *proxy {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.proxies[b]
+}
+
+func (h *harness) Close() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for b, cli := range h.clients {
+		if !h.crashed[b] {
+			_ = cli.Close()
+		}
+		h.proxies[b].Close()
+	}
+	_ = h.admin.Close()
+}

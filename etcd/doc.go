@@ -1,0 +1,103 @@
+// Package etcd is the etcd driver of elector: leader elections stored in an
+// etcd v3 cluster, wire-compatible with the elections of etcd's own
+// go.etcd.io/etcd/client/v3/concurrency package and of `etcdctl elect`.
+//
+//	cli, _ := clientv3.New(clientv3.Config{Endpoints: []string{"127.0.0.1:2379"}})
+//	b, _ := etcd.New(cli, nil)
+//	e, _ := elector.New(b, "send-invoices", &elector.Options{TTL: 5 * time.Second, OnElected: lead})
+//
+// Endpoints, TLS and username/password are configured on the client; the
+// driver only uses it.
+//
+// # Key layout and compatibility
+//
+// A candidate in election E writes the key
+//
+//	<Options.Prefix>E/<etcd lease ID in lowercase hex>
+//
+// with its identity as the value, attached to an etcd lease. The leader is
+// the candidate key with the lowest create revision, and every waiting
+// candidate watches only its immediate predecessor's key (no herd effect).
+// This is the layout of concurrency.NewElection(session, E) and of
+// `etcdctl elect E`: with the default empty Prefix, `etcdctl elect -l E`
+// and Election.Leader report an elector leader, and their candidates queue
+// with this driver's in one line, in both directions
+// (research/election-anchors.md § 2.2 and § D.1).
+//
+// This driver fixes what upstream gets wrong (§ 2.5):
+//
+//   - Election names that prefix one another ("jobs" and "jobs/eu") are
+//     distinct: only keys directly under E/ whose last segment is a lease ID
+//     count. Upstream clients still count the keys of "jobs/eu" as
+//     candidates of "jobs", so an upstream candidate of "jobs" may wait
+//     behind a "jobs/eu" holder; keep such names apart when mixing clients.
+//   - A Campaign whose key or lease disappears while it waits returns an
+//     error wrapping [backend.ErrLost] at once (etcd#19597), and after each
+//     wait it re-reads the queue, so it never wins without its own key.
+//   - A Campaign whose ctx ends deletes its key (etcd#21128 leaves it,
+//     blocking the election until the lease ends).
+//   - A failed Release changes nothing locally: the lease is still held and
+//     Release can be called again.
+//
+// # Leases
+//
+// All candidates of one [Backend] with the same TTL share one etcd lease
+// (at most one candidate per election on it, since they would write the
+// same key; a second concurrent candidate for an election gets a lease of
+// its own). Nothing renews it in the background: it is kept alive by
+// [backend.Lease.Renew] of the leases it carries and by the Campaigns
+// waiting on it, every TTL/3. Renewals share keepalives: a Renew reuses an
+// acknowledgement sent within the last TTL/5, provided it is newer than the
+// one that lease used last, and concurrent Renews share one request. So
+// hundreds of elections on one Backend cost a few keepalives per TTL, and a
+// lease nobody renews really lapses at the server, as a crashed process's
+// would. While another candidate of the same Backend still renews or waits
+// on the shared etcd lease, though, the keys on it stay alive: the
+// [backend.Lease.Deadline] of each lease reflects that honestly.
+//
+// Close revokes the Backend's etcd leases, so successors are elected at
+// once; a lease that cannot be revoked expires after its TTL.
+//
+// # Fencing
+//
+// The token of a term is the create revision of its candidate key:
+// revisions are cluster-wide and strictly increasing, so a successor's
+// token is always greater. [Backend.Guard] turns a term into a
+// clientv3.Cmp for the If of a transaction that commits only while the term
+// is current (etcd-io/website "Notes on the usage of lock and lease": the
+// fencing token is the revision). Resources outside etcd should refuse
+// tokens lower than the highest they have seen.
+//
+// # Timing
+//
+// etcd leases are whole seconds: a TTL is rounded up, and a TTL below one
+// second is refused with [backend.ErrInvalid]. The server raises a granted
+// TTL to its own minimum, ceil(1.5 × election timeout) (2 s with etcd's
+// defaults); the Deadline reflects what was granted.
+//
+// Deadline is computed locally from keepalive acknowledgements: the send
+// time of the newest acknowledged keepalive (or of the grant) plus the
+// granted TTL less [Options.ClockDrift]. The server extends a lease by its
+// TTL from when it receives the keepalive, which is later, so a leader cut
+// off from etcd reaches its Deadline before its lease can expire at the
+// server. Upstream's Session.Done fires no earlier than the server-side
+// expiry. The server checks for expired leases every 500 ms, so a crashed
+// leader's successor is elected between TTL and TTL + 0.5 s after its last
+// keepalive.
+//
+// # Errors
+//
+// Invalid names, identities, TTLs and options wrap [backend.ErrInvalid];
+// calls after Close wrap [backend.ErrClosed]; a lease known to be gone
+// wraps [backend.ErrLost]; Leader of an election without candidates wraps
+// [backend.ErrNoLeader]. Context errors are returned unwrapped. Every other
+// error (an unreachable cluster, a lost quorum) is transient.
+//
+// # Safety
+//
+// Mutual exclusion rests on etcd's linearizable writes and lease expiry,
+// and on this process's monotonic clock not running more than ClockDrift
+// slower than the etcd leader's over one TTL. A process paused past its
+// Deadline may still believe it leads: fence writes with [Backend.Guard] or
+// the token.
+package etcd

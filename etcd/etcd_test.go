@@ -1,0 +1,317 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/leaderkit/elector/backend"
+)
+
+func TestNewValidatesOptions(t *testing.T) {
+	if _, err := New(nil, nil); !errors.Is(err, backend.ErrInvalid) {
+		t.Errorf("New(nil client): got %v, want ErrInvalid", err)
+	}
+	cli := &clientv3.Client{} // never used: New fails before
+	for _, o := range []*Options{{ClockDrift: -0.1}, {ClockDrift: 0.5}, {CleanupTimeout: -time.Second}} {
+		_, err := New(cli, o)
+		if !errors.Is(err, backend.ErrInvalid) || !strings.Contains(err.Error(), "Options.") {
+			t.Errorf("New(%+v): got %v, want ErrInvalid naming the field", *o, err)
+		}
+	}
+}
+
+func TestTTLSeconds(t *testing.T) {
+	for _, tc := range []struct {
+		ttl  time.Duration
+		want int64
+	}{{time.Second, 1}, {1001 * time.Millisecond, 2}, {1500 * time.Millisecond, 2}, {15 * time.Second, 15}} {
+		got, err := ttlSeconds(tc.ttl)
+		if err != nil || got != tc.want {
+			t.Errorf("ttlSeconds(%v): got (%d, %v), want %d: etcd leases are whole seconds, rounded up", tc.ttl, got, err, tc.want)
+		}
+	}
+	for _, ttl := range []time.Duration{0, -time.Second, 999 * time.Millisecond} {
+		if _, err := ttlSeconds(ttl); !errors.Is(err, backend.ErrInvalid) || !strings.Contains(err.Error(), "minimum") {
+			t.Errorf("ttlSeconds(%v): got %v, want ErrInvalid naming the minimum", ttl, err)
+		}
+	}
+}
+
+func TestIsCandidate(t *testing.T) {
+	for key, want := range map[string]bool{
+		"jobs/694d77a5f0c1b23a": true,
+		"jobs/7":                true,
+		"jobs/":                 false,
+		"jobs/eu/694d77a5":      false, // election "jobs/eu"
+		"jobs/a/694d77a5":       false, // election "jobs/a": inside the hex range
+		"jobs/694D77A5":         false,
+		"jobsx/694d":            false,
+	} {
+		if got := isCandidate("jobs/", []byte(key)); got != want {
+			t.Errorf("isCandidate(%q): got %v, want %v", key, got, want)
+		}
+	}
+}
+
+// The key, value and lease are concurrency.Election's.
+func TestKeyLayout(t *testing.T) {
+	cli := testClient(t)
+	for _, prefix := range []string{"", "/elector/"} {
+		b := testBackend(t, cli, &Options{Prefix: prefix})
+		name := testName(t)
+		l := mustCampaign(t, b, cand(name, "alice"))
+		want := prefix + name + "/" + strconv.FormatInt(int64(l.s.id), 16)
+		resp, err := cli.Get(testCtx(t), prefix+name+"/", clientv3.WithPrefix())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Kvs) != 1 {
+			t.Fatalf("keys under %q: got %d, want 1", prefix+name+"/", len(resp.Kvs))
+		}
+		kv := resp.Kvs[0]
+		if string(kv.Key) != want || string(kv.Value) != "alice" || kv.Lease != int64(l.s.id) || uint64(kv.CreateRevision) != l.Token() {
+			t.Errorf("candidate key: got %q=%q lease %x rev %d, want %q=%q lease %x rev %d",
+				kv.Key, kv.Value, kv.Lease, kv.CreateRevision, want, "alice", int64(l.s.id), l.Token())
+		}
+		if err := l.Release(testCtx(t)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Many elections on one Backend share one etcd lease, and their renewals
+// share keepalives.
+func TestSharedLease(t *testing.T) {
+	cli := testClient(t)
+	counter := &countingLease{Lease: cli.Lease}
+	cli.Lease = counter
+	b := testBackend(t, cli, nil)
+	base := testName(t)
+	const n = 100
+	leases := make([]*lease, n)
+	for i := range leases {
+		leases[i] = mustCampaign(t, b, cand(fmt.Sprintf("%s/e%d", base, i), "alice"))
+		if leases[i].s != leases[0].s {
+			t.Fatalf("election %d: got etcd lease %x, want the shared %x", i, int64(leases[i].s.id), int64(leases[0].s.id))
+		}
+	}
+	// Three rounds of renewals, as electors with RenewInterval TTL/3 make.
+	before := counter.n.Load()
+	for range 3 {
+		time.Sleep(testTTL / 4) // lets the shared acknowledgement age past reuse
+		var wg sync.WaitGroup
+		for _, l := range leases {
+			wg.Go(func() {
+				if err := l.Renew(testCtx(t)); err != nil {
+					t.Errorf("Renew: %v", err)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	sent := counter.n.Load() - before
+	t.Logf("%d renewals of %d elections sent %d keepalives", 3*n, n, sent)
+	if sent > 6 {
+		t.Errorf("keepalives for 3 rounds of %d renewals: got %d, want at most 6: renewals share keepalives", n, sent)
+	}
+	for _, l := range leases {
+		if err := l.Release(testCtx(t)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Upstream's Campaign keeps waiting after its lease is gone (etcd#19597).
+func TestLostWhileWaiting(t *testing.T) {
+	cli := testClient(t)
+	holder := mustCampaign(t, testBackend(t, cli, nil), cand(testName(t), "alice"))
+	name := holder.election
+	for _, how := range []string{"lease revoked", "key deleted"} {
+		t.Run(how, func(t *testing.T) {
+			b := testBackend(t, testClient(t), nil)
+			ch := campaignAsync(testCtx(t), b, cand(name, "bob"))
+			pending(t, ch, 200*time.Millisecond)
+			b.mu.Lock()
+			s := b.sessions[1][0]
+			key := s.users[name].key
+			b.mu.Unlock()
+			start := time.Now()
+			var err error
+			if how == "lease revoked" {
+				_, err = cli.Revoke(testCtx(t), s.id)
+			} else {
+				_, err = cli.Delete(testCtx(t), key)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := await(t, ch, testTTL)
+			if !errors.Is(r.err, backend.ErrLost) {
+				t.Fatalf("waiting Campaign after its %s: got (%v, %v), want ErrLost", how, r.l, r.err)
+			}
+			t.Logf("Campaign returned %v after its %s", time.Since(start), how)
+		})
+	}
+	if err := holder.Release(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Upstream leaves the key of a canceled Campaign (etcd#21128).
+func TestCanceledCampaignLeavesNoKey(t *testing.T) {
+	cli := testClient(t)
+	holder := mustCampaign(t, testBackend(t, cli, nil), cand(testName(t), "alice"))
+	dir := holder.election + "/"
+	ctx, cancel := context.WithTimeout(testCtx(t), 200*time.Millisecond)
+	defer cancel()
+	if _, err := testBackend(t, cli, nil).Campaign(ctx, cand(holder.election, "bob")); err != context.DeadlineExceeded {
+		t.Fatalf("Campaign: got %v, want context.DeadlineExceeded", err)
+	}
+	resp, err := cli.Get(testCtx(t), dir, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Count != 1 {
+		t.Errorf("keys under %q after the canceled Campaign: got %d, want 1 (the holder's)", dir, resp.Count)
+	}
+	if err := holder.Release(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A failed Release keeps the lease: still held, renewable, releasable.
+func TestFailedReleaseKeepsState(t *testing.T) {
+	b := testBackend(t, testClient(t), nil)
+	l := mustCampaign(t, b, cand(testName(t), "alice"))
+	ctx, cancel := context.WithCancel(testCtx(t))
+	cancel()
+	if err := l.Release(ctx); err != context.Canceled {
+		t.Fatalf("Release with a canceled ctx: got %v, want context.Canceled", err)
+	}
+	select {
+	case <-l.Lost():
+		t.Fatal("Lost closed after a failed Release; want the lease kept")
+	default:
+	}
+	if err := l.Renew(testCtx(t)); err != nil {
+		t.Fatalf("Renew after a failed Release: got %v, want nil", err)
+	}
+	if _, err := b.Guard(l.election, l.Token()); err != nil {
+		t.Fatalf("Guard after a failed Release: got %v, want nil", err)
+	}
+	if h, err := b.Leader(testCtx(t), l.election); err != nil || h.Token != l.Token() {
+		t.Fatalf("Leader after a failed Release: got (%+v, %v), want token %d", h, err, l.Token())
+	}
+	if err := l.Release(testCtx(t)); err != nil {
+		t.Fatalf("second Release: got %v, want nil", err)
+	}
+}
+
+// Guard commits writes only while the term is current.
+func TestGuard(t *testing.T) {
+	cli := testClient(t)
+	b := testBackend(t, cli, nil)
+	name := testName(t)
+	data := name + "-data"
+	la := mustCampaign(t, b, cand(name, "alice"))
+	guard, err := b.Guard(name, la.Token())
+	if err != nil {
+		t.Fatalf("Guard: %v", err)
+	}
+	put := func(g clientv3.Cmp, v string) bool {
+		t.Helper()
+		resp, err := cli.Txn(testCtx(t)).If(g).Then(clientv3.OpPut(data, v)).Commit()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Succeeded
+	}
+	if !put(guard, "alice") {
+		t.Fatal("guarded put by the leader: not committed, want committed")
+	}
+	ch := campaignAsync(testCtx(t), testBackend(t, cli, nil), cand(name, "bob"))
+	if err := la.Release(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	r := await(t, ch, testTTL)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if put(guard, "stale alice") {
+		t.Error("guarded put by the former leader after a successor was elected: committed, want refused")
+	}
+	if _, err := b.Guard(name, la.Token()); !errors.Is(err, backend.ErrLost) {
+		t.Errorf("Guard of a released term: got %v, want ErrLost", err)
+	}
+	resp, err := cli.Get(testCtx(t), data)
+	if err != nil || len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != "alice" {
+		t.Errorf("data: got %v (%v), want alice's write only", resp, err)
+	}
+	if err := r.l.Release(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = cli.Delete(testCtx(t), data)
+}
+
+// The granted TTL is whole seconds and the Deadline follows it.
+func TestDeadlineFromGrant(t *testing.T) {
+	b := testBackend(t, testClient(t), nil)
+	start := time.Now()
+	l, err := b.Campaign(testCtx(t), backend.Candidate{Election: testName(t), Identity: "alice", TTL: 1500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := l.Deadline().Sub(start)
+	if d <= 1500*time.Millisecond || d > 2*time.Second {
+		t.Errorf("Deadline after Campaign with TTL 1.5s: got %v from the start, want in (1.5s, 2s]: rounded up to 2s less drift", d)
+	}
+	if _, err := b.Campaign(testCtx(t), backend.Candidate{Election: testName(t), Identity: "alice", TTL: 500 * time.Millisecond}); !errors.Is(err, backend.ErrInvalid) {
+		t.Errorf("Campaign with TTL 500ms: got %v, want ErrInvalid", err)
+	}
+	if err := l.Release(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A Campaign waiting while etcd is unreachable stays responsive: Close ends
+// it at once although its keepalive hangs.
+func TestCloseWhileCutOff(t *testing.T) {
+	cli := testClient(t)
+	holder := mustCampaign(t, testBackend(t, cli, nil), cand(testName(t), "alice"))
+	p := newProxy(t, cli.Endpoints()[0])
+	defer p.Close()
+	pcli := newClient(t, []string{p.Addr()})
+	defer func() { _ = pcli.Close() }()
+	b, err := New(pcli, &Options{CleanupTimeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := campaignAsync(testCtx(t), b, cand(holder.election, "bob"))
+	pending(t, ch, 200*time.Millisecond)
+	p.Cut()
+	// Let the waiter's keepalive schedule come due while cut off.
+	time.Sleep(testTTL / 2)
+	closed := time.Now()
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r := await(t, ch, time.Second)
+	if !errors.Is(r.err, backend.ErrClosed) {
+		t.Errorf("Campaign after Close: got (%v, %v), want ErrClosed", r.l, r.err)
+	}
+	if d := time.Since(closed); d > 300*time.Millisecond {
+		t.Errorf("Campaign returned %v after Close, want within 300ms", d)
+	}
+	p.Heal()
+	if err := holder.Release(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,202 @@
+package integration_test
+
+// Fault tests of the etcd driver on the three-member test cluster:
+//
+//	eval "$(../scripts/servers.sh env)"
+//	go test -race -run 'Etcd' -v .
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/leaderkit/elector/internal/testenv"
+)
+
+// Killing the etcd raft leader during a term: the term survives (keepalives
+// fail over to another member within the renewal slack) or ends safely, and
+// the election has a leader again within TTL + the cluster's recovery.
+func TestEtcdRaftLeaderKilled(t *testing.T) {
+	endpoints := etcdEndpoints(t)
+	admin := etcdClient(t, endpoints...)
+	tl := newTermLog()
+	name := etcdName("raft-kill")
+	alice := tl.elector(t, etcdBackend(t, etcdClient(t, endpoints...)), name, "alice")
+	runElector(t, alice)
+	first := waitTerm(t, tl.elected, 5*time.Second, "first election")
+	bob := tl.elector(t, etcdBackend(t, etcdClient(t, endpoints...)), name, "bob")
+	runElector(t, bob)
+
+	member := raftLeader(t, admin, endpoints)
+	t.Logf("killing etcd member %d (raft leader) during %s's term (token %d)", member, first.who, first.token)
+	killed := time.Now()
+	testenv.Fault(t, "kill", "etcd", strconv.Itoa(member))
+	t.Cleanup(func() { testenv.Fault(t, "restart", "etcd", strconv.Itoa(member)) })
+
+	// Over 3 TTLs, someone must lead at the end, and every hand-over must be
+	// clean.
+	deadline := time.Now().Add(3 * etcdTTL)
+	for time.Now().Before(deadline) {
+		select {
+		case lt := <-tl.ended:
+			t.Logf("%s (token %d) stepped down %v after the kill", lt.who, lt.token, lt.end.Sub(killed))
+		case lt := <-tl.elected:
+			t.Logf("%s (token %d) elected %v after the kill", lt.who, lt.token, lt.start.Sub(killed))
+		case <-time.After(time.Until(deadline)):
+		}
+	}
+	leaders := 0
+	for _, e := range []interface{ IsLeader() bool }{alice, bob} {
+		if e.IsLeader() {
+			leaders++
+		}
+	}
+	if leaders != 1 {
+		t.Errorf("leaders %v after killing the raft leader: got %d, want 1", 3*etcdTTL, leaders)
+	}
+	h, err := alice.Leader(etcdCtx(t))
+	if err != nil {
+		t.Fatalf("Leader after the kill: %v", err)
+	}
+	if h.Token < first.token {
+		t.Errorf("leader token after the kill: got %d, want >= %d", h.Token, first.token)
+	}
+	if h.Token == first.token {
+		t.Logf("the term survived the raft leader's death (token %d)", h.Token)
+	}
+	tl.checkNoOverlap(t)
+}
+
+// A leader cut off from etcd by a network partition (toxiproxy timeout
+// toxic: bytes are dropped, connections stay open) steps down before its
+// lease can expire at the server, and its successor's token is greater.
+func TestEtcdPartitionedLeaderStepsDown(t *testing.T) {
+	endpoints := etcdEndpoints(t)
+	proxy := startToxiproxy(t, endpoints[0])
+	tl := newTermLog()
+	name := etcdName("partition")
+	alice := tl.elector(t, etcdBackend(t, etcdClient(t, proxy.Listen)), name, "alice")
+	runElector(t, alice)
+	first := waitTerm(t, tl.elected, 5*time.Second, "alice's election")
+	bob := tl.elector(t, etcdBackend(t, etcdClient(t, endpoints[1:]...)), name, "bob")
+	runElector(t, bob)
+	admin := etcdClient(t, endpoints...)
+	waitQueued(t, admin, name, "bob")
+	expired := watchExpiry(t, admin, name, "alice")
+
+	cut := time.Now()
+	for _, stream := range []string{"upstream", "downstream"} {
+		toxic := fmt.Sprintf(`{"name":"cut-%s","type":"timeout","stream":%q,"toxicity":1,"attributes":{"timeout":0}}`, stream, stream)
+		if _, err := proxy.Toxics.AddToxicJson(strings.NewReader(toxic)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	healed := false
+	heal := func() {
+		if !healed {
+			healed = true
+			proxy.Toxics.ResetToxics(context.Background())
+		}
+	}
+	defer heal()
+
+	down := waitTerm(t, tl.ended, 2*etcdTTL, "step-down of the cut-off leader")
+	next := waitTerm(t, tl.elected, 2*etcdTTL, "successor's election")
+	heal()
+	if down.who != first.who || next.who != "bob" {
+		t.Fatalf("got %s stepping down and %s elected, want alice then bob", down.who, next.who)
+	}
+	margin := next.start.Sub(down.end)
+	gone := <-expired
+	t.Logf("cut at 0; alice stepped down at %v; the server expired her lease at %v; bob elected at %v (TTL %v)",
+		down.end.Sub(cut), gone.Sub(cut), next.start.Sub(cut), etcdTTL)
+	t.Logf("step-down margin: %v before the server-side expiry, %v before the successor's election",
+		gone.Sub(down.end), margin)
+	if !down.end.Before(gone) {
+		t.Errorf("alice stepped down %v after the server expired her lease; want before", down.end.Sub(gone))
+	}
+	if margin <= 0 {
+		t.Errorf("successor elected %v before the cut-off leader stepped down; want after", -margin)
+	}
+	if next.token <= first.token {
+		t.Errorf("successor token: got %d, want > %d", next.token, first.token)
+	}
+	tl.checkNoOverlap(t)
+}
+
+// startToxiproxy starts an in-process toxiproxy in front of target.
+func startToxiproxy(t *testing.T, target string) *toxiproxy.Proxy {
+	t.Helper()
+	srv := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
+	p := toxiproxy.NewProxy(srv, "etcd", "127.0.0.1:0", target)
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	return p
+}
+
+// waitQueued waits until a candidate with identity who has a key in
+// election name (concurrency.Election's layout).
+func waitQueued(t *testing.T, cli *clientv3.Client, name, who string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(etcdCtx(t), 5*time.Second)
+	defer cancel()
+	resp, err := cli.Get(ctx, name+"/", clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range resp.Kvs {
+		if string(kv.Value) == who {
+			return
+		}
+	}
+	for wr := range cli.Watch(ctx, name+"/", clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1)) {
+		for _, ev := range wr.Events {
+			if ev.Type == mvccpb.PUT && string(ev.Kv.Value) == who {
+				return
+			}
+		}
+	}
+	t.Fatalf("%s never queued in %q", who, name)
+}
+
+// watchExpiry finds who's candidate key in election name and reports when
+// an admin watch sees it deleted.
+func watchExpiry(t *testing.T, cli *clientv3.Client, name, who string) <-chan time.Time {
+	t.Helper()
+	ctx := etcdCtx(t)
+	resp, err := cli.Get(ctx, name+"/", clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var key string
+	for _, kv := range resp.Kvs {
+		if string(kv.Value) == who {
+			key = string(kv.Key)
+		}
+	}
+	if key == "" {
+		t.Fatalf("no key of %s in %q", who, name)
+	}
+	wch := cli.Watch(ctx, key, clientv3.WithRev(resp.Header.Revision+1), clientv3.WithFilterPut())
+	ch := make(chan time.Time, 1)
+	go func() {
+		for wr := range wch {
+			if len(wr.Events) > 0 {
+				ch <- time.Now()
+				return
+			}
+		}
+	}()
+	return ch
+}
