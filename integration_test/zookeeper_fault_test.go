@@ -1,0 +1,137 @@
+package integration_test
+
+// Fault tests of the ZooKeeper driver on the three-server test ensemble:
+//
+//	eval "$(../scripts/servers.sh env)"
+//	go test -race -run 'ZooKeeper' -v .
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/leaderkit/elector/internal/testenv"
+)
+
+// Killing the ZooKeeper leader server: every server drops its clients while
+// the ensemble elects a new leader, so under the default policy the elector
+// leader steps down; its session survives, and the election has a leader
+// again once the ensemble is back, with no overlap.
+func TestZooKeeperKillLeaderServer(t *testing.T) {
+	servers := testenv.ZKServers(t)
+	tl := newZKTermLog()
+	name := zkName("kill-leader")
+	alice := tl.elector(t, zkBackend(t, servers, nil), name, "alice")
+	runZKElector(t, alice)
+	first := waitZKTerm(t, tl.elected, 5*time.Second, "alice's election")
+	bob := tl.elector(t, zkBackend(t, servers, nil), name, "bob")
+	runZKElector(t, bob)
+	admin := zkConn(t, servers, nil)
+	waitZKCandidates(t, admin, zkRoot+"/"+name, 2)
+
+	n := zkLeaderServer(t, servers)
+	killed := time.Now()
+	testenv.Fault(t, "kill", "zk", strconv.Itoa(n))
+	restarted := false
+	restart := func() {
+		if !restarted {
+			restarted = true
+			testenv.Fault(t, "restart", "zk", strconv.Itoa(n))
+		}
+	}
+	t.Cleanup(restart)
+
+	down := waitZKTerm(t, tl.ended, 3*zkTTL, "step-down when the ensemble drops its clients")
+	next := waitZKTerm(t, tl.elected, 15*time.Second, "a leader after the ZooKeeper leader died")
+	t.Logf("ZooKeeper leader (server %d) killed at 0; %s stepped down at %v; %s (token %d) elected at %v",
+		n, down.who, down.end.Sub(killed), next.who, next.token, next.start.Sub(killed))
+	if down.token != first.token {
+		t.Fatalf("stepped-down term: got token %d, want alice's %d", down.token, first.token)
+	}
+	restart()
+	// The election keeps working after the server comes back: a Resign hands
+	// it to the other candidate.
+	leader, other := alice, bob
+	if next.who == "bob" {
+		leader, other = bob, alice
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := leader.Resign(ctx); err != nil {
+		t.Fatalf("Resign after the fault: %v", err)
+	}
+	third := waitZKTerm(t, tl.elected, 5*time.Second, "hand-over after the fault")
+	if third.who != other.Identity() {
+		t.Errorf("after Resign: %s elected, want %s", third.who, other.Identity())
+	}
+	tl.checkNoOverlap(t)
+}
+
+// A leader cut off from ZooKeeper by a network partition (toxiproxy timeout
+// toxic: bytes are dropped, the connection stays open, the session lives on
+// at the servers) steps down before its session can expire there, and its
+// successor's token is greater.
+func TestZooKeeperPartitionedLeaderStepsDown(t *testing.T) {
+	servers := testenv.ZKServers(t)
+	proxy := startZKToxiproxy(t, servers[0])
+	tl := newZKTermLog()
+	name := zkName("partition")
+	alice := tl.elector(t, zkBackend(t, []string{proxy.Listen}, nil), name, "alice")
+	runZKElector(t, alice)
+	first := waitZKTerm(t, tl.elected, 5*time.Second, "alice's election")
+	bob := tl.elector(t, zkBackend(t, servers[1:], nil), name, "bob")
+	runZKElector(t, bob)
+	admin := zkConn(t, servers[1:], nil)
+	dir := zkRoot + "/" + name
+	waitZKCandidates(t, admin, dir, 2)
+	kids, _, err := admin.Children(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := make(chan time.Time, 1)
+	for _, k := range kids {
+		data, _, ch, err := admin.GetW(dir + "/" + k)
+		if err == nil && string(data) == "alice" {
+			go func() { <-ch; gone <- time.Now() }()
+		}
+	}
+
+	cut := time.Now()
+	for _, stream := range []string{"upstream", "downstream"} {
+		toxic := fmt.Sprintf(`{"name":"cut-%s","type":"timeout","stream":%q,"toxicity":1,"attributes":{"timeout":0}}`, stream, stream)
+		if _, err := proxy.Toxics.AddToxicJson(strings.NewReader(toxic)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	healed := false
+	heal := func() {
+		if !healed {
+			healed = true
+			proxy.Toxics.ResetToxics(context.Background())
+		}
+	}
+	defer heal()
+
+	down := waitZKTerm(t, tl.ended, 2*zkTTL, "step-down of the cut-off leader")
+	next := waitZKTerm(t, tl.elected, 3*zkTTL, "successor's election")
+	expired := <-gone
+	heal()
+	if down.who != first.who || next.who != "bob" {
+		t.Fatalf("got %s stepping down and %s elected, want alice then bob", down.who, next.who)
+	}
+	t.Logf("cut at 0; alice stepped down at %v; the servers expired her session at %v; bob elected at %v (session timeout %v)",
+		down.end.Sub(cut), expired.Sub(cut), next.start.Sub(cut), zkTTL)
+	if !down.end.Before(expired) {
+		t.Errorf("alice stepped down %v after her session expired; want before", down.end.Sub(expired))
+	}
+	if !down.end.Before(next.start) {
+		t.Errorf("successor elected %v before the cut-off leader stepped down; want after", down.end.Sub(next.start))
+	}
+	if next.token <= first.token {
+		t.Errorf("successor token: got %d, want > %d", next.token, first.token)
+	}
+	tl.checkNoOverlap(t)
+}

@@ -1,0 +1,318 @@
+package integration_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"io"
+	"log/slog"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	"github.com/go-zookeeper/zk"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
+	elector "github.com/leaderkit/elector"
+	"github.com/leaderkit/elector/backend"
+	"github.com/leaderkit/elector/internal/testenv"
+	"github.com/leaderkit/elector/zookeeper"
+)
+
+// zkTTL is the session timeout of every ZooKeeper client here: the 2 s of
+// shared/notes/anchor-figures.md.
+const zkTTL = 2 * time.Second
+
+// zkRoot is the root znode of the integration elections.
+const zkRoot = "/elector-it"
+
+// zkName returns an election name unique to this run.
+func zkName(prefix string) string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return prefix + "-" + hex.EncodeToString(b[:])
+}
+
+// zkBackend returns a Backend on servers closed when tb ends.
+func zkBackend(tb testing.TB, servers []string, dial zk.Dialer) *zookeeper.Backend {
+	tb.Helper()
+	b, err := zookeeper.New(servers, &zookeeper.Options{Root: zkRoot, SessionTimeout: zkTTL, Dialer: dial})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { b.Close() })
+	return b
+}
+
+// zkConn returns a raw go-zookeeper connection closed when tb ends.
+func zkConn(tb testing.TB, servers []string, dial zk.Dialer) *zk.Conn {
+	tb.Helper()
+	if dial == nil {
+		dial = net.DialTimeout
+	}
+	var logger zk.Logger = testenv.NewLogger(tb)
+	if _, ok := tb.(*testing.B); ok {
+		logger = zkQuiet{} // keep benchmark output parseable
+	}
+	c, _, err := zk.Connect(servers, zkTTL, zk.WithLogger(logger), zk.WithLogInfo(false), zk.WithDialer(dial))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(c.Close)
+	return c
+}
+
+// zkQuiet discards go-zookeeper's log messages.
+type zkQuiet struct{}
+
+func (zkQuiet) Printf(string, ...any) {}
+
+// zkCtx returns a watchdog context for tb.
+func zkCtx(tb testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	tb.Cleanup(cancel)
+	return ctx
+}
+
+// zkLeaderServer returns the 1-based number of the ensemble's leader.
+func zkLeaderServer(t *testing.T, servers []string) int {
+	t.Helper()
+	for i, s := range servers {
+		// The srvr four-letter word (go-zookeeper's FLWSrvr cannot parse
+		// the 3.8 version line).
+		c, err := net.DialTimeout("tcp", s, time.Second)
+		if err != nil {
+			continue
+		}
+		c.SetDeadline(time.Now().Add(time.Second))
+		_, _ = c.Write([]byte("srvr"))
+		out, _ := io.ReadAll(c)
+		c.Close()
+		if strings.Contains(string(out), "Mode: leader") {
+			return i + 1
+		}
+	}
+	t.Fatal("no ZooKeeper server reports Mode: leader")
+	return 0
+}
+
+// zkCandidates counts the candidate znodes of election (LeaderLatch or
+// zk.Lock layout) as conn sees them.
+func zkCandidates(tb testing.TB, conn *zk.Conn, dir string) int {
+	kids, _, err := conn.Children(dir)
+	if err != nil && err != zk.ErrNoNode {
+		tb.Fatal(err)
+	}
+	n := 0
+	for _, k := range kids {
+		if strings.HasPrefix(k, "_c_") {
+			n++
+		}
+	}
+	return n
+}
+
+// waitZKCandidates polls until dir has n candidates.
+func waitZKCandidates(tb testing.TB, conn *zk.Conn, dir string, n int) {
+	tb.Helper()
+	for end := time.Now().Add(5 * time.Second); zkCandidates(tb, conn, dir) < n; time.Sleep(time.Millisecond) {
+		if time.Now().After(end) {
+			tb.Fatalf("%s: fewer than %d candidates after 5s", dir, n)
+		}
+	}
+}
+
+// zkTermLog records the terms of electors.
+type zkTermLog struct {
+	mu             sync.Mutex
+	terms          []zkTerm
+	elected, ended chan zkTerm
+}
+
+type zkTerm struct {
+	who        string
+	token      uint64
+	start, end time.Time
+}
+
+func newZKTermLog() *zkTermLog {
+	return &zkTermLog{elected: make(chan zkTerm, 64), ended: make(chan zkTerm, 64)}
+}
+
+// elector returns an Elector for election on b that records its terms.
+func (tl *zkTermLog) elector(t *testing.T, b backend.Backend, election, who string) *elector.Elector {
+	t.Helper()
+	l := testenv.NewLogger(t)
+	e, err := elector.New(b, election, &elector.Options{
+		Identity: who,
+		TTL:      zkTTL,
+		Logger:   slog.New(slog.NewTextHandler(zkLogWriter{l}, &slog.HandlerOptions{Level: slog.LevelInfo})),
+		OnElected: func(ctx context.Context, term elector.Term) {
+			lt := zkTerm{who: who, token: term.Token, start: time.Now()}
+			tl.elected <- lt
+			<-ctx.Done()
+			lt.end = time.Now()
+			tl.mu.Lock()
+			tl.terms = append(tl.terms, lt)
+			tl.mu.Unlock()
+			tl.ended <- lt
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+type zkLogWriter struct{ l *testenv.Logger }
+
+func (w zkLogWriter) Write(p []byte) (int, error) {
+	w.l.Printf("%s", strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
+}
+
+// checkNoOverlap fails t if two recorded terms overlap or tokens do not
+// increase in the order of election.
+func (tl *zkTermLog) checkNoOverlap(t *testing.T) {
+	t.Helper()
+	tl.mu.Lock()
+	terms := slices.Clone(tl.terms)
+	tl.mu.Unlock()
+	slices.SortFunc(terms, func(a, b zkTerm) int { return a.start.Compare(b.start) })
+	for i := 1; i < len(terms); i++ {
+		p, c := terms[i-1], terms[i]
+		if c.start.Before(p.end) {
+			t.Errorf("terms overlap: %s (token %d) elected %v before %s (token %d) stepped down", c.who, c.token, p.end.Sub(c.start), p.who, p.token)
+		}
+		if c.token <= p.token {
+			t.Errorf("tokens: %s got %d after %s's %d, want greater", c.who, c.token, p.who, p.token)
+		}
+	}
+}
+
+// runZKElector runs e until the test ends.
+func runZKElector(t *testing.T, e *elector.Elector) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != context.Canceled {
+			t.Errorf("Run: got %v, want context.Canceled", err)
+		}
+	})
+}
+
+// waitZKTerm waits up to d for the next term event on ch.
+func waitZKTerm(t *testing.T, ch <-chan zkTerm, d time.Duration, what string) zkTerm {
+	t.Helper()
+	select {
+	case lt := <-ch:
+		return lt
+	case <-time.After(d):
+		t.Fatalf("no %s within %v", what, d)
+		return zkTerm{}
+	}
+}
+
+// crashDialer dials ZooKeeper and can silence every connection it made, as
+// the crash of the process would: writes are swallowed, reads dropped, no
+// FIN or RST is sent, and new dials fail. It records when the last bytes
+// arrived from the server before the crash: the holder's last heard-from
+// instant.
+type crashDialer struct {
+	mu      sync.Mutex
+	crashed bool
+	conns   []*crashConn
+	last    atomic.Int64 // unix nanos of the last read before the crash
+}
+
+type crashConn struct {
+	net.Conn
+	d       *crashDialer
+	crashed atomic.Bool
+}
+
+func (c *crashConn) Write(p []byte) (int, error) {
+	if c.crashed.Load() {
+		return len(p), nil
+	}
+	return c.Conn.Write(p)
+}
+
+func (c *crashConn) Read(p []byte) (int, error) {
+	for {
+		n, err := c.Conn.Read(p)
+		if c.crashed.Load() {
+			if err != nil {
+				return 0, err
+			}
+			continue
+		}
+		if n > 0 {
+			c.d.last.Store(time.Now().UnixNano())
+		}
+		return n, err
+	}
+}
+
+func (d *crashDialer) dial(network, addr string, timeout time.Duration) (net.Conn, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.crashed {
+		return nil, net.ErrClosed
+	}
+	c, err := net.DialTimeout(network, addr, timeout)
+	if err != nil {
+		return nil, err
+	}
+	cc := &crashConn{Conn: c, d: d}
+	d.conns = append(d.conns, cc)
+	return cc, nil
+}
+
+// crash silences the connections and returns the last heard-from instant.
+func (d *crashDialer) crash() time.Time {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.crashed = true
+	for _, c := range d.conns {
+		c.crashed.Store(true)
+	}
+	return time.Unix(0, d.last.Load())
+}
+
+// zkLatencies collects durations and reports their percentiles.
+type zkLatencies []time.Duration
+
+// report adds p50 and p99 (in ms) of ls to b's metrics, under name.
+func (ls zkLatencies) report(b *testing.B, name string) {
+	if len(ls) == 0 {
+		return
+	}
+	s := slices.Clone(ls)
+	slices.Sort(s)
+	pct := func(p float64) float64 {
+		return float64(s[int(p*float64(len(s)-1))]) / float64(time.Millisecond)
+	}
+	b.ReportMetric(pct(0.50), name+"-p50-ms")
+	b.ReportMetric(pct(0.99), name+"-p99-ms")
+}
+
+// startZKToxiproxy starts an in-process toxiproxy in front of target.
+func startZKToxiproxy(t *testing.T, target string) *toxiproxy.Proxy {
+	t.Helper()
+	srv := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
+	p := toxiproxy.NewProxy(srv, "zookeeper", "127.0.0.1:0", target)
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	return p
+}

@@ -1,0 +1,453 @@
+package zookeeper
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/leaderkit/elector/backend"
+)
+
+// fixture is a harness with a watchdog context for driver-level tests.
+type fixture struct {
+	*harness
+	t   *testing.T
+	ctx context.Context
+}
+
+func newFixture(t *testing.T) *fixture {
+	h := newHarness(t)
+	t.Cleanup(h.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return &fixture{harness: h, t: t, ctx: ctx}
+}
+
+func (f *fixture) backend(opts *Options) (*Backend, *faultDialer) {
+	f.t.Helper()
+	b, d, err := f.newBackend(opts)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(func() { b.Close() })
+	return b, d
+}
+
+func (f *fixture) acquire(b *Backend, election, id string) *lease {
+	f.t.Helper()
+	l, err := b.Campaign(f.ctx, backend.Candidate{Election: election, Identity: id})
+	if err != nil {
+		f.t.Fatalf("Campaign(%q, %q): %v", election, id, err)
+	}
+	return l.(*lease)
+}
+
+func (f *fixture) campaignAsync(b *Backend, election, id string) <-chan result {
+	ch := make(chan result, 1)
+	go func() {
+		l, err := b.Campaign(f.ctx, backend.Candidate{Election: election, Identity: id})
+		ch <- result{l, err, time.Now()}
+	}()
+	return ch
+}
+
+func (f *fixture) await(ch <-chan result, d time.Duration, rule string) result {
+	f.t.Helper()
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			f.t.Fatalf("Campaign: got %v, want a lease: %s", r.err, rule)
+		}
+		return r
+	case <-time.After(d):
+		f.t.Fatalf("Campaign: no lease within %v: %s", d, rule)
+	}
+	return result{}
+}
+
+// candidates lists the candidate znodes of election, as the admin sees them.
+func (f *fixture) candidates(election string) []string {
+	f.t.Helper()
+	kids, _, err := f.admin.Children(testRoot + "/" + election)
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		f.t.Fatal(err)
+	}
+	var out []string
+	for _, c := range sortCandidates(kids) {
+		out = append(out, c.name)
+	}
+	return out
+}
+
+// eventually polls cond every 10ms for up to d.
+func eventually(t *testing.T, d time.Duration, cond func() bool, rule string) {
+	t.Helper()
+	for end := time.Now().Add(d); !cond(); {
+		if time.Now().After(end) {
+			t.Fatalf("condition not met within %v: %s", d, rule)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func lost(l backend.Lease) bool {
+	select {
+	case <-l.Lost():
+		return true
+	default:
+		return false
+	}
+}
+
+func TestNegotiatedTimeout(t *testing.T) {
+	f := newFixture(t)
+	// The ensemble's minSessionTimeout is 1s: a 100ms request gets 1s, and
+	// the Deadline must use what was granted, not what was asked.
+	b, _ := f.backend(&Options{Root: testRoot, SessionTimeout: 100 * time.Millisecond})
+	l := f.acquire(b, "negotiated-"+randomSuffix(), "alice")
+	if d := time.Until(l.Deadline()); d < 800*time.Millisecond || d > time.Second {
+		t.Fatalf("Deadline: got %v from now, want just under the negotiated 1s (not the 100ms asked)", d)
+	}
+	if err := l.Release(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDeadlineFollowsPings(t *testing.T) {
+	f := newFixture(t)
+	b, _ := f.backend(nil)
+	l := f.acquire(b, "pings-"+randomSuffix(), "alice")
+	first := l.Deadline()
+	// No Renew: go-zookeeper's pings (every third of the timeout) alone move
+	// the Deadline.
+	eventually(t, testTTL, func() bool { return l.Deadline().After(first.Add(testTTL / 10)) },
+		"answered pings move the Deadline")
+	if lost(l) {
+		t.Fatal("Lost closed on a healthy lease")
+	}
+	if err := l.Release(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	d := l.Deadline()
+	time.Sleep(testTTL / 2) // pings keep flowing on the session
+	if !l.Deadline().Equal(d) {
+		t.Fatalf("Deadline of a released lease: moved by %v, want frozen", l.Deadline().Sub(d))
+	}
+}
+
+func TestGuard(t *testing.T) {
+	f := newFixture(t)
+	b, _ := f.backend(nil)
+	election := "guard-" + randomSuffix()
+	data := testRoot + "/guarded-" + randomSuffix()
+	if _, err := f.admin.Create(data, []byte("v0"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	defer f.admin.Delete(data, -1)
+	l := f.acquire(b, election, "alice")
+	check, err := b.Guard(election, l.Token())
+	if err != nil {
+		t.Fatalf("Guard of a held term: %v", err)
+	}
+	// The guarded write commits while the term is current, on any session.
+	if _, err := f.admin.Multi(check, &zk.SetDataRequest{Path: data, Data: []byte("v1"), Version: -1}); err != nil {
+		t.Fatalf("guarded Multi during the term: got %v, want nil", err)
+	}
+	if _, err := b.Guard(election, l.Token()+1); !errors.Is(err, backend.ErrLost) {
+		t.Fatalf("Guard with another token: got %v, want ErrLost", err)
+	}
+	if err := l.Release(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Guard(election, l.Token()); !errors.Is(err, backend.ErrLost) {
+		t.Fatalf("Guard after Release: got %v, want ErrLost", err)
+	}
+	// A stale leader that kept its check op writes nothing.
+	successor := f.acquire(b, election, "bob")
+	defer successor.Release(f.ctx)
+	if _, err := f.admin.Multi(check, &zk.SetDataRequest{Path: data, Data: []byte("stale"), Version: -1}); !errors.Is(err, zk.ErrNoNode) {
+		t.Fatalf("guarded Multi after the term: got %v, want zk.ErrNoNode", err)
+	}
+	if got, _, _ := f.admin.Get(data); string(got) != "v1" {
+		t.Fatalf("guarded data: got %q, want v1: a stale term's write must not commit", got)
+	}
+}
+
+func TestDisconnectStepsDownAtOnce(t *testing.T) {
+	f := newFixture(t)
+	a, da := f.backend(nil)
+	b, _ := f.backend(nil)
+	election := "disconnect-" + randomSuffix()
+	l := f.acquire(a, election, "alice")
+	waiting := f.campaignAsync(b, election, "bob")
+	eventually(t, time.Second, func() bool { return len(f.candidates(election)) == 2 }, "bob queues")
+	dropped := time.Now()
+	da.drop()
+	eventually(t, testTTL/4, func() bool { return lost(l) }, "a disconnection ends the lease at once (Curator's standard policy)")
+	// The session survives; the lost lease's znode is deleted on reconnection
+	// so that bob is elected well before any session timeout.
+	r := f.await(waiting, testTTL/2, "the next candidate leads once the stepped-down leader's znode is deleted")
+	t.Logf("lease lost and successor elected %v after the connection dropped", r.at.Sub(dropped))
+	if err := l.Renew(f.ctx); !errors.Is(err, backend.ErrLost) {
+		t.Fatalf("Renew of the stepped-down lease: got %v, want ErrLost", err)
+	}
+	if err := r.l.Release(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDisconnectGraceRidesOut(t *testing.T) {
+	f := newFixture(t)
+	a, da := f.backend(&Options{Root: testRoot, SessionTimeout: testTTL, DisconnectGrace: testTTL / 2})
+	election := "grace-" + randomSuffix()
+	l := f.acquire(a, election, "alice")
+	before, _, _ := a.state()
+	da.drop()
+	eventually(t, testTTL, func() bool {
+		now, _, _ := a.state()
+		return now.up && now.epoch > before.epoch && now.id == before.id
+	}, "the session reconnects")
+	if err := l.Renew(f.ctx); err != nil {
+		t.Fatalf("Renew after a short disconnection inside the grace: got %v, want nil", err)
+	}
+	if lost(l) {
+		t.Fatal("Lost closed, want the lease to ride out a disconnection inside DisconnectGrace")
+	}
+	if got := f.candidates(election); len(got) != 1 || testRoot+"/"+election+"/"+got[0] != l.path {
+		t.Fatalf("candidates: got %v, want only the leader's znode", got)
+	}
+	// A disconnection longer than the grace ends the lease.
+	da.setCut(true)
+	eventually(t, testTTL*2, func() bool { return lost(l) }, "a disconnection past the grace ends the lease")
+}
+
+func TestCutLeaderStepsDownBeforeExpiry(t *testing.T) {
+	f := newFixture(t)
+	a, da := f.backend(nil)
+	b, _ := f.backend(nil)
+	election := "cut-" + randomSuffix()
+	l := f.acquire(a, election, "alice")
+	waiting := f.campaignAsync(b, election, "bob")
+	eventually(t, time.Second, func() bool { return len(f.candidates(election)) == 2 }, "bob queues")
+	var steppedDown time.Time
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		<-l.Lost()
+		steppedDown = time.Now()
+	}()
+	da.setCut(true) // silent: no reset, the server keeps the session until it expires
+	r := f.await(waiting, 2*testTTL, "the cut-off leader's session expires")
+	wg.Wait()
+	deadline := l.Deadline()
+	t.Logf("leader stepped down %v before the successor was elected; Deadline %v before", r.at.Sub(steppedDown), r.at.Sub(deadline))
+	if !steppedDown.Before(r.at) || !deadline.Before(r.at) {
+		t.Fatalf("cut-off leader: Lost at %v and Deadline %v relative to the successor's election, want both before it",
+			steppedDown.Sub(r.at), deadline.Sub(r.at))
+	}
+	if r.l.Token() <= l.Token() {
+		t.Fatalf("successor token %d, want > %d", r.l.Token(), l.Token())
+	}
+	if err := r.l.Release(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSessionExpiryRecampaigns(t *testing.T) {
+	f := newFixture(t)
+	a, da := f.backend(nil)
+	election := "expiry-" + randomSuffix()
+	l := f.acquire(a, election, "alice")
+	old, _, _ := a.state()
+	da.setCut(true)
+	eventually(t, testTTL, func() bool { return lost(l) }, "the cut-off lease is lost")
+	eventually(t, 3*testTTL, func() bool { return len(f.candidates(election)) == 0 }, "the servers expire the session")
+	da.setCut(false)
+	eventually(t, 3*testTTL, func() bool {
+		now, _, _ := a.state()
+		return now.up && now.id != old.id && now.id != 0
+	}, "the Backend opens a new session")
+	l2 := f.acquire(a, election, "alice")
+	if l2.Token() <= l.Token() {
+		t.Fatalf("token after expiry: got %d, want > %d", l2.Token(), l.Token())
+	}
+	if err := l.Renew(f.ctx); !errors.Is(err, backend.ErrLost) {
+		t.Fatalf("Renew of the expired lease: got %v, want ErrLost", err)
+	}
+	if err := l2.Release(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestProtectedCreate(t *testing.T) {
+	f := newFixture(t)
+	a, da := f.backend(nil)
+	election := "protected-" + randomSuffix()
+	f.acquire(a, election+"-warmup", "x").Release(f.ctx) // parents exist
+	f.acquire(a, election, "first").Release(f.ctx)
+	da.dropCreate.Store(true) // the next create's reply is lost with its connection
+	l := f.acquire(a, election, "alice")
+	if da.dropCreate.Load() {
+		t.Fatal("no create request went out")
+	}
+	if got := f.candidates(election); len(got) != 1 || testRoot+"/"+election+"/"+got[0] != l.path {
+		t.Fatalf("candidates: got %v, want only the adopted znode %s: protected create leaves no orphan", got, l.path)
+	}
+	if err := l.Release(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCanceledCampaignDeletesZnode(t *testing.T) {
+	f := newFixture(t)
+	a, _ := f.backend(nil)
+	election := "cancel-" + randomSuffix()
+	l := f.acquire(a, election, "alice")
+	ctx, cancel := context.WithCancel(f.ctx)
+	ch := make(chan error, 1)
+	go func() {
+		_, err := a.Campaign(ctx, backend.Candidate{Election: election, Identity: "bob"})
+		ch <- err
+	}()
+	eventually(t, time.Second, func() bool { return len(f.candidates(election)) == 2 }, "bob queues")
+	cancel()
+	if err := <-ch; err != context.Canceled {
+		t.Fatalf("canceled Campaign: got %v, want context.Canceled", err)
+	}
+	eventually(t, time.Second, func() bool { return len(f.candidates(election)) == 1 }, "the abandoned znode is deleted")
+	if err := l.Release(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDigestAuth(t *testing.T) {
+	f := newFixture(t)
+	root := testRoot + "-auth-" + randomSuffix()
+	opts := &Options{
+		Root:           root,
+		SessionTimeout: testTTL,
+		ACL:            zk.DigestACL(zk.PermAll, "elector", "s3cret"),
+		Auth:           []Auth{{Scheme: "digest", Secret: []byte("elector:s3cret")}},
+	}
+	a, _ := f.backend(opts)
+	b, _ := f.backend(opts)
+	anon, _ := f.backend(&Options{Root: root, SessionTimeout: testTTL})
+	l := f.acquire(a, "e", "alice")
+	if h, err := b.Leader(f.ctx, "e"); err != nil || h.Identity != "alice" {
+		t.Fatalf("authenticated Leader: got (%+v, %v), want alice", h, err)
+	}
+	if _, err := anon.Leader(f.ctx, "e"); !errors.Is(err, zk.ErrNoAuth) {
+		t.Fatalf("unauthenticated Leader: got %v, want zk.ErrNoAuth", err)
+	}
+	if _, err := anon.Campaign(f.ctx, backend.Candidate{Election: "e", Identity: "mallory"}); !errors.Is(err, zk.ErrNoAuth) {
+		t.Fatalf("unauthenticated Campaign: got %v, want zk.ErrNoAuth", err)
+	}
+	ch := f.campaignAsync(b, "e", "bob")
+	if err := l.Release(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := f.await(ch, testTTL/2, "an authenticated candidate is handed the election")
+	if err := r.l.Release(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The containers vanish once empty; delete them now to keep the tree tidy.
+	f.admin.AddAuth("digest", []byte("elector:s3cret"))
+	f.admin.Delete(root+"/e", -1)
+	f.admin.Delete(root, -1)
+}
+
+// slogRecorder is a slog.Handler that records messages.
+type slogRecorder struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (r *slogRecorder) Enabled(context.Context, slog.Level) bool { return true }
+func (r *slogRecorder) Handle(_ context.Context, rec slog.Record) error {
+	r.mu.Lock()
+	r.msgs = append(r.msgs, rec.Level.String()+" "+rec.Message)
+	r.mu.Unlock()
+	return nil
+}
+func (r *slogRecorder) WithAttrs([]slog.Attr) slog.Handler { return r }
+func (r *slogRecorder) WithGroup(string) slog.Handler      { return r }
+
+func (r *slogRecorder) has(s string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, m := range r.msgs {
+		if strings.Contains(m, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestLoggerReceivesClientLogs(t *testing.T) {
+	rec := &slogRecorder{}
+	b, err := New([]string{"127.0.0.1:1"}, &Options{Logger: slog.New(rec)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, func() bool { return rec.has("WARN failed to connect") },
+		"go-zookeeper's messages go to Options.Logger, not standard output")
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := b.Leader(ctx, "x"); err != context.DeadlineExceeded {
+		t.Fatalf("Leader with no server reachable: got %v, want the ctx error", err)
+	}
+	b.Close()
+	if _, err := b.Leader(context.Background(), "x"); !errors.Is(err, backend.ErrClosed) {
+		t.Fatalf("Leader after Close: got %v, want ErrClosed", err)
+	}
+}
+
+func TestDisconnectGraceChecksZnode(t *testing.T) {
+	f := newFixture(t)
+	a, da := f.backend(&Options{Root: testRoot, SessionTimeout: testTTL, DisconnectGrace: testTTL / 2})
+	election := "grace-gone-" + randomSuffix()
+	l := f.acquire(a, election, "alice")
+	da.setCut(true)
+	// While alice is cut off, an operator deletes her znode; then her
+	// connection breaks and she reconnects at once, well inside the grace.
+	if err := f.admin.Delete(l.path, -1); err != nil {
+		t.Fatal(err)
+	}
+	da.drop()
+	da.setCut(false)
+	eventually(t, testTTL/4, func() bool { return lost(l) },
+		"a lease whose znode vanished during a disconnection is lost on reconnection, before the grace ends")
+	if err := l.Renew(f.ctx); !errors.Is(err, backend.ErrLost) {
+		t.Fatalf("Renew: got %v, want ErrLost", err)
+	}
+}
+
+func TestWatchEndsWithSession(t *testing.T) {
+	f := newFixture(t)
+	a, da := f.backend(nil)
+	election := "watch-expiry-" + randomSuffix()
+	l := f.acquire(a, election, "alice")
+	seen := make(chan backend.Holder, 8)
+	done := make(chan error, 1)
+	go func() { done <- a.Watch(f.ctx, election, func(h backend.Holder) { seen <- h }) }()
+	if h := <-seen; h.Identity != "alice" || h.Token != l.Token() {
+		t.Fatalf("Watch: first call got %+v, want alice's term", h)
+	}
+	da.setCut(true)
+	eventually(t, 3*testTTL, func() bool { return len(f.candidates(election)) == 0 }, "the servers expire the session")
+	da.setCut(false)
+	select {
+	case err := <-done:
+		if err == nil || errors.Is(err, context.Canceled) {
+			t.Fatalf("Watch after session expiry: got %v, want an error: its watches ended", err)
+		}
+	case <-time.After(3 * testTTL):
+		t.Fatal("Watch still running after its session expired, want it to return an error")
+	}
+}

@@ -1,0 +1,139 @@
+package zookeeper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/leaderkit/elector/backend"
+)
+
+// Leader reports the first candidate of election, as Curator's
+// LeaderLatch.getLeader does: its identity (the znode's data) and token (its
+// czxid). TTL is 0: a ZooKeeper lease has no remaining time to read. It
+// returns an error wrapping [backend.ErrNoLeader] when there is no candidate.
+func (b *Backend) Leader(ctx context.Context, election string) (backend.Holder, error) {
+	if err := validateElection(election); err != nil {
+		return backend.Holder{}, err
+	}
+	h, _, err := b.holder(ctx, election, false)
+	if err != nil {
+		return backend.Holder{}, wrap("leader", election, err)
+	}
+	if h.IsZero() {
+		return backend.Holder{}, fmt.Errorf("zookeeper: leader %q: %w", election, backend.ErrNoLeader)
+	}
+	return h, nil
+}
+
+// holder reads the first readable candidate of election, with a watch on its
+// znode when watch is set.
+func (b *Backend) holder(ctx context.Context, election string, watch bool) (backend.Holder, <-chan zk.Event, error) {
+	dir := b.electionPath(election)
+	kids, err := do(b, ctx, func() ([]string, error) {
+		kids, _, err := b.conn.Children(dir)
+		return kids, err
+	}, nil)
+	if errors.Is(err, zk.ErrNoNode) {
+		return backend.Holder{}, nil, nil
+	}
+	if err != nil {
+		return backend.Holder{}, nil, err
+	}
+	type node struct {
+		data []byte
+		stat *zk.Stat
+		ch   <-chan zk.Event
+	}
+	for _, c := range sortCandidates(kids) {
+		n, err := do(b, ctx, func() (node, error) {
+			if watch {
+				data, st, ch, err := b.conn.GetW(dir + "/" + c.name)
+				return node{data, st, ch}, err
+			}
+			data, st, err := b.conn.Get(dir + "/" + c.name)
+			return node{data: data, stat: st}, err
+		}, nil)
+		if errors.Is(err, zk.ErrNoNode) {
+			continue // gone since the listing: the next one leads
+		}
+		if err != nil {
+			return backend.Holder{}, nil, err
+		}
+		return backend.Holder{Election: election, Identity: string(n.data), Token: uint64(n.stat.Czxid)}, n.ch, nil
+	}
+	return backend.Holder{}, nil, nil
+}
+
+// Watch implements [backend.Watcher] with ZooKeeper watches: while there is a
+// holder it watches the holder's znode only; while there is none, the
+// election's children (or, before the election znode exists, its creation).
+// It returns an error when the session expires, since its watches end with
+// it.
+func (b *Backend) Watch(ctx context.Context, election string, fn func(backend.Holder)) error {
+	if err := validateElection(election); err != nil {
+		return err
+	}
+	dir := b.electionPath(election)
+	var last backend.Holder
+	first := true
+	for {
+		h, ch, err := b.holder(ctx, election, true)
+		if err != nil {
+			return wrap("watch", election, err)
+		}
+		if h.IsZero() {
+			// Nobody leads: watch for a candidate to appear, then look again.
+			ch, err = do(b, ctx, func() (<-chan zk.Event, error) {
+				kids, _, ch, err := b.conn.ChildrenW(dir)
+				if errors.Is(err, zk.ErrNoNode) {
+					var ok bool
+					ok, _, ch, err = b.conn.ExistsW(dir)
+					if err == nil && ok {
+						return nil, nil // created meanwhile: look again
+					}
+					return ch, err
+				}
+				for _, k := range kids {
+					if _, ok := parseCandidate(k); ok {
+						return nil, nil // a candidate arrived: look again
+					}
+				}
+				return ch, err
+			}, nil)
+			if err != nil {
+				return wrap("watch", election, err)
+			}
+			if ch == nil {
+				continue
+			}
+		}
+		if first || h != last {
+			fn(h)
+			last, first = h, false
+		}
+		select {
+		case ev := <-ch:
+			if ev.Type == zk.EventNotWatching {
+				if b.isClosed() {
+					return errClosed
+				}
+				return fmt.Errorf("zookeeper: watch %q: %w", election, ev.Err)
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-b.done:
+			return errClosed
+		}
+	}
+}
+
+func (b *Backend) isClosed() bool {
+	select {
+	case <-b.done:
+		return true
+	default:
+		return false
+	}
+}

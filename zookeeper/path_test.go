@@ -1,0 +1,170 @@
+package zookeeper
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/leaderkit/elector/backend"
+)
+
+func TestValidateElection(t *testing.T) {
+	for _, name := range []string{"a", "a/b", "zookeeper", "a/zookeeper", "with space", "ünïcode-名前", "a-latch-0000000001", "x_c_y"} {
+		if err := validateElection(name); err != nil {
+			t.Errorf("validateElection(%q): got %v, want nil: ZooKeeper can store it", name, err)
+		}
+	}
+	for _, name := range []string{"", "a//b", "emoji-😀", "private-\ue000", "special-\ufff0", "c1-\u0085", "_c_x", "a/_c_x-latch-0000000001"} {
+		if err := validateElection(name); !errors.Is(err, backend.ErrInvalid) {
+			t.Errorf("validateElection(%q): got %v, want an error wrapping ErrInvalid", name, err)
+		}
+	}
+}
+
+func TestOptionsValidation(t *testing.T) {
+	bad := []Options{
+		{Root: "elector"},
+		{Root: "/"},
+		{Root: "/a/"},
+		{Root: "/zookeeper"},
+		{Root: "/zookeeper/x"},
+		{Root: "/a//b"},
+		{SessionTimeout: 50 * time.Millisecond},
+		{SessionTimeout: 2 * time.Hour},
+		{SessionTimeout: 2 * time.Second, DisconnectGrace: 1500 * time.Millisecond},
+		{DisconnectGrace: -time.Second},
+		{Auth: []Auth{{Secret: []byte("u:p")}}},
+	}
+	for _, o := range bad {
+		if b, err := New([]string{"127.0.0.1:1"}, &o); err == nil {
+			b.Close()
+			t.Errorf("New(%+v): got nil error, want a message naming the field", o)
+		} else if !strings.Contains(err.Error(), "Options.") {
+			t.Errorf("New(%+v): got %q, want it to name the Options field", o, err)
+		}
+	}
+	if _, err := New(nil, nil); err == nil {
+		t.Error("New(nil servers): got nil error, want one")
+	}
+	cfg, err := (*Options)(nil).config()
+	if err != nil || cfg.root != DefaultRoot || cfg.timeout != DefaultSessionTimeout || cfg.grace != 0 || len(cfg.acl) != 1 {
+		t.Errorf("nil Options: got (%+v, %v), want the documented defaults", cfg, err)
+	}
+}
+
+func TestCandidateOrder(t *testing.T) {
+	kids := []string{
+		"b", // a child election
+		"_c_6a1b4a7e-42f7-4c3e-9d39-3f1a7c5b2e10-latch-0000000012",
+		"latch-0000000001", // not protected: not a LeaderLatch node
+		"_c_0123456789abcdef0123456789abcdef-lock-0000000002", // a go-zookeeper Lock
+		"_c_ffffffff-0000-4000-8000-000000000000-latch-0000000003",
+		"_c_x-latch-", // no sequence
+		"_c_00000000-0000-4000-8000-000000000000-latch-0000000007",
+	}
+	got := sortCandidates(kids)
+	want := []string{
+		"_c_ffffffff-0000-4000-8000-000000000000-latch-0000000003",
+		"_c_00000000-0000-4000-8000-000000000000-latch-0000000007",
+		"_c_6a1b4a7e-42f7-4c3e-9d39-3f1a7c5b2e10-latch-0000000012",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("sortCandidates: got %v, want %v: only LeaderLatch nodes, by sequence", got, want)
+	}
+	for i := range want {
+		if got[i].name != want[i] {
+			t.Fatalf("sortCandidates[%d]: got %s, want %s: Curator sorts by the text after the last latch-", i, got[i].name, want[i])
+		}
+	}
+}
+
+func TestUUID4(t *testing.T) {
+	re := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+	for _, b := range [][16]byte{{}, {0: 0xff, 6: 0xff, 8: 0xff, 15: 0xff}} {
+		if s := uuid4(b); !re.MatchString(s) {
+			t.Errorf("uuid4(%x): got %q, want the 36-character form of Java's UUID.randomUUID", b, s)
+		}
+	}
+}
+
+// recorder is a wireObserver that records what it is told.
+type recorder struct {
+	handshakes []int64
+	timeout    time.Duration
+	handSent   time.Time
+	sent       []time.Time
+}
+
+func (r *recorder) handshake(id int64, timeout time.Duration, sent time.Time) {
+	r.handshakes = append(r.handshakes, id)
+	r.timeout, r.handSent = timeout, sent
+}
+func (r *recorder) heard(sent time.Time) { r.sent = append(r.sent, sent) }
+func (r *recorder) restored()            {}
+
+// TestTrackedConn feeds a trackedConn a client's writes and a server's
+// replies in chunks of every size, and checks what it learns.
+func TestTrackedConn(t *testing.T) {
+	frame := func(body ...[]byte) []byte {
+		b := bytes.Join(body, nil)
+		return append(binary.BigEndian.AppendUint32(nil, uint32(len(b))), b...)
+	}
+	i32 := func(v int32) []byte { return binary.BigEndian.AppendUint32(nil, uint32(v)) }
+	i64 := func(v int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(v)) }
+	requests := [][]byte{
+		frame(i32(0), i64(0), i32(4000), i64(0), i32(16), make([]byte, 16)), // ConnectRequest
+		frame(i32(1), i32(opCreate), []byte("/path")),
+		frame(i32(-2), i32(11)), // ping
+		frame(i32(2), i32(3), []byte("/x")),
+	}
+	replies := bytes.Join([][]byte{
+		frame(i32(0), i32(4000), i64(77), i32(16), make([]byte, 16)),
+		frame(i32(1), i64(100), i32(0), []byte("payload")),
+		frame(i32(-1), i64(-1), i32(0), []byte("event")),
+		frame(i32(-2), i64(100), i32(0)),
+		frame(i32(2), i64(100), i32(errCodeExpiry)),
+	}, nil)
+	for _, chunk := range []int{1, 3, 7, len(replies)} {
+		client, server := net.Pipe()
+		rec := &recorder{}
+		c := newTrackedConn(client, rec)
+		go func() {
+			for _, r := range requests {
+				buf := make([]byte, len(r))
+				io.ReadFull(server, buf)
+			}
+			for p := replies; len(p) > 0; p = p[min(chunk, len(p)):] {
+				server.Write(p[:min(chunk, len(p))])
+			}
+			server.Close()
+		}()
+		var sends []time.Time
+		for _, r := range requests {
+			sends = append(sends, time.Now())
+			for p := r; len(p) > 0; p = p[min(chunk, len(p)):] {
+				if _, err := c.Write(p[:min(chunk, len(p))]); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		buf := make([]byte, 5)
+		for {
+			if _, err := c.Read(buf); err != nil {
+				break
+			}
+		}
+		c.Close()
+		if len(rec.handshakes) != 1 || rec.handshakes[0] != 77 || rec.timeout != 4*time.Second || rec.handSent.Before(sends[0]) {
+			t.Errorf("chunks of %d: handshake got (%v, %v, sent %v), want session 77, timeout 4s, sent with the ConnectRequest", chunk, rec.handshakes, rec.timeout, rec.handSent)
+		}
+		if len(rec.sent) != 2 || rec.sent[0].Before(sends[1]) || rec.sent[0].After(sends[2]) || rec.sent[1].Before(sends[2]) || rec.sent[1].After(sends[3]) {
+			t.Errorf("chunks of %d: heard %v, want the send times of xid 1 and of the ping only (not the event or the expired reply)", chunk, rec.sent)
+		}
+	}
+}

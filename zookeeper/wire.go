@@ -1,0 +1,172 @@
+package zookeeper
+
+import (
+	"encoding/binary"
+	"net"
+	"sync"
+	"time"
+)
+
+// The ZooKeeper client protocol is a stream of frames, each a 4-byte
+// big-endian length and a body. The first frame each way is the session
+// handshake (ConnectRequest / ConnectResponse); every later request body
+// starts with its xid, and every reply with (xid, zxid, err). go-zookeeper
+// hides two facts the driver needs for a sound local deadline: the session
+// timeout the server negotiated, and when the server last answered (pings
+// included). trackedConn reads both off the wire without changing a byte.
+
+const (
+	xidSetWatches = -8
+	xidWatchEvent = -1
+	errCodeExpiry = -112 // SESSIONEXPIRED
+	errCodeMoved  = -118 // SESSIONMOVED
+)
+
+// wireObserver receives what a trackedConn learns.
+type wireObserver interface {
+	// handshake reports a ConnectResponse: the session (0 = expired) and
+	// negotiated timeout, for a ConnectRequest written at sent.
+	handshake(session int64, timeout time.Duration, sent time.Time)
+	// heard reports a reply from the server to a request written at sent.
+	heard(sent time.Time)
+	// restored reports that go-zookeeper re-sent its watches after a
+	// reconnection (a SetWatches request went out).
+	restored()
+}
+
+// frameParser splits a byte stream into frames and collects the first bytes
+// of each body.
+type frameParser struct {
+	lenBuf  [4]byte
+	lenHave int
+	left    int // body bytes still to come
+	head    [16]byte
+	headLen int // bytes of head wanted for this frame
+	have    int
+	frames  int // frames completed or begun
+}
+
+// feed consumes p and calls done(frameIndex, head) once per frame when its
+// head is complete (or the frame ends first).
+func (f *frameParser) feed(p []byte, done func(n int, head []byte)) {
+	for len(p) > 0 {
+		if f.lenHave < 4 {
+			k := copy(f.lenBuf[f.lenHave:], p)
+			f.lenHave += k
+			p = p[k:]
+			if f.lenHave < 4 {
+				return
+			}
+			f.left = int(binary.BigEndian.Uint32(f.lenBuf[:]))
+			f.headLen = min(f.left, len(f.head))
+			f.have = 0
+			if f.headLen == 0 {
+				done(f.frames, nil)
+			}
+		}
+		if f.have < f.headLen {
+			k := copy(f.head[f.have:f.headLen], p)
+			f.have += k
+			f.left -= k
+			p = p[k:]
+			if f.have == f.headLen {
+				done(f.frames, f.head[:f.headLen])
+			}
+		} else {
+			k := min(f.left, len(p))
+			f.left -= k
+			p = p[k:]
+		}
+		if f.left == 0 && f.have == f.headLen {
+			f.frames++
+			f.lenHave = 0
+		}
+	}
+}
+
+// trackedConn wraps one TCP connection of a go-zookeeper Conn.
+type trackedConn struct {
+	net.Conn
+	obs wireObserver
+
+	mu      sync.Mutex
+	w, r    frameParser
+	sent    map[int32][]time.Time // xid → write times, oldest first
+	connect time.Time             // when the handshake was written
+}
+
+func newTrackedConn(c net.Conn, obs wireObserver) *trackedConn {
+	return &trackedConn{Conn: c, obs: obs, sent: make(map[int32][]time.Time)}
+}
+
+// Write records the send time of each request before it leaves, so that a
+// reply proves the server heard from the session no earlier than that.
+func (c *trackedConn) Write(p []byte) (int, error) {
+	now := time.Now()
+	restored := false
+	c.mu.Lock()
+	c.w.feed(p, func(n int, head []byte) {
+		switch {
+		case n == 0:
+			c.connect = now
+		case len(head) >= 4:
+			xid := int32(binary.BigEndian.Uint32(head))
+			c.sent[xid] = append(c.sent[xid], now)
+			restored = restored || xid == xidSetWatches
+		}
+	})
+	c.mu.Unlock()
+	if restored {
+		c.obs.restored()
+	}
+	return c.Conn.Write(p)
+}
+
+// Read passes replies through and reports, for each, the send time of the
+// request it answers.
+func (c *trackedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		var events []func()
+		c.mu.Lock()
+		c.r.feed(p[:n], func(i int, head []byte) {
+			if i == 0 {
+				// ConnectResponse: protocolVersion, timeOut, sessionId.
+				if len(head) < 16 {
+					return
+				}
+				timeout := time.Duration(int32(binary.BigEndian.Uint32(head[4:]))) * time.Millisecond
+				session := int64(binary.BigEndian.Uint64(head[8:]))
+				sent := c.connect
+				events = append(events, func() { c.obs.handshake(session, timeout, sent) })
+				return
+			}
+			if len(head) < 16 {
+				return
+			}
+			xid := int32(binary.BigEndian.Uint32(head))
+			code := int32(binary.BigEndian.Uint32(head[12:]))
+			if xid == xidWatchEvent {
+				return
+			}
+			q := c.sent[xid]
+			if len(q) == 0 {
+				return
+			}
+			sent := q[0]
+			if len(q) == 1 {
+				delete(c.sent, xid)
+			} else {
+				c.sent[xid] = q[1:]
+			}
+			if code != errCodeExpiry && code != errCodeMoved {
+				events = append(events, func() { c.obs.heard(sent) })
+			}
+		})
+		c.mu.Unlock()
+		for _, e := range events {
+			e()
+		}
+	}
+	return n, err
+}
