@@ -1,0 +1,287 @@
+package integration_test
+
+// Redlock benchmarks, side by side in one run with redsync v4 on the same
+// five Redis masters (127.0.0.1:7001-7005, no persistence), every lock with
+// the 2 s TTL of shared/notes/anchor-figures.md:
+//
+//	eval "$(../scripts/servers.sh env)"
+//	go test -run '^$' -bench 'Redlock' -count 6 . | tee redlock.txt
+//	benchstat -col /lib redlock.txt
+//
+// Each benchmark has sub-benchmarks lib=elector (package redlock, driver
+// level: Campaign, Renew, Release) and lib=redsync (Lock, Extend, Unlock).
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-redsync/redsync/v4"
+
+	"github.com/leaderkit/elector/backend"
+)
+
+// BenchmarkRedlockAcquireRelease: one client acquires a free lock and
+// releases it, b.N times; ns/op is the mean, p50/p99 per operation.
+func BenchmarkRedlockAcquireRelease(b *testing.B) {
+	b.Run("lib=elector", func(b *testing.B) {
+		rl := newRedlock(b)
+		ctx := redlockCtx(b)
+		c := backend.Candidate{Election: redlockName("acq"), Identity: "bench", TTL: redlockTTL}
+		ls := make(redlockLatencies, 0, b.N)
+		b.ResetTimer()
+		for b.Loop() {
+			start := time.Now()
+			l, err := rl.Campaign(ctx, c)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := l.Release(ctx); err != nil {
+				b.Fatal(err)
+			}
+			ls = append(ls, time.Since(start))
+		}
+		ls.report(b, "op")
+	})
+	b.Run("lib=redsync", func(b *testing.B) {
+		rs := newRedlockRedsync(b)
+		ctx := redlockCtx(b)
+		name := redlockName("acq")
+		ls := make(redlockLatencies, 0, b.N)
+		b.ResetTimer()
+		for b.Loop() {
+			start := time.Now()
+			m := rs.NewMutex(name, redsync.WithExpiry(redlockTTL), redsync.WithTries(1))
+			if err := m.LockContext(ctx); err != nil {
+				b.Fatal(err)
+			}
+			if ok, err := m.UnlockContext(ctx); !ok || err != nil {
+				b.Fatal(ok, err)
+			}
+			ls = append(ls, time.Since(start))
+		}
+		ls.report(b, "op")
+	})
+}
+
+// BenchmarkRedlockThroughput: 8 goroutines, each acquiring and releasing its
+// own election, b.N operations in all; reports ops/s.
+func BenchmarkRedlockThroughput(b *testing.B) {
+	const workers = 8
+	run := func(b *testing.B, op func(ctx context.Context, name string) error) {
+		ctx := redlockCtx(b)
+		names := make([]string, workers)
+		for i := range names {
+			names[i] = redlockName("tput")
+		}
+		var wg sync.WaitGroup
+		work := make(chan struct{}, b.N)
+		for range b.N {
+			work <- struct{}{}
+		}
+		close(work)
+		errs := make(chan error, workers)
+		b.ResetTimer()
+		start := time.Now()
+		for _, name := range names {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range work {
+					if err := op(ctx, name); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		elapsed := time.Since(start)
+		b.StopTimer()
+		close(errs)
+		for err := range errs {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(b.N)/elapsed.Seconds(), "ops/s")
+	}
+	b.Run("lib=elector", func(b *testing.B) {
+		rl := newRedlock(b)
+		run(b, func(ctx context.Context, name string) error {
+			l, err := rl.Campaign(ctx, backend.Candidate{Election: name, Identity: "bench", TTL: redlockTTL})
+			if err != nil {
+				return err
+			}
+			return l.Release(ctx)
+		})
+	})
+	b.Run("lib=redsync", func(b *testing.B) {
+		rs := newRedlockRedsync(b)
+		run(b, func(ctx context.Context, name string) error {
+			m := rs.NewMutex(name, redsync.WithExpiry(redlockTTL), redsync.WithTries(1))
+			if err := m.LockContext(ctx); err != nil {
+				return err
+			}
+			_, err := m.UnlockContext(ctx)
+			return err
+		})
+	})
+}
+
+// redlockSettle is how long a waiter is given to make its first (failed)
+// attempt and start waiting before the holder lets go. It is not part of the
+// handoff metric (ns/op includes it, so that b.N stays small).
+const redlockSettle = 5 * time.Millisecond
+
+// BenchmarkRedlockHandoff: a holder releases while a second client waits;
+// the handoff metric runs from the holder's release returning to the
+// waiter's acquire returning.
+func BenchmarkRedlockHandoff(b *testing.B) {
+	b.Run("lib=elector", func(b *testing.B) {
+		holder, waiter := newRedlock(b), newRedlock(b)
+		ctx := redlockCtx(b)
+		name := redlockName("handoff")
+		ls := make(redlockLatencies, 0, b.N)
+		l, err := holder.Campaign(ctx, backend.Candidate{Election: name, Identity: "a", TTL: redlockTTL})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ResetTimer()
+		for range b.N {
+			got := make(chan backend.Lease, 1)
+			go func() {
+				wl, err := waiter.Campaign(ctx, backend.Candidate{Election: name, Identity: "w", TTL: redlockTTL})
+				if err != nil {
+					b.Error(err)
+				}
+				got <- wl
+			}()
+			time.Sleep(redlockSettle)
+			if err := l.Release(ctx); err != nil {
+				b.Fatal(err)
+			}
+			released := time.Now()
+			l = <-got
+			if l == nil {
+				b.FailNow()
+			}
+			ls = append(ls, time.Since(released))
+			holder, waiter = waiter, holder // the winner holds, the other waits
+		}
+		b.StopTimer()
+		_ = l.Release(ctx)
+		ls.report(b, "handoff")
+	})
+	b.Run("lib=redsync", func(b *testing.B) {
+		rs := newRedlockRedsync(b)
+		ctx := redlockCtx(b)
+		name := redlockName("handoff")
+		opts := []redsync.Option{redsync.WithExpiry(redlockTTL)} // default tries (32) and retry delay (50-250 ms)
+		ls := make(redlockLatencies, 0, b.N)
+		m := rs.NewMutex(name, opts...)
+		if err := m.LockContext(ctx); err != nil {
+			b.Fatal(err)
+		}
+		b.ResetTimer()
+		for range b.N {
+			got := make(chan *redsync.Mutex, 1)
+			go func() {
+				wm := rs.NewMutex(name, opts...)
+				if err := wm.LockContext(ctx); err != nil {
+					b.Error(err)
+					wm = nil
+				}
+				got <- wm
+			}()
+			time.Sleep(redlockSettle)
+			if ok, err := m.UnlockContext(ctx); !ok || err != nil {
+				b.Fatal(ok, err)
+			}
+			released := time.Now()
+			m = <-got
+			if m == nil {
+				b.FailNow()
+			}
+			ls = append(ls, time.Since(released))
+		}
+		b.StopTimer()
+		_, _ = m.UnlockContext(ctx)
+		ls.report(b, "handoff")
+	})
+}
+
+// redlockFailoverElections is how many elections each failover iteration runs at
+// once, each with its own crashed holder and waiter, for more samples per
+// TTL spent.
+const redlockFailoverElections = 8
+
+// BenchmarkRedlockFailover: a holder renews once and then stops (a crash);
+// measures from the start of its last successful renewal to the waiter's
+// acquire returning. The floor is the TTL (2000 ms).
+func BenchmarkRedlockFailover(b *testing.B) {
+	run := func(b *testing.B, one func(ctx context.Context, name string) (time.Duration, error)) {
+		ctx := redlockCtx(b)
+		var ls redlockLatencies
+		var mu sync.Mutex
+		for range b.N {
+			var wg sync.WaitGroup
+			for range redlockFailoverElections {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					d, err := one(ctx, redlockName("failover"))
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					mu.Lock()
+					ls = append(ls, d)
+					mu.Unlock()
+				}()
+			}
+			wg.Wait()
+		}
+		ls.report(b, "failover")
+	}
+	b.Run("lib=elector", func(b *testing.B) {
+		holder, waiter := newRedlock(b), newRedlock(b)
+		run(b, func(ctx context.Context, name string) (time.Duration, error) {
+			l, err := holder.Campaign(ctx, backend.Candidate{Election: name, Identity: "h", TTL: redlockTTL})
+			if err != nil {
+				return 0, err
+			}
+			renewed := time.Now()
+			if err := l.Renew(ctx); err != nil {
+				return 0, err
+			}
+			// The holder "crashes": no more renewals, no release.
+			wl, err := waiter.Campaign(ctx, backend.Candidate{Election: name, Identity: "w", TTL: redlockTTL})
+			if err != nil {
+				return 0, err
+			}
+			d := time.Since(renewed)
+			return d, wl.Release(ctx)
+		})
+	})
+	b.Run("lib=redsync", func(b *testing.B) {
+		rs := newRedlockRedsync(b)
+		run(b, func(ctx context.Context, name string) (time.Duration, error) {
+			opts := []redsync.Option{redsync.WithExpiry(redlockTTL)}
+			m := rs.NewMutex(name, opts...)
+			if err := m.LockContext(ctx); err != nil {
+				return 0, err
+			}
+			renewed := time.Now()
+			if ok, err := m.ExtendContext(ctx); !ok || err != nil {
+				return 0, err
+			}
+			wm := rs.NewMutex(name, opts...)
+			if err := wm.LockContext(ctx); err != nil {
+				return 0, err
+			}
+			d := time.Since(renewed)
+			_, err := wm.UnlockContext(ctx)
+			return d, err
+		})
+	})
+}

@@ -1,0 +1,210 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/leaderkit/elector/backend"
+)
+
+// counterSuffix is appended to a lock key to name the election's fencing
+// counter. No valid election name contains "//" (an empty segment), so the
+// counter of one election never collides with the lock key of another under
+// the same prefix.
+const counterSuffix = "//token"
+
+// channelSuffix is appended to a lock key to name the pub/sub channel on
+// which its releases are announced. The payload is the lease id.
+const channelSuffix = "//released"
+
+// Backend is a [backend.Backend] over N independent Redis masters, running
+// the Redlock algorithm with a quorum of N/2+1. See the package
+// documentation for the algorithm, its defaults and its safety assumptions.
+//
+// A Backend is safe for concurrent use. One Backend serves any number of
+// elections and candidates.
+type Backend struct {
+	clients  []redis.UniversalClient
+	cfg      config
+	quorum   int
+	ctxBound bool // every client is known to honour ctx deadlines on socket I/O
+	notify   *notifier
+
+	done chan struct{} // closed by Close
+	stop chan struct{} // closed by Close once leases are finished: workers exit
+	work []chan func() // per node: hands requests to idle workers (onNode)
+
+	mu      sync.Mutex
+	closed  bool                // Close has begun: Campaign and Leader refuse
+	stopped bool                // no more goroutines may start
+	leases  map[*Lease]struct{} // live leases, finished by Close
+	wg      sync.WaitGroup      // every goroutine the Backend started
+}
+
+var _ backend.Backend = (*Backend)(nil)
+
+// New returns a Backend over clients, each one independent Redis master (a
+// Redis Cluster or a Sentinel-managed group counts as one node: its
+// asynchronous replication can lose a lock on failover, so it is not N
+// nodes). Use an odd number of nodes, usually 3 or 5; a single node works but
+// tolerates no failure. opts may be nil for the defaults.
+//
+// The clients stay the caller's: [Backend.Close] does not close them. Each
+// *redis.Client, *redis.ClusterClient and *redis.Ring must have
+// ContextTimeoutEnabled set, or New returns an error: without it go-redis
+// ignores context deadlines on socket reads, and a stalled node would hold
+// every round for the client's ReadTimeout instead of [Options.NodeTimeout].
+// TLS and ACL/AUTH are configured on the clients as usual.
+func New(clients []redis.UniversalClient, opts *Options) (*Backend, error) {
+	cfg, err := opts.config()
+	if err != nil {
+		return nil, err
+	}
+	if len(clients) == 0 {
+		return nil, errors.New("redlock: no clients; want at least one Redis master (3 or 5 for fault tolerance)")
+	}
+	ctxBound := true
+	for i, c := range clients {
+		if c == nil {
+			return nil, fmt.Errorf("redlock: clients[%d] is nil", i)
+		}
+		known, enabled := contextTimeoutEnabled(c)
+		if known && !enabled {
+			return nil, fmt.Errorf("redlock: clients[%d] has ContextTimeoutEnabled false; set it in the client's options so NodeTimeout bounds socket reads", i)
+		}
+		ctxBound = ctxBound && known
+	}
+	b := &Backend{
+		clients:  append([]redis.UniversalClient(nil), clients...),
+		cfg:      cfg,
+		quorum:   len(clients)/2 + 1,
+		ctxBound: ctxBound,
+		done:     make(chan struct{}),
+		stop:     make(chan struct{}),
+		work:     make([]chan func(), len(clients)),
+		leases:   make(map[*Lease]struct{}),
+	}
+	for i := range b.work {
+		b.work[i] = make(chan func())
+	}
+	b.notify = newNotifier(b)
+	return b, nil
+}
+
+// contextTimeoutEnabled reports whether c's concrete type is known and, if
+// so, whether it honours ctx deadlines on socket I/O.
+func contextTimeoutEnabled(c redis.UniversalClient) (known, enabled bool) {
+	switch c := c.(type) {
+	case *redis.Client:
+		return true, c.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		return true, c.Options().ContextTimeoutEnabled
+	case *redis.Ring:
+		return true, c.Options().ContextTimeoutEnabled
+	}
+	return false, false // unknown type: collect's guard timer bounds the wait
+}
+
+// spawn runs f in a goroutine the Backend waits for in Close, unless the
+// Backend has stopped; it reports whether f was started.
+func (b *Backend) spawn(f func()) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.stopped {
+		return false
+	}
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		f()
+	}()
+	return true
+}
+
+// check refuses requests on a closed Backend and invalid election names.
+func (b *Backend) check(election string) error {
+	select {
+	case <-b.done:
+		return fmt.Errorf("redlock: election %q: %w", election, backend.ErrClosed)
+	default:
+	}
+	return backend.ValidateElection(election)
+}
+
+// lockKey returns the lock key of an election.
+func (b *Backend) lockKey(election string) string { return b.cfg.prefix + election }
+
+// Close finishes the Backend: it releases every live lease it handed out
+// (compare-and-delete on every node, bounded by NodeTimeout, so a waiting
+// candidate elsewhere is elected at once; a node that does not answer lets
+// the key expire after its TTL), closes their Lost channels, stops the
+// release subscriptions and waits for its goroutines. Campaign and Leader
+// then return [backend.ErrClosed]. It does not close the clients. Close is
+// idempotent and always returns nil.
+func (b *Backend) Close() error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		b.wg.Wait()
+		return nil
+	}
+	b.closed = true
+	close(b.done)
+	leases := make([]*Lease, 0, len(b.leases))
+	for l := range b.leases {
+		leases = append(leases, l)
+	}
+	b.mu.Unlock()
+
+	var wg sync.WaitGroup
+	for _, l := range leases {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l.finish(context.Background())
+		}()
+	}
+	wg.Wait()
+	b.notify.close()
+
+	b.mu.Lock()
+	b.stopped = true
+	b.mu.Unlock()
+	close(b.stop)
+	b.wg.Wait()
+	return nil
+}
+
+// track and untrack keep the set of live leases Close must finish.
+func (b *Backend) track(l *Lease) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return false
+	}
+	b.leases[l] = struct{}{}
+	return true
+}
+
+func (b *Backend) untrack(l *Lease) {
+	b.mu.Lock()
+	delete(b.leases, l)
+	b.mu.Unlock()
+}
+
+// validity returns the drift-adjusted lifetime of a lease whose request
+// was sent at start: the instant before which the lease is surely still
+// held at a quorum, given that a quorum confirmed it.
+func (b *Backend) deadline(start time.Time, ttl time.Duration) time.Time {
+	return start.Add(ttl - b.cfg.driftFor(ttl))
+}
+
+// ttlMillis rounds ttl up to whole milliseconds, the precision of PX.
+func ttlMillis(ttl time.Duration) time.Duration {
+	return (ttl + time.Millisecond - 1).Truncate(time.Millisecond)
+}

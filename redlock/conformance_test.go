@@ -1,0 +1,94 @@
+package redlock
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/leaderkit/elector/backend"
+	"github.com/leaderkit/elector/backend/backendtest"
+	"github.com/leaderkit/elector/internal/testenv"
+)
+
+// harness gives the suite Backends over the five real Redis masters, each
+// Backend with clients of its own so that Crash and Isolate act on it
+// alone.
+type harness struct {
+	t     *testing.T
+	addrs []string
+	root  *nodes // for Expire
+
+	mu    sync.Mutex
+	nodes map[backend.Backend]*nodes
+}
+
+func (h *harness) MakeBackend(context.Context) (backend.Backend, error) {
+	n := newNodes(h.t, h.addrs)
+	b, err := New(n.clients, &Options{NodeTimeout: testNodeTimeout})
+	if err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	h.nodes[b] = n
+	h.mu.Unlock()
+	return b, nil
+}
+
+// TTL is short enough for a quick suite, long enough that a round bounded
+// by NodeTimeout on a loaded machine and the drift allowance (12 ms) leave
+// most of it valid.
+func (h *harness) TTL() time.Duration { return time.Second }
+
+func (h *harness) Close() {}
+
+// Crash closes b's clients: b sends nothing more, and its keys expire.
+func (h *harness) Crash(b backend.Backend) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.nodes[b].close()
+}
+
+// Isolate makes every command of b fail until Heal.
+func (h *harness) Isolate(b backend.Backend) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.nodes[b].isolated.Store(true)
+}
+
+func (h *harness) Heal(b backend.Backend) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.nodes[b].isolated.Store(false)
+}
+
+// Expire deletes l's keys on every node, without announcing it, as if they
+// had expired.
+func (h *harness) Expire(l backend.Lease) {
+	rl := l.(*Lease)
+	for _, c := range rl.acquired { // let the slower nodes' SETs land first
+		<-c.done
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, c := range h.root.clients {
+		if v, err := c.Get(ctx, rl.key).Result(); err == nil && len(v) >= len(rl.id) && v[:len(rl.id)] == rl.id {
+			if err := c.Del(ctx, rl.key).Err(); err != nil {
+				h.t.Errorf("Expire: DEL %q: %v", rl.key, err)
+			}
+		}
+	}
+}
+
+var (
+	_ backendtest.Crasher  = (*harness)(nil)
+	_ backendtest.Expirer  = (*harness)(nil)
+	_ backendtest.Isolator = (*harness)(nil)
+)
+
+func TestConformance(t *testing.T) {
+	addrs := testenv.RedisAddrs(t)
+	backendtest.Run(t, func(_ context.Context, t *testing.T) (backendtest.Harness, error) {
+		return &harness{t: t, addrs: addrs, root: newNodes(t, addrs), nodes: make(map[backend.Backend]*nodes)}, nil
+	})
+}

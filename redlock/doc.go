@@ -1,0 +1,137 @@
+// Package redlock is the Redlock driver of elector: a [backend.Backend] that
+// holds elections on N independent Redis masters with the algorithm of the
+// Redis documentation ("Distributed Locks with Redis"), plus a fencing token
+// the plain algorithm lacks.
+//
+//	clients := []redis.UniversalClient{ /* 5 independent masters, each with ContextTimeoutEnabled: true */ }
+//	b, err := redlock.New(clients, nil)
+//	e, err := elector.New(b, "send-invoices", &elector.Options{ ... })
+//
+// Each client is one node: a single master, or a Redis Cluster or Sentinel
+// group, which counts as ONE node (its replication is asynchronous, so a
+// failover can lose a lock). Use 3 or 5 nodes; the quorum is N/2+1.
+//
+// # Algorithm
+//
+// Campaign runs rounds. A round takes the time (monotonic), then in parallel
+// runs on every node a script equivalent to SET key value NX PX ttl that,
+// when the key was free, also INCRs the election's counter and stores the
+// result in the value. Each request is bounded by [Options.NodeTimeout]. The
+// round wins when a quorum answered yes and the validity
+//
+//	TTL − elapsed − (TTL × DriftFactor + 2 ms)
+//
+// is still positive; a late quorum is a failure. After a failed round the
+// candidate sends compare-and-delete to every node it may have reached,
+// including those that errored or timed out, each after that node's acquire
+// request has finished. A round answered by too few nodes makes Campaign
+// return an error (the portable layer retries); a round lost to a holder
+// makes it wait: until the holder's keys can have expired on a quorum (the
+// PTTLs the nodes reported, plus 1 ms and a little jitter), or until a
+// release is announced, whichever comes first. Releases are PUBLISHed on the
+// channel lock key + "//released" on every node; a Backend subscribes to an
+// election's channel only while one of its candidates waits on it (and
+// tries once more right after subscribing, so no release is missed), so an
+// uncontended election costs no pub/sub traffic. Candidates that split the
+// nodes among themselves back off at random for a few milliseconds.
+//
+// Renew is compare-and-pexpire on every node; it succeeds when a quorum
+// still held the lease within the validity measured from the renewal's
+// start, and never re-creates a key that lapsed. Release is compare-and-delete
+// on every node, each deletion announced with PUBLISH so a waiting candidate
+// is elected at once. Scripts are sent with EVALSHA, falling back to EVAL.
+//
+// Keys: the lock key is KeyPrefix+election, a plain string key with a PX
+// expiry, so a redsync or node-redlock lock of the same key excludes an
+// elector leader and the reverse (set [Options.NoKeyPrefix] to make the key
+// the bare election name). Its value is "<lease id> <token> <identity>",
+// with a lease id of 16 random bytes per campaign. The counter key is
+// lock key + "//token"; it never expires, as fencing needs it to persist.
+//
+// # Defaults
+//
+// KeyPrefix "elector:"; NodeTimeout 100 ms; DriftFactor 0.01. Rounds return as
+// soon as their outcome is decided (a quorum agrees), so a slow or stopped
+// node costs nothing while the others answer.
+//
+// # Fencing
+//
+// Redis has no native counter shared by N masters, so the token is a quorum
+// counter. When a round wins, the lease takes the maximum m of the counters
+// the acquiring quorum returned and, unless a quorum already returned m,
+// writes it back (the counter becomes max(counter, m) on every node, and the
+// value on our nodes records m) before the term starts; a write-back that
+// misses the quorum or the validity fails the round. Any later winning
+// quorum intersects the quorum that holds m, INCRs there past m, and so gets
+// a larger token: tokens strictly increase across the leases of one
+// election, under the assumptions in # Safety. A lease keeps its token
+// across renewals. Tokens start at 1 and are exact up to 2^53 (Redis hands
+// INCR's result to Lua as a double). The write-back costs one more parallel
+// round only when the counters disagree (after node restarts or lost
+// rounds); in steady state the acquire round alone yields the token.
+//
+// A token protects a resource only if the resource checks it. [Guard] does
+// so for a resource kept in Redis: a script that performs a write only if the
+// caller's token is at least the highest the resource has seen, refusing a
+// stale one with [ErrStaleToken].
+//
+// # Timing
+//
+// Lease.Deadline is the send time of the last successful acquire or renew
+// round plus TTL − (TTL × DriftFactor + 2 ms), on this process's monotonic
+// clock. The portable layer steps down before it. TTLs are rounded up to
+// whole milliseconds (the precision of PX); the shortest is [MinTTL]. A
+// graceful hand-over takes about one round trip after the release; a crashed
+// holder is replaced about one TTL after its last renewal.
+//
+// # Errors
+//
+// Campaign and Leader return errors wrapping backend.ErrInvalid for names
+// that [backend.ValidateElection] refuses (and Campaign for an invalid
+// identity or a TTL below [MinTTL]), and backend.ErrClosed after Close.
+// Renew returns an error wrapping backend.ErrLost when no quorum can hold the
+// lease any more or its Deadline has passed; Leader returns one wrapping
+// backend.ErrNoLeader when no quorum agrees on a holder. Other errors (too
+// few nodes answered, a late quorum) are transient. Context errors are
+// returned unwrapped.
+//
+// # Safety
+//
+// Mutual exclusion, and the strict increase of tokens, hold under these
+// assumptions, which are Redlock's own (Redis docs; antirez, "Is Redlock
+// safe?", 2016):
+//
+//   - Nodes keep their data across restarts: either every node runs with
+//     appendonly yes and appendfsync always, or a crashed node stays down for
+//     longer than the longest TTL before it rejoins ("delayed restarts").
+//     A node that restarts empty forgets the lock and the counter. One such
+//     node is harmless (the holder keeps the other N−1 ≥ quorum); if a
+//     majority restarts empty during a term, a second candidate can be
+//     elected while the first still holds a Deadline in the future, and its
+//     token may be lower than the first's. A [Guard] then refuses the new
+//     leader's writes until its token passes the old one: fenced resources
+//     stay safe, the election does not, and liveness suffers until then.
+//     The tests TestRestartWithoutPersistence and TestRestartWithAOF show
+//     both cases.
+//   - Clocks advance at about the same rate: the drift between this
+//     process's monotonic clock and the nodes' expiry clocks stays within
+//     TTL × DriftFactor + 2 ms over one TTL. Redis expires keys by wall
+//     clock, so a step of a node's wall clock (an NTP jump, a manual change)
+//     can expire a lock early. Run the nodes with a slewing time daemon.
+//   - A process pause (GC, a stopped VM) longer than the margin between the
+//     portable layer's step-down and the Deadline lets the paused leader act
+//     after its lease expired. No lock service can prevent that (Kleppmann,
+//     "How to do distributed locking", 2016); the fencing token is what makes
+//     the paused leader's writes harmless, if the resource checks it.
+//
+// Kleppmann argues that an algorithm that depends on these timing
+// assumptions should not be trusted with correctness, and that a consensus
+// system (this module's etcd and zookeeper drivers) should be used instead;
+// antirez answers that the assumptions are reasonable in practice. This
+// driver makes the assumptions explicit, measures all time on the monotonic
+// clock, and adds the fencing token Kleppmann found missing, so that a
+// resource that checks tokens is protected against stale leaders; but the
+// counter behind the token relies on the same persistence assumption as the
+// lock itself. Choose the etcd or zookeeper driver when a violation of the
+// assumptions is not acceptable.
+package redlock

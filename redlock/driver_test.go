@@ -1,0 +1,336 @@
+package redlock
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/leaderkit/elector/backend"
+	"github.com/leaderkit/elector/internal/testenv"
+)
+
+// name returns an election name unique to this test run.
+func name(t *testing.T) string {
+	return "redlock-test/" + strings.ReplaceAll(t.Name(), "/", "-") + "/" + newCampaignID()[:8]
+}
+
+func TestNewRejectsBadOptions(t *testing.T) {
+	ok := []redis.UniversalClient{redis.NewClient(clientOptions("127.0.0.1:1"))}
+	noCTE := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	t.Cleanup(func() { _ = ok[0].Close(); _ = noCTE.Close() })
+	for _, tc := range []struct {
+		name    string
+		clients []redis.UniversalClient
+		opts    *Options
+		want    string
+	}{
+		{"no clients", nil, nil, "no clients"},
+		{"nil client", []redis.UniversalClient{nil}, nil, "clients[0] is nil"},
+		{"no ContextTimeoutEnabled", []redis.UniversalClient{noCTE}, nil, "ContextTimeoutEnabled"},
+		{"prefix and NoKeyPrefix", ok, &Options{KeyPrefix: "x:", NoKeyPrefix: true}, "NoKeyPrefix"},
+		{"NodeTimeout too small", ok, &Options{NodeTimeout: time.Microsecond}, "NodeTimeout"},
+		{"NodeTimeout negative", ok, &Options{NodeTimeout: -time.Second}, "NodeTimeout"},
+		{"DriftFactor negative", ok, &Options{DriftFactor: -0.1}, "DriftFactor"},
+		{"DriftFactor too large", ok, &Options{DriftFactor: 0.6}, "DriftFactor"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := New(tc.clients, tc.opts)
+			if err == nil {
+				_ = b.Close()
+				t.Fatalf("New: got nil error, want one mentioning %q", tc.want)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("New: got %v, want an error mentioning %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestCampaignRejectsInvalid(t *testing.T) {
+	b, _ := newBackend(t, nil)
+	ctx := testCtx(t)
+	for _, c := range []backend.Candidate{
+		{Election: "", Identity: "a", TTL: time.Second},
+		{Election: "a//b", Identity: "a", TTL: time.Second},
+		{Election: "ok", Identity: "", TTL: time.Second},
+		{Election: "ok", Identity: "a", TTL: time.Millisecond},
+	} {
+		if _, err := b.Campaign(ctx, c); !errors.Is(err, backend.ErrInvalid) {
+			t.Errorf("Campaign(%+v): got %v, want an error wrapping ErrInvalid", c, err)
+		}
+	}
+	if _, err := b.Leader(ctx, "a//b"); !errors.Is(err, backend.ErrInvalid) {
+		t.Errorf("Leader(%q): got %v, want an error wrapping ErrInvalid", "a//b", err)
+	}
+}
+
+// TestKeysAreRedlockKeys checks the stored layout: a plain string key with
+// a PX expiry (so redsync and node-redlock locks exclude ours), named
+// exactly as the election with NoKeyPrefix, and a counter that equals the
+// token on a quorum.
+func TestKeysAreRedlockKeys(t *testing.T) {
+	b, n := newBackend(t, &Options{NoKeyPrefix: true})
+	ctx := testCtx(t)
+	e := name(t)
+	l, err := b.Campaign(ctx, backend.Candidate{Election: e, Identity: "alice w/ space", TTL: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Rounds return at a quorum, so a loaded straggler may lag: check
+	// the quorum, not every node.
+	agree := 0
+	for i, c := range n.clients {
+		typ, _ := c.Type(ctx, e).Result()
+		pttl, _ := c.PTTL(ctx, e).Result()
+		v, _ := c.Get(ctx, e).Result()
+		pv, ok := parseValue(v)
+		ctr, _ := c.Get(ctx, e+counterSuffix).Uint64()
+		if typ == "string" && pttl > 0 && pttl <= 5*time.Second && ok && pv.identity == "alice w/ space" && pv.token == l.Token() && ctr == l.Token() {
+			agree++
+		} else {
+			t.Logf("node %d: type %q, PTTL %v, value %q, counter %d", i+1, typ, pttl, v, ctr)
+		}
+	}
+	if agree < b.quorum {
+		t.Errorf("got %d nodes with a plain string key with a PX expiry, our value and counter at token %d; want at least %d", agree, l.Token(), b.quorum)
+	}
+	h, err := b.Leader(ctx, e)
+	if err != nil || h.Identity != "alice w/ space" || h.Token != l.Token() || h.TTL <= 0 {
+		t.Errorf("Leader: got %+v, %v; want alice with token %d and a positive TTL", h, err, l.Token())
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	held := 0
+	for _, c := range n.clients {
+		if x, _ := c.Exists(ctx, e).Result(); x != 0 {
+			held++
+		}
+	}
+	if held >= b.quorum {
+		t.Errorf("after Release %d nodes still hold %q, want fewer than %d", held, e, b.quorum)
+	}
+}
+
+// TestForeignLockExcludes: a plain SET NX PX lock on a majority of nodes,
+// as redsync or node-redlock would take, keeps our candidates out until it
+// expires, and Leader reports it without identity.
+func TestForeignLockExcludes(t *testing.T) {
+	b, n := newBackend(t, &Options{NoKeyPrefix: true})
+	ctx := testCtx(t)
+	e := name(t)
+	for _, c := range n.clients[:3] {
+		if err := c.SetNX(ctx, e, "Zm9yZWlnbi1yZWRzeW5jLXZhbHVl", 300*time.Millisecond).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h, err := b.Leader(ctx, e)
+	if err != nil || h.Identity != "" || h.Token != 0 || h.TTL <= 0 {
+		t.Errorf("Leader under a foreign lock: got %+v, %v; want an anonymous holder with a TTL", h, err)
+	}
+	start := time.Now()
+	l, err := b.Campaign(ctx, backend.Candidate{Election: e, Identity: "alice", TTL: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(ctx)
+	if waited := time.Since(start); waited < 250*time.Millisecond || waited > time.Second {
+		t.Errorf("Campaign under a foreign 300ms lock returned after %v, want about 300ms: it waits for the PTTL", waited)
+	}
+}
+
+// TestFencingWriteBack: when the nodes' counters disagree, the lease takes
+// the maximum over the quorum and writes it back, so Leader agrees on it
+// and the next term's token is higher still.
+func TestFencingWriteBack(t *testing.T) {
+	b, n := newBackend(t, nil)
+	ctx := testCtx(t)
+	e := name(t)
+	counter := b.lockKey(e) + counterSuffix
+	if err := n.clients[1].Set(ctx, counter, 1000, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	c := backend.Candidate{Election: e, Identity: "alice", TTL: 2 * time.Second}
+	l, err := b.Campaign(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Token() != 1001 {
+		t.Fatalf("token: got %d, want 1001, the maximum over the quorum", l.Token())
+	}
+	raised := 0
+	for _, cl := range n.clients {
+		if v, _ := cl.Get(ctx, counter).Uint64(); v >= 1001 {
+			raised++
+		}
+	}
+	if raised < b.quorum {
+		t.Errorf("counters at >= 1001: got %d nodes, want at least %d: the token is written back to a quorum", raised, b.quorum)
+	}
+	if h, err := b.Leader(ctx, e); err != nil || h.Token != 1001 {
+		t.Errorf("Leader: got %+v, %v; want token 1001", h, err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Drop the node that had the high counter: the rest still know 1001.
+	if err := n.clients[1].Del(ctx, counter).Err(); err != nil {
+		t.Fatal(err)
+	}
+	l2, err := b.Campaign(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l2.Release(ctx)
+	if l2.Token() <= 1001 {
+		t.Errorf("next token: got %d, want > 1001: tokens strictly increase", l2.Token())
+	}
+}
+
+// TestRenewNeverRecreates: a renewal of a lease whose keys were deleted
+// fails with ErrLost and creates nothing.
+func TestRenewNeverRecreates(t *testing.T) {
+	b, n := newBackend(t, nil)
+	ctx := testCtx(t)
+	e := name(t)
+	l, err := b.Campaign(ctx, backend.Candidate{Election: e, Identity: "alice", TTL: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Campaign returns at a quorum; let the slower nodes' SETs land first.
+	for _, c := range l.(*Lease).acquired {
+		<-c.done
+	}
+	for _, c := range n.clients {
+		c.Del(ctx, b.lockKey(e))
+	}
+	if err := l.Renew(ctx); !errors.Is(err, backend.ErrLost) {
+		t.Fatalf("Renew after deletion: got %v, want ErrLost", err)
+	}
+	select {
+	case <-l.Lost():
+	default:
+		t.Fatal("Lost() is open after Renew returned ErrLost, want closed")
+	}
+	for i, c := range n.clients {
+		if x, _ := c.Exists(ctx, b.lockKey(e)).Result(); x != 0 {
+			t.Errorf("node %d: the key was re-created by Renew", i+1)
+		}
+	}
+}
+
+// TestAuth runs a Backend on the password-protected node, through a client
+// configured with the password, and checks that without it nothing works.
+func TestAuth(t *testing.T) {
+	addr := testenv.RedisAuthAddr(t)
+	ctx := testCtx(t)
+	for _, opts := range []*redis.Options{
+		{Addr: addr, Password: testenv.RedisPassword, ContextTimeoutEnabled: true},
+		{Addr: addr, Username: testenv.RedisACLUser, Password: testenv.RedisACLPassword, ContextTimeoutEnabled: true},
+	} {
+		c := redis.NewClient(opts)
+		t.Cleanup(func() { _ = c.Close() })
+		b, err := New([]redis.UniversalClient{c}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = b.Close() })
+		e := name(t) + "-" + opts.Username
+		l, err := b.Campaign(ctx, backend.Candidate{Election: e, Identity: "alice", TTL: time.Second})
+		if err != nil {
+			t.Fatalf("Campaign as %q: %v", opts.Username, err)
+		}
+		if err := l.Renew(ctx); err != nil {
+			t.Errorf("Renew as %q: %v", opts.Username, err)
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Errorf("Release as %q: %v", opts.Username, err)
+		}
+	}
+	anon := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = anon.Close() })
+	b, err := New([]redis.UniversalClient{anon}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	_, err = b.Campaign(ctx, backend.Candidate{Election: name(t), Identity: "alice", TTL: time.Second})
+	if err == nil || !strings.Contains(err.Error(), "NOAUTH") {
+		t.Errorf("Campaign without credentials: got %v, want a NOAUTH error", err)
+	}
+}
+
+// TestGuard: writes with the newest token pass, stale ones are refused and
+// change nothing.
+func TestGuard(t *testing.T) {
+	_, n := newBackend(t, nil)
+	ctx := testCtx(t)
+	e := name(t)
+	g := NewGuard(n.clients[0], e+"/fence")
+	big := uint64(1) << 60 // beyond Lua's exact doubles
+	for _, step := range []struct {
+		token uint64
+		value string
+		stale bool
+	}{
+		{5, "five", false}, {5, "five again", false}, {4, "four", true}, {big, "big", false}, {big - 1, "big-1", true},
+	} {
+		err := g.Set(ctx, step.token, e+"/data", step.value, time.Minute)
+		if step.stale != errors.Is(err, ErrStaleToken) || (!step.stale && err != nil) {
+			t.Fatalf("Set(token %d): got %v, want stale=%v", step.token, err, step.stale)
+		}
+	}
+	if v, _ := n.clients[0].Get(ctx, e+"/data").Result(); v != "big" {
+		t.Errorf("data: got %q, want %q: stale writes change nothing", v, "big")
+	}
+	if v, _ := n.clients[0].Get(ctx, e+"/fence").Result(); v != strconv.FormatUint(big, 10) {
+		t.Errorf("fence: got %q, want %d", v, big)
+	}
+	if err := g.Check(ctx, 3); !errors.Is(err, ErrStaleToken) {
+		t.Errorf("Check(3): got %v, want ErrStaleToken", err)
+	}
+}
+
+// TestPausedLeaderFenced: a leader that stops renewing (a process pause)
+// past its TTL is replaced, and its late writes through the Guard are
+// refused.
+func TestPausedLeaderFenced(t *testing.T) {
+	a, n := newBackend(t, nil)
+	b, _ := newBackend(t, nil)
+	ctx := testCtx(t)
+	e := name(t)
+	g := NewGuard(n.clients[0], b.lockKey(e)+"/fence")
+	la, err := a.Campaign(ctx, backend.Candidate{Election: e, Identity: "alice", TTL: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Set(ctx, la.Token(), e+"/data", "alice", 0); err != nil {
+		t.Fatal(err)
+	}
+	// alice "pauses": no renewals. bob is elected after her TTL.
+	lb, err := b.Campaign(ctx, backend.Candidate{Election: e, Identity: "bob", TTL: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lb.Release(ctx)
+	if time.Now().Before(la.Deadline()) {
+		t.Fatalf("bob elected %v before alice's deadline", time.Until(la.Deadline()))
+	}
+	if err := g.Set(ctx, lb.Token(), e+"/data", "bob", 0); err != nil {
+		t.Fatal(err)
+	}
+	// alice wakes and writes as if still leader.
+	if err := g.Set(ctx, la.Token(), e+"/data", "alice late", 0); !errors.Is(err, ErrStaleToken) {
+		t.Fatalf("paused leader's write: got %v, want ErrStaleToken", err)
+	}
+	if err := la.Renew(ctx); !errors.Is(err, backend.ErrLost) {
+		t.Errorf("paused leader's Renew: got %v, want ErrLost", err)
+	}
+	if v, _ := n.clients[0].Get(ctx, e+"/data").Result(); v != "bob" {
+		t.Errorf("data: got %q, want %q", v, "bob")
+	}
+}

@@ -1,0 +1,289 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/leaderkit/elector/backend"
+	"github.com/leaderkit/elector/internal/testenv"
+)
+
+// Fault tests break the shared Redis nodes with scripts/servers.sh and
+// restore them in t.Cleanup. They do not run in parallel.
+
+// kill SIGKILLs Redis node i (1-based) and restarts it, empty, at cleanup.
+func kill(t *testing.T, i int) {
+	t.Cleanup(func() { testenv.Fault(t, "restart", "redis", strconv.Itoa(i)) })
+	testenv.Fault(t, "kill", "redis", strconv.Itoa(i))
+}
+
+// pause SIGSTOPs Redis node i and resumes it at cleanup. It checks that
+// the process is stopped: servers.sh signals nothing, silently, when it
+// cannot match the node's PID file to a running process.
+func pause(t *testing.T, i int) {
+	t.Cleanup(func() { testenv.Fault(t, "resume", "redis", strconv.Itoa(i)) })
+	testenv.Fault(t, "pause", "redis", strconv.Itoa(i))
+	pid := testenv.Fault(t, "pid", "redis", strconv.Itoa(i))
+	stat, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		t.Fatalf("pause redis %d: %v", i, err)
+	}
+	// The state follows the parenthesised command name.
+	if f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:])); len(f) == 0 || f[0] != "T" {
+		t.Fatalf("pause redis %d: process %s is in state %v, want T (stopped)", i, pid, f[:1])
+	}
+}
+
+// restart restarts Redis node i: empty, or keeping its data with aof.
+func restart(t *testing.T, i int, aof bool) {
+	args := []string{"restart", "redis", strconv.Itoa(i)}
+	if aof {
+		args = append(args, "--aof")
+	}
+	testenv.Fault(t, args...)
+}
+
+// wantWaits asserts that c cannot win e within d.
+func wantWaits(t *testing.T, b *Backend, c backend.Candidate, d time.Duration, why string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(testCtx(t), d)
+	defer cancel()
+	l, err := b.Campaign(ctx, c)
+	if err == nil {
+		_ = l.Release(testCtx(t))
+		t.Fatalf("Campaign(%q): got a lease, want none: %s", c.Identity, why)
+	}
+	if err != context.DeadlineExceeded {
+		t.Fatalf("Campaign(%q): got %v, want context.DeadlineExceeded: %s", c.Identity, err, why)
+	}
+}
+
+func TestOneNodeKilled(t *testing.T) {
+	a, _ := newBackend(t, nil)
+	b, _ := newBackend(t, nil)
+	ctx := testCtx(t)
+	e := name(t)
+	kill(t, 3)
+	la, err := a.Campaign(ctx, backend.Candidate{Election: e, Identity: "alice", TTL: 2 * time.Second})
+	if err != nil {
+		t.Fatalf("Campaign with one node down: %v, want a lease: 4 of 5 is a quorum", err)
+	}
+	if err := la.Renew(ctx); err != nil {
+		t.Fatalf("Renew with one node down: %v", err)
+	}
+	bob := backend.Candidate{Election: e, Identity: "bob", TTL: 2 * time.Second}
+	wantWaits(t, b, bob, 300*time.Millisecond, "alice holds a quorum")
+	done := make(chan error, 1)
+	var lb backend.Lease
+	go func() {
+		var err error
+		lb, err = b.Campaign(ctx, bob)
+		done <- err
+	}()
+	released := time.Now()
+	if err := la.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(released); took > 500*time.Millisecond {
+		t.Errorf("hand-over with one node down took %v, want well under the 2s TTL", took)
+	}
+	if lb.Token() <= la.Token() {
+		t.Errorf("bob's token %d, want > alice's %d", lb.Token(), la.Token())
+	}
+	_ = lb.Release(ctx)
+}
+
+// TestPausedNodesBounded proves that NodeTimeout bounds the socket I/O: a
+// SIGSTOPped node accepts connections but never answers, and go-redis
+// would wait out its ReadTimeout (3 s) without ContextTimeoutEnabled.
+func TestPausedNodesBounded(t *testing.T) {
+	const nodeTimeout = 200 * time.Millisecond
+	const bound = nodeTimeout + 300*time.Millisecond // ReadTimeout would be 3s
+	a, _ := newBackend(t, &Options{NodeTimeout: nodeTimeout})
+	ctx := testCtx(t)
+	e := name(t)
+	c := backend.Candidate{Election: e, Identity: "alice", TTL: 2 * time.Second}
+
+	pause(t, 5)
+	timed := func(what string, f func() error) error {
+		t.Helper()
+		start := time.Now()
+		err := f()
+		took := time.Since(start)
+		t.Logf("%s: %v (%v)", what, took, err)
+		if took > bound {
+			t.Errorf("%s with paused nodes took %v, want at most %v (NodeTimeout %v)", what, took, bound, nodeTimeout)
+		}
+		return err
+	}
+	var l backend.Lease
+	if err := timed("Campaign", func() (err error) { l, err = a.Campaign(ctx, c); return err }); err != nil {
+		t.Fatalf("Campaign with one node paused: %v", err)
+	}
+	if err := timed("Renew", func() error { return l.Renew(ctx) }); err != nil {
+		t.Fatalf("Renew with one node paused: %v", err)
+	}
+
+	// Two more paused: no quorum answers, every round ends at NodeTimeout.
+	pause(t, 4)
+	pause(t, 3)
+	deadline := l.Deadline()
+	if err := timed("Renew", func() error { return l.Renew(ctx) }); err == nil || errors.Is(err, backend.ErrLost) {
+		t.Errorf("Renew with three nodes paused: got %v, want a transient error (the outcome is unknown)", err)
+	}
+	if l.Deadline() != deadline {
+		t.Errorf("Deadline moved after a failed Renew")
+	}
+	if err := timed("Leader", func() error { _, err := a.Leader(ctx, e); return err }); err == nil || errors.Is(err, backend.ErrNoLeader) {
+		t.Errorf("Leader with three nodes paused: got %v, want an error saying too few nodes answered", err)
+	}
+	c2 := backend.Candidate{Election: name(t) + "-2", Identity: "bob", TTL: 2 * time.Second}
+	if err := timed("Campaign", func() error { _, err := a.Campaign(ctx, c2); return err }); err == nil {
+		t.Errorf("Campaign with three nodes paused: got a lease, want an error")
+	}
+	if err := timed("Release", func() error { return l.Release(ctx) }); err == nil {
+		t.Errorf("Release with three nodes paused: got nil, want an error: three nodes may still hold it")
+	}
+}
+
+// TestThreeNodesDown: with a majority of nodes down nobody is elected, the
+// holder cannot renew, and no second leader appears.
+func TestThreeNodesDown(t *testing.T) {
+	a, _ := newBackend(t, nil)
+	b, _ := newBackend(t, nil)
+	ctx := testCtx(t)
+	e := name(t)
+	la, err := a.Campaign(ctx, backend.Candidate{Election: e, Identity: "alice", TTL: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kill(t, 1)
+	kill(t, 2)
+	kill(t, 3)
+	if err := la.Renew(ctx); err == nil || errors.Is(err, backend.ErrLost) {
+		t.Errorf("Renew with three nodes down: got %v, want a transient error", err)
+	}
+	// Past alice's TTL, bob still cannot be elected: a quorum is unreachable.
+	tick := time.NewTicker(20 * time.Millisecond) // paces the attempts
+	defer tick.Stop()
+	for ; time.Now().Before(la.Deadline().Add(100 * time.Millisecond)); <-tick.C {
+		l, err := b.Campaign(ctx, backend.Candidate{Election: e, Identity: "bob", TTL: 500 * time.Millisecond})
+		if err == nil {
+			_ = l.Release(ctx)
+			t.Fatal("Campaign with three nodes down: got a lease, want an error")
+		}
+		if errors.Is(err, backend.ErrInvalid) || errors.Is(err, backend.ErrClosed) {
+			t.Fatalf("Campaign with three nodes down: got permanent error %v, want a transient one", err)
+		}
+	}
+	if h, err := b.Leader(ctx, e); err == nil {
+		t.Errorf("Leader with three nodes down: got %+v, want an error", h)
+	}
+}
+
+// TestRestartWithoutPersistence documents what the package doc's # Safety
+// section states. One node restarted empty during a term changes nothing:
+// the holder keeps a quorum of four. A majority restarted empty lets a
+// second candidate in while the first still believes it leads, and its
+// token goes backwards: the Guard then refuses the newcomer, so fenced
+// resources stay safe while the election does not.
+func TestRestartWithoutPersistence(t *testing.T) {
+	a, n := newBackend(t, nil)
+	b, _ := newBackend(t, nil)
+	ctx := testCtx(t)
+	e := name(t)
+	for _, c := range n.clients {
+		if err := c.Set(ctx, a.lockKey(e)+counterSuffix, 100, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	la, err := a.Campaign(ctx, backend.Candidate{Election: e, Identity: "alice", TTL: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := NewGuard(n.clients[4], a.lockKey(e)+"/fence")
+	if err := g.Check(ctx, la.Token()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { testenv.Fault(t, "restart", "redis", "1") })
+	restart(t, 1, false)
+	if err := la.Renew(ctx); err != nil {
+		t.Fatalf("Renew after one empty restart: %v, want nil: four nodes still hold the lease", err)
+	}
+	bob := backend.Candidate{Election: e, Identity: "bob", TTL: 5 * time.Second}
+	wantWaits(t, b, bob, 300*time.Millisecond, "one empty restart does not break exclusion")
+
+	t.Cleanup(func() { testenv.Fault(t, "restart", "redis", "2") })
+	t.Cleanup(func() { testenv.Fault(t, "restart", "redis", "3") })
+	restart(t, 2, false)
+	restart(t, 3, false)
+	lb, err := b.Campaign(ctx, bob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lb.Release(ctx)
+	if !time.Now().Before(la.Deadline()) {
+		t.Fatalf("bob elected after alice's deadline; the test wants the overlap the # Safety section describes")
+	}
+	if lb.Token() >= la.Token() {
+		t.Errorf("bob's token %d, want below alice's %d: the counters of the restarted majority started over", lb.Token(), la.Token())
+	}
+	if err := g.Check(ctx, lb.Token()); !errors.Is(err, ErrStaleToken) {
+		t.Errorf("Guard with bob's token after the overlap: got %v, want ErrStaleToken", err)
+	}
+	if err := la.Renew(ctx); !errors.Is(err, backend.ErrLost) {
+		t.Errorf("alice's Renew after the majority restart: got %v, want ErrLost", err)
+	}
+}
+
+// TestRestartWithAOF: nodes running with appendfsync always keep the lock
+// and the counter across a crash, so exclusion and tokens survive a
+// majority of restarts.
+func TestRestartWithAOF(t *testing.T) {
+	for i := 1; i <= 3; i++ {
+		t.Cleanup(func() { testenv.Fault(t, "restart", "redis", strconv.Itoa(i)) })
+		restart(t, i, true)
+	}
+	a, _ := newBackend(t, nil)
+	b, _ := newBackend(t, nil)
+	ctx := testCtx(t)
+	e := name(t)
+	la, err := a.Campaign(ctx, backend.Candidate{Election: e, Identity: "alice", TTL: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 3; i++ {
+		testenv.Fault(t, "kill", "redis", strconv.Itoa(i))
+		restart(t, i, true)
+	}
+	bob := backend.Candidate{Election: e, Identity: "bob", TTL: 5 * time.Second}
+	wantWaits(t, b, bob, 300*time.Millisecond, "AOF kept alice's keys on the restarted majority")
+	if err := la.Renew(ctx); err != nil {
+		t.Fatalf("Renew after AOF restarts: %v", err)
+	}
+	done := make(chan error, 1)
+	var lb backend.Lease
+	go func() {
+		var err error
+		lb, err = b.Campaign(ctx, bob)
+		done <- err
+	}()
+	if err := la.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	defer lb.Release(ctx)
+	if lb.Token() <= la.Token() {
+		t.Errorf("bob's token %d, want > alice's %d: AOF kept the counters", lb.Token(), la.Token())
+	}
+}

@@ -1,0 +1,111 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/leaderkit/elector/internal/testenv"
+)
+
+// errIsolated is what an isolated node set answers.
+var errIsolated = errors.New("isolated by the test harness")
+
+// nodes is a set of clients, one per test Redis master, that a test can cut
+// off (every command fails) and close together.
+type nodes struct {
+	clients  []redis.UniversalClient
+	isolated atomic.Bool
+}
+
+// isolateHook fails every command while its node set is isolated.
+type isolateHook struct{ n *nodes }
+
+func (h isolateHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h isolateHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if h.n.isolated.Load() {
+			cmd.SetErr(errIsolated)
+			return errIsolated
+		}
+		return next(ctx, cmd)
+	}
+}
+func (h isolateHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// clientOptions are the options every test client uses: context deadlines
+// honoured, as New requires.
+func clientOptions(addr string) *redis.Options {
+	return &redis.Options{Addr: addr, ContextTimeoutEnabled: true}
+}
+
+// newNodes returns clients on addrs, closed at the end of the test.
+func newNodes(t testing.TB, addrs []string) *nodes {
+	n := &nodes{}
+	for _, a := range addrs {
+		c := redis.NewClient(clientOptions(a))
+		c.AddHook(isolateHook{n})
+		n.clients = append(n.clients, c)
+	}
+	t.Cleanup(n.close)
+	return n
+}
+
+var closeMu sync.Mutex
+
+func (n *nodes) close() {
+	closeMu.Lock()
+	defer closeMu.Unlock()
+	for _, c := range n.clients {
+		_ = c.Close()
+	}
+}
+
+// testNodeTimeout is the NodeTimeout of test Backends unless a test sets
+// one: generous, since CI runs every package's tests at once on two cores.
+const testNodeTimeout = 250 * time.Millisecond
+
+// newBackend returns a Backend over fresh clients on the five test nodes,
+// closed at the end of the test.
+func newBackend(t testing.TB, opts *Options) (*Backend, *nodes) {
+	t.Helper()
+	n := newNodes(t, testenv.RedisAddrs(t))
+	o := Options{NodeTimeout: testNodeTimeout}
+	if opts != nil {
+		o = *opts
+		if o.NodeTimeout == 0 {
+			o.NodeTimeout = testNodeTimeout
+		}
+	}
+	b, err := New(n.clients, &o)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	return b, n
+}
+
+// testCtx returns a context that ends with the test, bounded as a watchdog.
+func testCtx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// reachable reports whether addr accepts TCP connections.
+func reachable(addr string) bool {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return false
+	}
+	_ = c.Close()
+	return true
+}

@@ -1,0 +1,87 @@
+package redlock
+
+import "github.com/redis/go-redis/v9"
+
+// The Lua scripts the Backend runs on every node. redis.Script.Run sends
+// EVALSHA and falls back to EVAL on NOSCRIPT, so each script crosses the wire
+// once per node and server restart.
+//
+// Conventions: KEYS[1] is the lock key, a plain string key set with PX (what
+// SET key value NX PX ttl would create), so redsync and node-redlock locks of
+// the same key exclude ours and ours exclude theirs. KEYS[2] is the
+// election's fencing counter. ARGV[1] is the lease id prefix "<id> " that
+// starts every value this Backend writes; a value belongs to a lease when it
+// starts with that prefix.
+
+// acquireScript is SET NX PX that also mints a fencing token: when the key is
+// free it INCRs the counter and stores "<id> <token> <identity>". It replies
+// {1, token} on success, or {0, pttl} when the key is held (pttl as PTTL
+// reports it, -1 for a key without expiry).
+//
+// ARGV: id prefix, identity, ttl in ms.
+var acquireScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  return {0, redis.call('PTTL', KEYS[1])}
+end
+local t = redis.call('INCR', KEYS[2])
+redis.call('SET', KEYS[1], ARGV[1] .. string.format('%d', t) .. ' ' .. ARGV[2], 'PX', ARGV[3])
+return {1, t}
+`)
+
+// fenceScript writes the agreed token m back: it raises the counter to at
+// least m (comparing decimal strings, exact beyond Lua's 2^53) on every node it reaches and, where the key still holds our lease,
+// rewrites the value with token m (keeping the TTL). Replies 1 when the key
+// is ours, else 0.
+//
+// ARGV: id prefix, m, new value.
+var fenceScript = redis.NewScript(`
+local c = redis.call('GET', KEYS[2]) or '0'
+local m = ARGV[2]
+if #c < #m or (#c == #m and c < m) then
+  redis.call('SET', KEYS[2], m)
+end
+local v = redis.call('GET', KEYS[1])
+if v and string.sub(v, 1, #ARGV[1]) == ARGV[1] then
+  redis.call('SET', KEYS[1], ARGV[3], 'KEEPTTL')
+  return 1
+end
+return 0
+`)
+
+// renewScript is compare-and-pexpire. It never re-creates a missing key.
+// Replies 1 when the key was ours and now expires in ttl, else 0.
+//
+// ARGV: id prefix, ttl in ms.
+var renewScript = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+if v and string.sub(v, 1, #ARGV[1]) == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
+return 0
+`)
+
+// releaseScript is compare-and-delete plus a notification on the election's
+// release channel (lock key + "//released", payload the lease id), so
+// waiting candidates retry at once. Replies 1 when it deleted our key, 0 when
+// the key holds another value, -1 when the key is missing.
+//
+// ARGV: id prefix.
+var releaseScript = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+if not v then
+  return -1
+end
+if string.sub(v, 1, #ARGV[1]) == ARGV[1] then
+  redis.call('DEL', KEYS[1])
+  redis.call('PUBLISH', KEYS[1] .. '//released', ARGV[1])
+  return 1
+end
+return 0
+`)
+
+// readScript returns {pttl, value} of the lock key; value is nil when the key
+// is missing.
+var readScript = redis.NewScript(`
+return {redis.call('PTTL', KEYS[1]), redis.call('GET', KEYS[1])}
+`)
