@@ -147,21 +147,34 @@ func (e *Elector) campaign(ctx context.Context) (backend.Lease, error) {
 	}
 }
 
-// awaitSuccessor keeps a resigned elector out of the race until another
-// lease holds the election, or for at most TTL (then nobody else wants it).
+// awaitSuccessor keeps a resigned elector out of the race until a lease
+// other than the resigned one holds the election, or for at most
+// RenewInterval: long enough for any waiting candidate to win (they are
+// woken by the release), short enough that electors resigning in quick
+// succession, each waiting for another, do not leave the election empty for
+// long. It watches the election when the backend can, and polls otherwise.
 func (e *Elector) awaitSuccessor(ctx context.Context, token uint64) {
-	deadline := time.Now().Add(e.opts.TTL)
-	poll := 5 * time.Millisecond
-	for {
-		h, err := e.b.Leader(ctx, e.election)
-		if err == nil && h.Token != token {
+	wctx, cancel := context.WithTimeout(ctx, e.opts.RenewInterval)
+	defer cancel()
+	successor := func(h backend.Holder) bool { return !h.IsZero() && h.Token != token }
+	if w, ok := e.b.(backend.Watcher); ok {
+		_ = w.Watch(wctx, e.election, func(h backend.Holder) {
+			if successor(h) {
+				cancel()
+			}
+		})
+		if wctx.Err() != nil {
 			return
 		}
-		left := time.Until(deadline)
-		if left <= 0 || !sleep(ctx, min(poll, left)) {
+		// The watch failed: poll for the rest of the window.
+	}
+	for poll := 5 * time.Millisecond; ; poll = min(2*poll, max(e.opts.RenewInterval/10, 5*time.Millisecond)) {
+		if h, err := e.b.Leader(wctx, e.election); err == nil && successor(h) {
 			return
 		}
-		poll = min(2*poll, max(e.opts.TTL/10, 5*time.Millisecond))
+		if !sleep(wctx, poll) {
+			return
+		}
 	}
 }
 
@@ -184,8 +197,8 @@ func (e *Elector) release(ctx context.Context, l backend.Lease, t Term) error {
 // Resign ends the current term and hands the election over: the term's ctx
 // is cancelled, and once OnElected has returned the lease is released, so a
 // waiting candidate is elected at once. This elector then stays out of the
-// race until another candidate has been elected (or for at most TTL, if none
-// is), and campaigns again after that.
+// race until another candidate has been elected, or for at most
+// RenewInterval if none is, and campaigns again after that.
 //
 // Resign waits until the lease is released and returns the release's error,
 // if any (the term has ended either way; an unreleased lease lapses after its

@@ -293,7 +293,7 @@ func TestResignHandsOver(t *testing.T) {
 	})
 }
 
-func TestResignAloneCampaignsAgainAfterTTL(t *testing.T) {
+func TestResignAloneCampaignsAgainAfterRenewInterval(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rec := newRecorder()
 		r := start(t, memory.New(), rec.options("alice"))
@@ -302,7 +302,7 @@ func TestResignAloneCampaignsAgainAfterTTL(t *testing.T) {
 		require.NoError(t, r.e.Resign(t.Context()))
 		rec.next(t, "revoked")
 		el := rec.next(t, "elected")
-		assert.Equal(t, resigned.Add(ttl), el.at, "with no other candidate, a resigned elector returns after TTL")
+		assert.Equal(t, resigned.Add(ttl/3), el.at, "with no other candidate, a resigned elector returns after RenewInterval")
 		require.Same(t, context.Canceled, r.stop(t))
 	})
 }
