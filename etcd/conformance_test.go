@@ -35,12 +35,11 @@ type harness struct {
 	endpoints []string
 	admin     *clientv3.Client
 
-	mu       sync.Mutex
-	n        int
-	clients  map[backend.Backend]*clientv3.Client
-	proxies  map[backend.Backend]*proxy
-	crashed  map[backend.Backend]bool
-	cleanups []func()
+	mu      sync.Mutex
+	n       int
+	clients map[backend.Backend]*clientv3.Client
+	proxies map[backend.Backend]*proxy
+	crashed map[backend.Backend]bool
 }
 
 var (

@@ -20,16 +20,6 @@ type call struct {
 	err  error
 }
 
-// finished reports whether c has its reply.
-func (c *call) finished() bool {
-	select {
-	case <-c.done:
-		return true
-	default:
-		return false
-	}
-}
-
 // nodeFunc is the request a round sends to one node.
 type nodeFunc func(ctx context.Context, c redis.UniversalClient) (any, error)
 
