@@ -71,6 +71,9 @@ func New(b backend.Backend, election string, opts *Options) (*Elector, error) {
 // Options, or the generated default.
 func (e *Elector) Identity() string { return e.opts.Identity }
 
+// Election returns the name of the election this Elector campaigns for.
+func (e *Elector) Election() string { return e.election }
+
 // Run campaigns for the election and, each time it wins, runs a term:
 // OnElected in its own goroutine, the lease renewed every RenewInterval,
 // until the term ends (the lease is lost or cannot be renewed in time,
@@ -118,19 +121,32 @@ func (e *Elector) Run(ctx context.Context) error {
 // permanently.
 func (e *Elector) campaign(ctx context.Context) (backend.Lease, error) {
 	c := backend.Candidate{Election: e.election, Identity: e.opts.Identity, TTL: e.opts.TTL}
+	short := 0 // quick wins of leases too short to lead on
 	for attempt := 0; ; attempt++ {
 		e.log.LogAttrs(ctx, slog.LevelDebug, "campaigning", slog.Int("attempt", attempt))
 		began := time.Now()
 		l, err := e.b.Campaign(ctx, c)
-		e.observe(Event{Kind: EventCampaign, Took: time.Since(began), Err: err})
+		took := time.Since(began)
+		e.observe(Event{Kind: EventCampaign, Took: took, Err: err})
 		if err == nil {
-			if left := time.Until(l.Deadline()); left > e.opts.SafetyMargin {
+			left := time.Until(l.Deadline())
+			if left > e.opts.SafetyMargin {
 				return l, nil
 			}
-			// Won too late to act safely: give it back and try again.
-			err = fmt.Errorf("won with only %v left before the lease deadline, within the safety margin %v",
-				time.Until(l.Deadline()), e.opts.SafetyMargin)
+			// Won too late to act safely: give it back.
 			e.release(ctx, l, Term{})
+			err = fmt.Errorf("won with only %v left before the lease deadline, within the safety margin %v", left, e.opts.SafetyMargin)
+			// A quick campaign that still leaves no time means the backend
+			// grants shorter leases than TTL assumes: say so rather than
+			// loop forever.
+			if took < e.opts.SafetyMargin {
+				short++
+			}
+			if short >= 3 {
+				return nil, fmt.Errorf("elector: campaign %q: %w: the backend granted a lease of %v, no longer than SafetyMargin %v; "+
+					"set Options.TTL (now %v) to the lease length the backend grants (ZooKeeper: the session timeout)",
+					e.election, backend.ErrInvalid, (left + took).Round(time.Millisecond), e.opts.SafetyMargin, e.opts.TTL)
+			}
 		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

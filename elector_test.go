@@ -554,7 +554,7 @@ func TestObserverSeesEveryStep(t *testing.T) {
 		rec.next(t, "revoked")
 		mu.Lock()
 		defer mu.Unlock()
-		assert.Equal(t, []string{"campaign", "campaign", "elected", "renew", "renew", "release", "revoked"}, kinds)
+		assert.Equal(t, []string{"campaign", "campaign", "elected", "renew", "renew", "ended", "release", "revoked"}, kinds)
 		assert.ErrorIs(t, events[0].Err, memory.ErrIsolated)
 		for _, ev := range events {
 			assert.Equal(t, "jobs", ev.Election)
@@ -563,7 +563,45 @@ func TestObserverSeesEveryStep(t *testing.T) {
 			assert.Equal(t, el.term, ev.Term)
 		}
 		assert.NoError(t, events[3].Err)
-		assert.Same(t, context.Canceled, events[6].Err)
+		assert.Same(t, context.Canceled, events[5].Err)
+		assert.Same(t, context.Canceled, events[7].Err)
 		assert.Equal(t, "unknown", EventKind(0).String())
+	})
+}
+
+// shortLeases makes a backend grant leases that end d after they are won,
+// as a ZooKeeper session shorter than Options.TTL would.
+type shortLeases struct {
+	backend.Backend
+	d time.Duration
+}
+
+type shortLease struct {
+	backend.Lease
+	deadline time.Time
+}
+
+func (b shortLeases) Campaign(ctx context.Context, c backend.Candidate) (backend.Lease, error) {
+	l, err := b.Backend.Campaign(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	return shortLease{l, time.Now().Add(b.d)}, nil
+}
+
+func (l shortLease) Deadline() time.Time { return l.deadline }
+
+func TestLeaseShorterThanSafetyMarginIsAnError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.New()
+		rec := newRecorder()
+		e, err := New(shortLeases{store, 500 * time.Millisecond}, "jobs", rec.options("alice"))
+		require.NoError(t, err)
+		err = e.Run(t.Context())
+		require.ErrorIs(t, err, backend.ErrInvalid, "a misconfigured TTL is permanent")
+		assert.Contains(t, err.Error(), "granted a lease of 500ms, no longer than SafetyMargin 600ms; set Options.TTL (now 3s)")
+		rec.none(t)
+		_, err = store.Leader(t.Context(), "jobs")
+		assert.ErrorIs(t, err, backend.ErrNoLeader, "each too-short lease was given back")
 	})
 }

@@ -6,7 +6,7 @@ import "time"
 type EventKind int
 
 // The kinds of [Event]. A term reports EventCampaign (won), EventElected,
-// EventRenew for each renewal, EventRelease, then EventRevoked.
+// EventRenew for each renewal, EventEnded, EventRelease, then EventRevoked.
 const (
 	// EventCampaign: one attempt to win the election ended, won (Err nil) or
 	// not. Took is how long it waited, including time queued behind a leader.
@@ -21,6 +21,11 @@ const (
 	// EventRelease: the lease was given back after a term. Term, Took and
 	// Err are set.
 	EventRelease
+	// EventEnded: a term ended: its ctx was cancelled at this instant and
+	// [Elector.IsLeader] turned false. Term is set and Err is the reason.
+	// EventRevoked follows once OnElected has returned and the lease is
+	// released.
+	EventEnded
 )
 
 // String returns the kind's name, such as "campaign".
@@ -36,6 +41,8 @@ func (k EventKind) String() string {
 		return "revoked"
 	case EventRelease:
 		return "release"
+	case EventEnded:
+		return "ended"
 	}
 	return "unknown"
 }

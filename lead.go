@@ -168,6 +168,7 @@ func (e *Elector) lead(ctx context.Context, l backend.Lease) (resigned bool) {
 	e.mu.Unlock()
 	close(ts.ended)
 	cancelTerm(reason)
+	e.observe(Event{Kind: EventEnded, Term: ts.term, Err: reason})
 	level := slog.LevelInfo
 	if errors.Is(reason, ErrLeaseLost) {
 		level = slog.LevelWarn
