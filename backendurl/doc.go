@@ -1,0 +1,57 @@
+// Package backendurl opens an elector backend from a URL, so that a program
+// (or the elect command) can be pointed at Redis, etcd or ZooKeeper by
+// configuration alone:
+//
+//	b, closer, err := backendurl.Open(ctx, os.Getenv("ELECT_BACKEND"))
+//	if err != nil { ... }
+//	defer closer.Close()
+//	e, err := elector.New(b, "send-invoices", nil)
+//
+// # Schemes
+//
+// The default [Mux] (see [DefaultMux]) knows these schemes:
+//
+//	redis://[user:password@]host:port[,host:port...][/db][?params]
+//	rediss://...   the same over TLS
+//	etcd://[user:password@]host:port[,host:port...][?params]
+//	etcds://...    the same over TLS
+//	zk://[user:password@]host:port[,host:port...][/root][?params]
+//
+// A redis URL names the independent masters of a Redlock quorum (one client
+// each; 3 or 5 for fault tolerance), never replicas of one another. An etcd
+// URL names the endpoints of one cluster; a zk URL the servers of one
+// ensemble, and its path is the root znode of the elections (default
+// /elector). A port may be left out: 6379, 2379 and 2181 are the defaults.
+//
+// Query parameters, by scheme (durations as Go writes them: 50ms, 10s):
+//
+//	redis, rediss  prefix, no_prefix (bool), node_timeout, drift_factor,
+//	               dial_timeout
+//	etcd, etcds    prefix, clock_drift, cleanup_timeout, dial_timeout
+//	zk             session_timeout, disconnect_grace
+//	rediss, etcds  ca, cert, key (PEM file paths), server_name,
+//	               insecure_skip_verify (bool)
+//
+// They map to the fields of redlock.Options, etcd.Options and
+// zookeeper.Options of the same meaning, and are validated by the drivers'
+// constructors. A zk URL's user and password add "digest" authentication to
+// the session and protect the znodes it creates with the matching digest
+// ACL. Write secrets percent-encoded; they never appear in errors, which show
+// the URL redacted.
+//
+// # Errors
+//
+// Open refuses, with an error naming the problem: an unknown scheme (listing
+// the known ones), an unknown or repeated query parameter (listing the
+// scheme's parameters), a value that does not parse, a missing host, a path
+// where none is allowed, TLS parameters on a scheme without TLS. Open does
+// not contact the servers (except a zk URL with credentials, whose session
+// must accept them), so unreachable servers show up as errors from the
+// backend's calls, which the elector retries.
+//
+// # Closing
+//
+// Open creates the clients a backend needs, and returns an io.Closer that
+// closes the backend and then those clients. Close it, not merely the
+// backend, when done.
+package backendurl

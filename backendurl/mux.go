@@ -1,0 +1,178 @@
+package backendurl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/leaderkit/elector/backend"
+)
+
+// Opener opens a backend from a parsed URL whose scheme it was registered
+// for with [Mux.Register].
+type Opener interface {
+	// OpenBackend returns the backend u describes and a Closer that closes
+	// it together with every client OpenBackend created. On error it leaves
+	// nothing open.
+	OpenBackend(ctx context.Context, u *url.URL) (backend.Backend, io.Closer, error)
+}
+
+// OpenerFunc adapts a function to the [Opener] interface.
+type OpenerFunc func(ctx context.Context, u *url.URL) (backend.Backend, io.Closer, error)
+
+// OpenBackend calls f(ctx, u).
+func (f OpenerFunc) OpenBackend(ctx context.Context, u *url.URL) (backend.Backend, io.Closer, error) {
+	return f(ctx, u)
+}
+
+// Mux maps URL schemes to [Opener]s. The zero value is an empty Mux, ready
+// to use. Its methods are safe for concurrent use.
+type Mux struct {
+	mu      sync.RWMutex
+	openers map[string]Opener
+}
+
+var schemeRE = regexp.MustCompile(`^[a-z][a-z0-9+.-]*$`)
+
+// Register makes o open URLs of scheme (lowercase, as in RFC 3986). It
+// panics if scheme is malformed, o is nil, or scheme is already registered:
+// those are programming errors found at start-up.
+func (m *Mux) Register(scheme string, o Opener) {
+	if !schemeRE.MatchString(scheme) {
+		panic(fmt.Sprintf("backendurl: Register: malformed scheme %q", scheme))
+	}
+	if o == nil {
+		panic(fmt.Sprintf("backendurl: Register(%q): nil Opener", scheme))
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, dup := m.openers[scheme]; dup {
+		panic(fmt.Sprintf("backendurl: Register: scheme %q registered twice", scheme))
+	}
+	if m.openers == nil {
+		m.openers = make(map[string]Opener)
+	}
+	m.openers[scheme] = o
+}
+
+// Schemes returns the registered schemes, sorted.
+func (m *Mux) Schemes() []string {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	s := make([]string, 0, len(m.openers))
+	for k := range m.openers {
+		s = append(s, k)
+	}
+	slices.Sort(s)
+	return s
+}
+
+// ValidScheme reports whether scheme is registered.
+func (m *Mux) ValidScheme(scheme string) bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	_, ok := m.openers[scheme]
+	return ok
+}
+
+// Open parses rawURL and opens the backend it describes with the [Opener]
+// registered for its scheme. Close the returned io.Closer when done: it
+// closes the backend and the clients Open created. Errors name the problem
+// and show the URL with its password redacted.
+func (m *Mux) Open(ctx context.Context, rawURL string) (backend.Backend, io.Closer, error) {
+	scheme, rest, ok := strings.Cut(rawURL, "://")
+	if !ok {
+		return nil, nil, fmt.Errorf("backendurl: %q is not a backend URL; want scheme://host:port[,host:port...] with a scheme among %s", rawURL, m.schemeList())
+	}
+	// net/url refuses a list of hosts with ports ("h1:1,h2:2"): parse the
+	// URL with a placeholder host, then put the list back.
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	authority := rest[:end]
+	userinfo, hostList := "", authority
+	if i := strings.LastIndex(authority, "@"); i >= 0 {
+		userinfo, hostList = authority[:i+1], authority[i+1:]
+	}
+	u, err := url.Parse(scheme + "://" + userinfo + "placeholder" + rest[end:])
+	if err == nil {
+		u.Host = hostList
+	}
+	if err != nil {
+		// url.Error quotes the whole URL, password included: report the cause only.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, nil, fmt.Errorf("backendurl: malformed URL: %w", err)
+	}
+	return m.OpenURL(ctx, u)
+}
+
+// OpenURL is [Mux.Open] for a parsed URL.
+func (m *Mux) OpenURL(ctx context.Context, u *url.URL) (backend.Backend, io.Closer, error) {
+	if u.Scheme == "" {
+		return nil, nil, fmt.Errorf("backendurl: %q has no scheme; want one of %s", u.Redacted(), m.schemeList())
+	}
+	m.mu.RLock()
+	o, ok := m.openers[strings.ToLower(u.Scheme)]
+	m.mu.RUnlock()
+	if !ok {
+		return nil, nil, fmt.Errorf("backendurl: %q: unknown scheme %q; want one of %s", u.Redacted(), u.Scheme, m.schemeList())
+	}
+	b, c, err := o.OpenBackend(ctx, u)
+	if err != nil {
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			return nil, nil, ctx.Err()
+		}
+		return nil, nil, fmt.Errorf("backendurl: %q: %w", u.Redacted(), err)
+	}
+	return b, c, nil
+}
+
+func (m *Mux) schemeList() string {
+	s := m.Schemes()
+	if len(s) == 0 {
+		return "(none registered)"
+	}
+	return strings.Join(s, ", ")
+}
+
+var defaultMux = func() *Mux {
+	m := new(Mux)
+	m.Register("redis", OpenerFunc(openRedis))
+	m.Register("rediss", OpenerFunc(openRedis))
+	m.Register("etcd", OpenerFunc(openEtcd))
+	m.Register("etcds", OpenerFunc(openEtcd))
+	m.Register("zk", OpenerFunc(openZK))
+	return m
+}()
+
+// DefaultMux returns the Mux [Open] uses, with the schemes redis, rediss,
+// etcd, etcds and zk registered. A program may register more schemes on it.
+func DefaultMux() *Mux { return defaultMux }
+
+// Open opens rawURL with [DefaultMux]; see [Mux.Open].
+func Open(ctx context.Context, rawURL string) (backend.Backend, io.Closer, error) {
+	return defaultMux.Open(ctx, rawURL)
+}
+
+// closers closes its elements in order and returns the first error.
+type closers []io.Closer
+
+func (cs closers) Close() error {
+	var first error
+	for _, c := range cs {
+		if err := c.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}

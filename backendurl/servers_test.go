@@ -1,0 +1,71 @@
+package backendurl
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/leaderkit/elector/backend"
+	"github.com/leaderkit/elector/internal/testenv"
+)
+
+// TestOpenRealServers opens every scheme against the real servers, wins an
+// election through it, sees the holder with Leader, and closes: goleak in
+// TestMain then proves the closer closed the clients Open created.
+func TestOpenRealServers(t *testing.T) {
+	ep, ca, cert, key := testenv.EtcdTLS(t)
+	tlsQuery := url.Values{"ca": {ca}, "cert": {cert}, "key": {key}}.Encode()
+	urls := map[string]string{
+		"redis":      "redis://" + strings.Join(testenv.RedisAddrs(t), ",") + "?prefix=backendurl-test:&node_timeout=100ms",
+		"redis-auth": fmt.Sprintf("redis://%s:%s@%s/0", testenv.RedisACLUser, testenv.RedisACLPassword, testenv.RedisAuthAddr(t)),
+		"etcd":       "etcd://" + strings.Join(testenv.EtcdEndpoints(t), ",") + "?prefix=/backendurl-test/",
+		"etcds-auth": fmt.Sprintf("etcds://%s:%s@%s?%s", testenv.EtcdUser, testenv.EtcdPassword, ep, tlsQuery),
+		"zk":         "zk://" + strings.Join(testenv.ZKServers(t), ",") + "/backendurl-test?session_timeout=4s",
+	}
+	for name, raw := range urls {
+		t.Run(name, func(t *testing.T) {
+			b, closer, err := Open(t.Context(), raw)
+			if err != nil {
+				t.Fatalf("Open(%q): %v", raw, err)
+			}
+			defer func() {
+				if err := closer.Close(); err != nil {
+					t.Errorf("Close: %v", err)
+				}
+			}()
+			election := fmt.Sprintf("open-%s-%d", name, time.Now().UnixNano())
+			l, err := b.Campaign(t.Context(), backend.Candidate{Election: election, Identity: "tester", TTL: 5 * time.Second})
+			if err != nil {
+				t.Fatalf("Campaign through %s: %v", name, err)
+			}
+			h, err := b.Leader(t.Context(), election)
+			if err != nil || h.Identity != "tester" || h.Token != l.Token() {
+				t.Errorf("Leader: got %+v, %v; want tester with token %d", h, err, l.Token())
+			}
+			if err := l.Release(t.Context()); err != nil {
+				t.Errorf("Release: %v", err)
+			}
+			if _, err := b.Leader(t.Context(), election); !errors.Is(err, backend.ErrNoLeader) {
+				t.Errorf("Leader after Release: got %v, want ErrNoLeader", err)
+			}
+		})
+	}
+}
+
+// TestOpenWrongCredentials shows that wrong credentials surface as errors
+// from the backend's calls, without the password.
+func TestOpenWrongCredentials(t *testing.T) {
+	raw := fmt.Sprintf("redis://%s:wrong-pw@%s", testenv.RedisACLUser, testenv.RedisAuthAddr(t))
+	b, closer, err := Open(t.Context(), raw)
+	if err != nil {
+		t.Fatalf("Open(%q): %v", raw, err)
+	}
+	defer closer.Close()
+	_, err = b.Leader(t.Context(), "x")
+	if err == nil || errors.Is(err, backend.ErrNoLeader) || strings.Contains(err.Error(), "wrong-pw") {
+		t.Errorf("Leader with a wrong password: got %v, want an authentication error without the password", err)
+	}
+}

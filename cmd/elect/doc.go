@@ -1,0 +1,88 @@
+// Command elect runs a command on one replica at a time: the replicas
+// campaign in an election kept by Redis (Redlock over several independent
+// masters), etcd or ZooKeeper, and only the leader runs the command. It is
+// what `consul lock` and `etcdctl lock` are for those stores, over all three,
+// and it stops the command when leadership is lost — before the lease can
+// expire, so that two replicas never run it at once.
+//
+// Usage:
+//
+//	elect run    [flags] -- COMMAND [ARGS...]   run COMMAND while leading
+//	elect status [flags]                        print the current leader
+//	elect watch  [flags]                        print each change of leader
+//	elect help   [run|status|watch]
+//
+// Every flag has an environment variable: --backend is ELECT_BACKEND,
+// --metrics-addr is ELECT_METRICS_ADDR, and so on; a flag given on the
+// command line wins. The backend is a URL (see package
+// github.com/leaderkit/elector/backendurl):
+//
+//	redis://h1:6379,h2:6379,h3:6379   etcd://h1:2379,h2:2379   zk://h1:2181,h2:2181/root
+//
+// # elect run
+//
+// elect run campaigns and, while leading, runs COMMAND in a process group of
+// its own with the term in its environment: ELECT_TERM_ELECTION,
+// ELECT_TERM_IDENTITY, ELECT_TERM_TOKEN (the fencing token: pass it with
+// every write, and have the store refuse lower tokens) and ELECT_TERM_START.
+// elect's own ELECT_* settings, which may hold credentials, are removed
+// from it.
+//
+// When the term ends, COMMAND's group gets SIGTERM, then SIGKILL after
+// --grace. When elect gives the lease up (it was stopped, or COMMAND exited)
+// the lease is kept renewed meanwhile and released afterwards, so another
+// replica takes over at once. When the lease is lost (the backend says so,
+// or no renewal succeeded in time) the term ends --safety-margin before the
+// lease's deadline and the grace is cut to half of the safety margin: the
+// command is dead before any other replica can be elected. What is left of
+// COMMAND's process group when COMMAND exits is killed. On Linux COMMAND also
+// dies with elect if elect is killed (SIGKILL); the lease then lapses after
+// --ttl.
+//
+// SIGHUP, SIGUSR1, SIGUSR2 and SIGWINCH are forwarded to COMMAND's group.
+// SIGINT and SIGTERM stop elect: the term ends as above; a second one kills
+// COMMAND at once.
+//
+// When COMMAND exits on its own, --on-exit decides: exit (give the lease up
+// and exit with COMMAND's status), restart (run it again after
+// --restart-delay in the same term), or resign (give the lease up, campaign
+// again, run it when re-elected). After a lost term COMMAND runs again each
+// time the replica is re-elected.
+//
+// With --once, for cron: COMMAND runs at most once across the replicas for
+// one firing. A replica that sees another leader, or is not elected within
+// --wait, exits 0 without running it. The winner runs COMMAND, holds the
+// lease --hold longer (at least --wait, so that a replica still waiting, or
+// fired a little later, finds the election taken), releases it and exits
+// with COMMAND's status.
+//
+// # elect status and elect watch
+//
+// status prints the leader's identity, token and remaining lease; watch
+// prints the leader, then each change, until interrupted. Both print text,
+// or one JSON object per line with --json:
+//
+//	{"time":"…","election":"jobs","leader":true,"identity":"web-1","token":42,"ttl_seconds":12.5}
+//
+// # Metrics
+//
+// With --metrics-addr, elect run serves Prometheus metrics on /metrics (see
+// package github.com/leaderkit/elector/promelector: is_leader, terms,
+// revocations by reason, campaign, renew and release latency) and /healthz,
+// which answers 200 "ok", or 503 when the elector is stuck (see
+// elector.Elector.Check).
+//
+// # Exit codes
+//
+//	0    success; with --once, also when another replica ran (or runs) the command;
+//	     elect run stopped by SIGINT or SIGTERM (with --once, once COMMAND
+//	     has run: COMMAND's status)
+//	1    status: the election has no leader
+//	2    usage: bad flags, environment variables or backend URL
+//	3    the backend failed for good; --once: not elected within --wait and no
+//	     leader seen; status: the backend could not be reached
+//	4    --once: leadership was lost while COMMAND ran; it was stopped
+//	125  elect itself failed
+//	126  COMMAND could not be started; 127 COMMAND was not found
+//	any other  COMMAND's own exit status (128+N when signal N killed it)
+package main

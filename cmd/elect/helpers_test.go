@@ -1,0 +1,267 @@
+//go:build unix
+
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// childAddrEnv, when set, makes the test binary act as the command elect
+// runs: it dials the address, says hello, and holds the connection open
+// until it is killed, so that the test sees exactly when it dies.
+const childAddrEnv = "ELECTTEST_CHILD_ADDR"
+
+// childIgnoreTermEnv, when set, makes the child ignore SIGTERM, so that
+// only SIGKILL stops it.
+const childIgnoreTermEnv = "ELECTTEST_IGNORE_TERM"
+
+// testBin is this test binary, which elect runs as a hub child.
+func testBin(t *testing.T) string {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return exe
+}
+
+func childMain(addr string) int {
+	if os.Getenv(childIgnoreTermEnv) != "" {
+		signal.Ignore(syscall.SIGTERM)
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGUSR1)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "child:", err)
+		return 1
+	}
+	var mu sync.Mutex
+	say := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(c, format+"\n", args...)
+	}
+	say("hello %s %s %d", os.Getenv("ELECT_TERM_IDENTITY"), os.Getenv("ELECT_TERM_TOKEN"), os.Getpid())
+	go func() {
+		for s := range sigs {
+			say("signal %s", s)
+		}
+	}()
+	// Obey "exit N" lines until the test closes the connection.
+	sc := bufio.NewScanner(c)
+	for sc.Scan() {
+		if code, ok := strings.CutPrefix(sc.Text(), "exit "); ok {
+			n, _ := strconv.Atoi(code)
+			return n
+		}
+	}
+	return 0
+}
+
+// hubEvent is a command of some elect starting ("hello"), receiving a
+// signal ("signal", with sig) or dying ("bye").
+type hubEvent struct {
+	kind     string
+	hello    bool // kind == "hello"
+	identity string
+	token    uint64
+	sig      string
+	conn     net.Conn
+	at       time.Time
+}
+
+func (e hubEvent) String() string {
+	return fmt.Sprintf("%s %s from %s (token %d)", e.kind, e.sig, e.identity, e.token)
+}
+
+// tell sends the command a line ("exit 3").
+func (e hubEvent) tell(line string) { fmt.Fprintln(e.conn, line) }
+
+// hub listens for the commands of the elect processes under test.
+type hub struct {
+	t      *testing.T
+	ln     net.Listener
+	events chan hubEvent
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	conns  []net.Conn
+}
+
+func newHub(t *testing.T) *hub {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &hub{t: t, ln: ln, events: make(chan hubEvent, 100)}
+	h.wg.Go(h.accept)
+	t.Cleanup(func() {
+		ln.Close()
+		h.mu.Lock()
+		for _, c := range h.conns {
+			c.Close()
+		}
+		h.mu.Unlock()
+		h.wg.Wait()
+	})
+	return h
+}
+
+func (h *hub) accept() {
+	for {
+		c, err := h.ln.Accept()
+		if err != nil {
+			return
+		}
+		h.mu.Lock()
+		h.conns = append(h.conns, c)
+		h.mu.Unlock()
+		h.wg.Go(func() {
+			sc := bufio.NewScanner(c)
+			if !sc.Scan() {
+				return
+			}
+			f := strings.Fields(sc.Text())
+			if len(f) != 4 || f[0] != "hello" {
+				h.t.Errorf("child said %q; want hello identity token pid", sc.Text())
+				return
+			}
+			ev := hubEvent{identity: f[1], conn: c}
+			ev.token, _ = strconv.ParseUint(f[2], 10, 64)
+			send := func(kind, sig string) {
+				e := ev
+				e.kind, e.hello, e.sig, e.at = kind, kind == "hello", sig, time.Now()
+				h.events <- e
+			}
+			send("hello", "")
+			for sc.Scan() { // until the child dies (EOF) or cleanup
+				if sig, ok := strings.CutPrefix(sc.Text(), "signal "); ok {
+					send("signal", sig)
+				}
+			}
+			send("bye", "")
+		})
+	}
+}
+
+// next returns the next event, failing the test after timeout.
+func (h *hub) next(timeout time.Duration, what string) hubEvent {
+	h.t.Helper()
+	select {
+	case e := <-h.events:
+		return e
+	case <-time.After(timeout):
+		h.t.Fatalf("no event within %v; wanted %s", timeout, what)
+		return hubEvent{}
+	}
+}
+
+// childEnv is the environment that makes elect's command a hub child.
+func (h *hub) childEnv() string { return childAddrEnv + "=" + h.ln.Addr().String() }
+
+// proc is an elect process.
+type proc struct {
+	t      *testing.T
+	name   string
+	cmd    *exec.Cmd
+	out    lockedBuffer
+	done   chan struct{}
+	status int
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// startElect starts elect with args and extra environment variables; the
+// test's cleanup kills it if it still runs.
+func startElect(t *testing.T, name string, env []string, args ...string) *proc {
+	t.Helper()
+	return startElectOut(t, name, env, nil, args...)
+}
+
+// startElectOut is startElect with stdout going to stdout (nil: the output
+// buffer, with stderr).
+func startElectOut(t *testing.T, name string, env []string, stdout io.Writer, args ...string) *proc {
+	t.Helper()
+	p := &proc{t: t, name: name, cmd: exec.Command(electBin, args...), done: make(chan struct{})}
+	p.cmd.Env = append(os.Environ(), env...)
+	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.out
+	if stdout != nil {
+		p.cmd.Stdout = stdout
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		_ = p.cmd.Wait()
+		p.status = p.cmd.ProcessState.ExitCode()
+		if ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			p.status = 128 + int(ws.Signal())
+		}
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+		if t.Failed() {
+			t.Logf("output of %s:\n%s", p.name, p.out.String())
+		}
+	})
+	return p
+}
+
+// wait waits for the process to exit and returns its status.
+func (p *proc) wait(timeout time.Duration) int {
+	p.t.Helper()
+	select {
+	case <-p.done:
+		return p.status
+	case <-time.After(timeout):
+		p.t.Fatalf("%s still runs after %v", p.name, timeout)
+		return -1
+	}
+}
+
+func (p *proc) signal(sig syscall.Signal) {
+	p.t.Helper()
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		p.t.Fatalf("signal %s: %v", p.name, err)
+	}
+}
+
+// runElect runs elect to completion and returns its exit status and output.
+func runElect(t *testing.T, env []string, args ...string) (int, string) {
+	t.Helper()
+	p := startElect(t, "elect", env, args...)
+	return p.wait(30 * time.Second), p.out.String()
+}

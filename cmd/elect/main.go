@@ -1,0 +1,124 @@
+//go:build unix
+
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+)
+
+// Exit codes of elect. A command's own status passes through unchanged
+// (128+N when it was killed by signal N).
+const (
+	exitOK        = 0   // success; or --once and another replica ran the command
+	exitNoLeader  = 1   // status: the election has no leader
+	exitUsage     = 2   // bad flags, environment variables or backend URL
+	exitBackend   = 3   // the backend failed for good, or --once was not elected within --wait
+	exitLost      = 4   // --once: the term ended while the command ran; it was stopped
+	exitInternal  = 125 // elect itself failed
+	exitCannotRun = 126 // the command was found but could not be started
+	exitNotFound  = 127 // the command was not found
+)
+
+// exitError carries an exit code out of a subcommand, with the message to
+// print (none when msg is empty).
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+func exitf(code int, format string, args ...any) error {
+	return &exitError{code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+func main() {
+	os.Exit(elect(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+}
+
+const topUsage = `elect runs a command on one replica at a time, elected through Redis
+(Redlock), etcd or ZooKeeper.
+
+Usage:
+  elect run    [flags] -- COMMAND [ARGS...]   run COMMAND while leading
+  elect status [flags]                        print the current leader
+  elect watch  [flags]                        print each change of leader
+  elect help   [run|status|watch]             show help
+
+Every flag can also be set by an environment variable: --backend by
+ELECT_BACKEND, --metrics-addr by ELECT_METRICS_ADDR, and so on. Flags win.
+
+Backend URLs:
+  redis://[user:pass@]h1:6379,h2:6379,h3:6379[/db][?prefix=..&node_timeout=50ms]
+  rediss://...  (TLS: ?ca=FILE&cert=FILE&key=FILE&server_name=..)
+  etcd://[user:pass@]h1:2379,h2:2379[?prefix=..]   etcds://... (TLS)
+  zk://[user:pass@]h1:2181,h2:2181[/root][?session_timeout=10s]
+
+Exit codes:
+  0    success; with --once, also when another replica ran the command;
+       stopped by SIGINT or SIGTERM (with --once, once COMMAND ran: its status)
+  1    status: no leader
+  2    usage: bad flags, environment variables or backend URL
+  3    the backend failed for good (or --once was not elected within --wait)
+  4    --once: leadership was lost while the command ran; it was stopped
+  125  elect failed
+  126  the command could not be started; 127 the command was not found
+  other  the command's own exit status (128+N when killed by signal N)
+
+Run 'elect help run' for the flags of run.
+`
+
+// elect runs the command line args and returns the exit code.
+func elect(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, topUsage)
+		return exitUsage
+	}
+	var err error
+	switch sub, rest := args[0], args[1:]; sub {
+	case "run":
+		err = runMain(ctx, rest, stdout, stderr)
+	case "status":
+		err = statusMain(ctx, rest, stdout, stderr)
+	case "watch":
+		err = watchMain(ctx, rest, stdout, stderr)
+	case "help", "-h", "-help", "--help":
+		if len(rest) > 0 {
+			return elect(ctx, []string{rest[0], "--help"}, stdout, stderr)
+		}
+		fmt.Fprint(stdout, topUsage)
+		return exitOK
+	default:
+		fmt.Fprintf(stderr, "elect: unknown command %q; want run, status, watch or help\n\n%s", sub, topUsage)
+		return exitUsage
+	}
+	var ee *exitError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &ee):
+		if ee.msg != "" {
+			fmt.Fprintf(stderr, "elect: %s\n", ee.msg)
+		}
+		return ee.code
+	default:
+		fmt.Fprintf(stderr, "elect: %v\n", err)
+		return exitInternal
+	}
+}
+
+// newLogger returns the logger for elect's own messages, on stderr.
+func newLogger(stderr io.Writer, level, format string) *slog.Logger {
+	var lv slog.Level
+	_ = lv.UnmarshalText([]byte(level)) // validated by the flag
+	o := &slog.HandlerOptions{Level: lv}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(stderr, o))
+	}
+	return slog.New(slog.NewTextHandler(stderr, o))
+}

@@ -1,0 +1,46 @@
+//go:build unix
+
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// electBin is the elect binary the tests run as a real process.
+var electBin string
+
+func TestMain(m *testing.M) {
+	if addr := os.Getenv(childAddrEnv); addr != "" {
+		os.Exit(childMain(addr)) // this process is a command run by elect
+	}
+	dir, err := os.MkdirTemp("", "elect-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	electBin = filepath.Join(dir, "elect")
+	build := exec.Command("go", "build", "-race", "-o", electBin, ".")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building elect:", err)
+		os.Exit(1)
+	}
+	code := 0
+	func() {
+		defer os.RemoveAll(dir)
+		defer func() {
+			if err := goleak.Find(); err != nil && code == 0 {
+				fmt.Fprintln(os.Stderr, "goleak:", err)
+				code = 1
+			}
+		}()
+		code = m.Run()
+	}()
+	os.Exit(code)
+}

@@ -1,0 +1,62 @@
+//go:build unix
+
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestOnceHoldsAfterTheCommand: a replica whose cron fires after the
+// winner's command has finished, but within --hold, does not run it again.
+func TestOnceHoldsAfterTheCommand(t *testing.T) {
+	h := newHub(t)
+	url, elec := backendURL(t, "etcd", nil), election(t)
+	args := []string{"run", "--once", "--wait=2s", "--hold=5s", "--backend=" + url, "--election=" + elec, "--", testBin(t)}
+	first := startElect(t, "first", []string{h.childEnv()}, args...)
+	hello := h.next(20*time.Second, "the first replica's command to start")
+	hello.tell("exit 0")
+	if e := h.next(5*time.Second, "the command to finish"); e.kind != "bye" {
+		t.Fatalf("got %v, want a bye", e)
+	}
+	// The command could not finish without the test telling it to: if the
+	// late replica ran it, it would not exit.
+	code, out := runElect(t, []string{h.childEnv()}, args...)
+	if code != 0 || !strings.Contains(out, "another replica leads; not running the command") {
+		t.Errorf("late replica: got exit %d and\n%s\nwant 0 without running the command", code, out)
+	}
+	if code := first.wait(10 * time.Second); code != 0 {
+		t.Errorf("first replica: exit %d, want 0 (its command's status)", code)
+	}
+}
+
+// TestOnceLostWhileRunning: a --once replica cut off from its backend while
+// its command runs stops the command and exits 4, not the command's status.
+func TestOnceLostWhileRunning(t *testing.T) {
+	h := newHub(t)
+	var proxies []*proxy
+	url := backendURL(t, "redis", func(addr string) string {
+		p := newProxy(t, addr)
+		proxies = append(proxies, p)
+		return p.addr()
+	})
+	p := startElect(t, "once", []string{h.childEnv(), childIgnoreTermEnv + "=1"}, "run", "--once", "--ttl=2s",
+		"--wait=2s", "--hold=2s", "--grace=30s", "--backend="+url, "--election="+election(t), "--", testBin(t))
+	h.next(20*time.Second, "the command to start")
+	cut := time.Now()
+	for _, px := range proxies {
+		px.partition()
+	}
+	if e := h.next(5*time.Second, "the command to be killed"); e.kind != "bye" {
+		t.Fatalf("got %v, want a bye", e)
+	} else if died := e.at.Sub(cut); died >= 2*time.Second {
+		t.Errorf("the command died %v after the cut; want within the TTL (2s), despite --grace=30s", died)
+	}
+	if code := p.wait(10 * time.Second); code != exitLost {
+		t.Errorf("exit %d, want %d (lost while the command ran)", code, exitLost)
+	}
+	if out := p.out.String(); !strings.Contains(out, "lease lost") {
+		t.Errorf("output does not say the lease was lost:\n%s", out)
+	}
+}

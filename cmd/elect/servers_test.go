@@ -1,0 +1,128 @@
+//go:build unix
+
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/leaderkit/elector/internal/testenv"
+)
+
+// backendURL returns the URL of the named backend's real servers, each
+// address passed through via (nil: directly).
+func backendURL(t *testing.T, name string, via func(addr string) string) string {
+	t.Helper()
+	if via == nil {
+		via = func(a string) string { return a }
+	}
+	list := func(addrs []string) string {
+		out := make([]string, len(addrs))
+		for i, a := range addrs {
+			out[i] = via(a)
+		}
+		return strings.Join(out, ",")
+	}
+	switch name {
+	case "redis":
+		return "redis://" + list(testenv.RedisAddrs(t)) + "?prefix=elect-test:"
+	case "etcd":
+		return "etcd://" + list(testenv.EtcdEndpoints(t)) + "?prefix=/elect-test/"
+	case "zk":
+		return "zk://" + list(testenv.ZKServers(t)) + "/elect-test?session_timeout=2s"
+	}
+	t.Fatalf("no backend %q", name)
+	return ""
+}
+
+var backends = []string{"redis", "etcd", "zk"}
+
+// election returns a fresh election name for a test.
+func election(t *testing.T) string {
+	return fmt.Sprintf("%s-%d", strings.ReplaceAll(t.Name(), "/", "-"), time.Now().UnixNano())
+}
+
+// TestOnceRunsExactlyOnce fires five `elect run --once` at once, as five
+// replicas' cron would: the command runs exactly once, and all five exit 0.
+func TestOnceRunsExactlyOnce(t *testing.T) {
+	for _, name := range backends {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			out := filepath.Join(t.TempDir(), "runs")
+			args := []string{"run", "--once", "--wait=3s", "--hold=4s", "--ttl=2s",
+				"--backend=" + backendURL(t, name, nil), "--election=" + election(t),
+				"--", "sh", "-c", `echo "$ELECT_TERM_IDENTITY $ELECT_TERM_TOKEN" >> "$RUNS"`}
+			var wg sync.WaitGroup
+			procs := make([]*proc, 5)
+			for i := range procs {
+				procs[i] = startElect(t, fmt.Sprintf("replica %d", i), []string{"RUNS=" + out}, args...)
+			}
+			for i, p := range procs {
+				wg.Go(func() {
+					if code := p.wait(30 * time.Second); code != 0 {
+						t.Errorf("replica %d: exit %d, want 0", i, code)
+					}
+				})
+			}
+			wg.Wait()
+			skipped := 0
+			for _, p := range procs {
+				if strings.Contains(p.out.String(), "another replica leads; not running the command") {
+					skipped++
+				}
+			}
+			if skipped != len(procs)-1 {
+				t.Errorf("%d replicas said another replica leads; want %d", skipped, len(procs)-1)
+			}
+			b, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatalf("the command never ran: %v", err)
+			}
+			if runs := strings.Split(strings.TrimSpace(string(b)), "\n"); len(runs) != 1 {
+				t.Errorf("the command ran %d times, want once: %q", len(runs), runs)
+			}
+		})
+	}
+}
+
+// TestOnceExitStatus shows that the command's exit status comes back from
+// the replica that ran it.
+func TestOnceExitStatus(t *testing.T) {
+	code, out := runElect(t, nil, "run", "--once", "--wait=2s", "--hold=2s", "--backend="+backendURL(t, "etcd", nil),
+		"--election="+election(t), "--", "sh", "-c", "exit 7")
+	if code != 7 {
+		t.Errorf("exit %d, want the command's 7:\n%s", code, out)
+	}
+	code, out = runElect(t, nil, "run", "--once", "--wait=2s", "--hold=2s", "--backend="+backendURL(t, "etcd", nil),
+		"--election="+election(t), "--", "sh", "-c", "kill -USR1 $$")
+	if code != 128+int(syscall.SIGUSR1) {
+		t.Errorf("exit %d, want 128+SIGUSR1 = %d:\n%s", code, 128+int(syscall.SIGUSR1), out)
+	}
+}
+
+// TestCommandEnvironment: the command sees the term, and not elect's own
+// settings (which may carry credentials).
+func TestCommandEnvironment(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "env")
+	elec := election(t)
+	code, log := runElect(t, []string{"ELECT_BACKEND=" + backendURL(t, "zk", nil), "ELECT_ELECTION=" + elec, "OUT=" + out},
+		"run", "--once", "--wait=2s", "--hold=2s", "--identity=env-test", "--",
+		"sh", "-c", `echo "${ELECT_BACKEND-unset} ${ELECT_ELECTION-unset} $ELECT_TERM_ELECTION $ELECT_TERM_IDENTITY $ELECT_TERM_TOKEN" > "$OUT"`)
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, log)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 5 || f[0] != "unset" || f[1] != "unset" || f[2] != elec || f[3] != "env-test" || f[4] == "0" {
+		t.Errorf("command's environment: got %q; want ELECT_BACKEND and ELECT_ELECTION unset, then %s env-test and a token", b, elec)
+	}
+}

@@ -1,0 +1,192 @@
+//go:build unix
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/leaderkit/elector/backend"
+)
+
+const statusHead = `Usage: elect status [flags]
+
+Print the current leader of the election: its identity, fencing token and
+the time its lease has left (when the backend tells). Exit 0 when there is
+a leader, 1 when there is none, 3 when the backend cannot be reached.
+`
+
+const watchHead = `Usage: elect watch [flags]
+
+Print the leader of the election, then a line each time it changes, until
+interrupted (SIGINT or SIGTERM; exit 0). Backend errors are retried.
+`
+
+// statusConfig holds the settings of elect status and elect watch.
+type statusConfig struct {
+	common
+	json    bool
+	timeout time.Duration
+}
+
+func statusFlags(c *statusConfig, name string) *flag.FlagSet {
+	fs := newFlagSet(name)
+	c.register(fs)
+	fs.BoolVar(&c.json, "json", false, "print JSON (one object per line) instead of text")
+	fs.DurationVar(&c.timeout, "timeout", 5*time.Second, "status: give up on the backend after this long")
+	return fs
+}
+
+// holderJSON is the JSON form of a leader.
+type holderJSON struct {
+	Time       string   `json:"time"`
+	Election   string   `json:"election"`
+	Leader     bool     `json:"leader"`
+	Identity   string   `json:"identity,omitempty"`
+	Token      uint64   `json:"token,omitempty"`
+	TTLSeconds *float64 `json:"ttl_seconds,omitempty"`
+}
+
+// printHolder prints h (the zero Holder for none) as text or JSON.
+func printHolder(w io.Writer, c *statusConfig, h backend.Holder, withTime bool) {
+	now := time.Now()
+	if c.json {
+		j := holderJSON{Time: now.UTC().Format(time.RFC3339Nano), Election: c.election, Leader: !h.IsZero(), Identity: h.Identity, Token: h.Token}
+		if h.TTL > 0 {
+			s := h.TTL.Seconds()
+			j.TTLSeconds = &s
+		}
+		b, _ := json.Marshal(j)
+		fmt.Fprintf(w, "%s\n", b)
+		return
+	}
+	prefix := ""
+	if withTime {
+		prefix = now.Format(time.RFC3339) + " "
+	}
+	switch {
+	case h.IsZero():
+		fmt.Fprintf(w, "%sno leader of %q\n", prefix, c.election)
+	case h.TTL > 0:
+		fmt.Fprintf(w, "%sleader of %q: %s (token %d, lease %v left)\n", prefix, c.election, h.Identity, h.Token, h.TTL.Round(time.Millisecond))
+	default:
+		fmt.Fprintf(w, "%sleader of %q: %s (token %d)\n", prefix, c.election, h.Identity, h.Token)
+	}
+}
+
+func parseStatus(name, head string, args []string, stdout io.Writer) (*statusConfig, error) {
+	c := new(statusConfig)
+	fs := statusFlags(c, name)
+	if err := parse(fs, args, stdout, head); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, exitf(exitUsage, "%s: unexpected argument %q", name, fs.Arg(0))
+	}
+	if err := c.check(); err != nil {
+		return nil, exitf(exitUsage, "%s: %v", name, err)
+	}
+	return c, nil
+}
+
+func statusMain(ctx context.Context, args []string, stdout, _ io.Writer) error {
+	c, err := parseStatus("status", statusHead, args, stdout)
+	if err != nil {
+		return err
+	}
+	b, closer, err := c.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer closer.Close()
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	h, err := b.Leader(ctx, c.election)
+	switch {
+	case errors.Is(err, backend.ErrNoLeader):
+		printHolder(stdout, c, backend.Holder{}, false)
+		return &exitError{code: exitNoLeader}
+	case errors.Is(err, context.DeadlineExceeded):
+		return exitf(exitBackend, "status: no answer from the backend within --timeout %v", c.timeout)
+	case err != nil:
+		return exitf(exitBackend, "status: %v", err)
+	}
+	printHolder(stdout, c, h, false)
+	return nil
+}
+
+func watchMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c, err := parseStatus("watch", watchHead, args, stdout)
+	if err != nil {
+		return err
+	}
+	log := c.logger(stderr)
+	b, closer, err := c.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer closer.Close()
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var (
+		last  backend.Holder
+		first = true
+	)
+	report := func(h backend.Holder) {
+		ttl := h.TTL
+		h.TTL = 0 // a changing TTL is not a change of leader
+		if first || h != last {
+			first, last = false, h
+			h.TTL = ttl
+			printHolder(stdout, c, h, true)
+		}
+	}
+	w, ok := b.(backend.Watcher)
+	for attempt := 0; ctx.Err() == nil; attempt++ {
+		if ok {
+			err = w.Watch(ctx, c.election, report)
+		} else {
+			err = poll(ctx, b, c.election, report)
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		if backend.IsPermanent(err) {
+			return exitf(exitBackend, "watch: %v", err)
+		}
+		wait := min(time.Duration(attempt+1)*250*time.Millisecond, 5*time.Second)
+		log.Warn("watch failed; retrying", "error", err, "retry_in", wait)
+		sleep(ctx, wait)
+	}
+	return nil
+}
+
+// poll reports the leader once a second, for a backend without Watch.
+func poll(ctx context.Context, b backend.Backend, election string, fn func(backend.Holder)) error {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		h, err := b.Leader(ctx, election)
+		switch {
+		case errors.Is(err, backend.ErrNoLeader):
+			fn(backend.Holder{})
+		case err != nil:
+			return err
+		default:
+			fn(h)
+		}
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}

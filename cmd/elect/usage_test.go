@@ -1,0 +1,95 @@
+//go:build unix
+
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestUsageErrors runs elect with bad flags, environment variables, URLs
+// and commands: each is refused before any backend is contacted, with a
+// message naming the problem and the documented exit code.
+func TestUsageErrors(t *testing.T) {
+	const ok = "--backend=etcd://127.0.0.1:1 --election=e"
+	for _, tc := range []struct {
+		args string
+		env  []string
+		code int
+		want string
+	}{
+		{"", nil, exitUsage, "Usage:"},
+		{"frobnicate", nil, exitUsage, `unknown command "frobnicate"`},
+		{"run -- true", nil, exitUsage, "set --backend or ELECT_BACKEND"},
+		{"run --backend=etcd://h -- true", nil, exitUsage, "set --election or ELECT_ELECTION"},
+		{"run --backend=consul://h --election=e -- true", nil, exitUsage, `unknown scheme "consul"; want one of etcd, etcds, redis, rediss, zk`},
+		{"run --backend=redis://h1?prefx=a --election=e -- true", nil, exitUsage, `unknown query parameter "prefx"`},
+		{"run --backend=127.0.0.1:6379 --election=e -- true", nil, exitUsage, "is not a backend URL"},
+		{"run " + ok + " --ttl=5 -- true", nil, exitUsage, `invalid value "5" for flag -ttl`},
+		{"run " + ok + " --ttl=50ms -- true", nil, exitUsage, "Options.TTL is 50ms; want at least 100ms"},
+		{"run " + ok + " --bogus -- true", nil, exitUsage, "flag provided but not defined: -bogus"},
+		{"run " + ok + " --on-exit=retry -- true", nil, exitUsage, `--on-exit "retry": want exit, restart or resign`},
+		{"run " + ok + " --once --hold=1s --wait=5s -- true", nil, exitUsage, "want --hold >= --wait"},
+		{"run " + ok + " --grace=-1s -- true", nil, exitUsage, "--grace is -1s"},
+		{"run " + ok + " --log-level=loud -- true", nil, exitUsage, "--log-level"},
+		{"run " + ok, nil, exitUsage, "no command"},
+		{"run " + ok + " -- /no/such/command", nil, exitNotFound, "/no/such/command"},
+		{"run " + ok + " -- /dev/null", nil, exitCannotRun, "permission denied"},
+		{"run --election=e -- true", []string{"ELECT_BACKEND=zk://h/zookeeper"}, exitUsage, "zookeeper"},
+		{"run --election=e --ttl=3s --backend=zk://h/x?session_timeout=2s -- true", nil, exitUsage, "--ttl 3s and the zk:// session_timeout 2s differ"},
+		{"run --election=e --backend=zk://h/x?session_timeout=soon -- true", nil, exitUsage, `session_timeout="soon"`},
+		{"run " + ok + " -- true", []string{"ELECT_TTL=soon"}, exitUsage, `environment variable ELECT_TTL="soon"`},
+		{"run --election= --backend=etcd://h -- true", nil, exitUsage, "set --election"},
+		{"status " + ok + " extra", nil, exitUsage, `status: unexpected argument "extra"`},
+		{"watch " + ok + " --json=maybe", nil, exitUsage, "watch: invalid boolean value"},
+		{"status --election=e --backend=redis://u:s3cret@h?x=1", nil, exitUsage, "redis://u:xxxxx@h?x=1"},
+	} {
+		code, out := runElect(t, tc.env, strings.Fields(tc.args)...)
+		if code != tc.code || !strings.Contains(out, tc.want) {
+			t.Errorf("elect %s: got exit %d and\n%s\nwant exit %d and output containing %q", tc.args, code, out, tc.code, tc.want)
+		}
+		if strings.Contains(out, "s3cret") {
+			t.Errorf("elect %s: output shows the password:\n%s", tc.args, out)
+		}
+	}
+}
+
+// TestHelp shows that --help and help print readable usage on stdout and
+// exit 0.
+func TestHelp(t *testing.T) {
+	for args, want := range map[string][]string{
+		"help":           {"elect run", "Exit codes:", "127"},
+		"run --help":     {"Usage: elect run", "--once", "[ELECT_HOLD, default 10s]", "ELECT_TERM_TOKEN"},
+		"help status":    {"Usage: elect status", "--json", "[ELECT_TIMEOUT, default 5s]"},
+		"watch -h":       {"Usage: elect watch"},
+		"help run extra": {"Usage: elect run"},
+	} {
+		code, out := runElect(t, nil, strings.Fields(args)...)
+		if code != 0 {
+			t.Errorf("elect %s: exit %d, want 0", args, code)
+		}
+		for _, w := range want {
+			if !strings.Contains(out, w) {
+				t.Errorf("elect %s: output lacks %q:\n%s", args, w, out)
+			}
+		}
+	}
+}
+
+// TestUnreachableBackend: with nothing listening, status and run --once
+// give up with exit code 3 and say why.
+func TestUnreachableBackend(t *testing.T) {
+	for _, tc := range []struct {
+		args string
+		want string
+	}{
+		{"status --timeout=1s --backend=zk://127.0.0.1:1 --election=e", "status: zookeeper"},
+		{"status --timeout=500ms --backend=etcd://127.0.0.1:1 --election=e", "status: no answer from the backend within --timeout 500ms"},
+		{"run --once --wait=300ms --hold=1s --backend=redis://127.0.0.1:1 --election=e -- true", "not elected within --wait 300ms, and no other leader seen"},
+	} {
+		code, out := runElect(t, nil, strings.Fields(tc.args)...)
+		if code != exitBackend || !strings.Contains(out, tc.want) {
+			t.Errorf("elect %s: got exit %d and\n%s\nwant exit 3 and output containing %q", tc.args, code, out, tc.want)
+		}
+	}
+}
