@@ -1,5 +1,5 @@
 # Targets run the scripts in scripts/; each script's header says more.
-.PHONY: test lint servers servers-stop servers-status bench
+.PHONY: test lint servers servers-stop servers-status bench chaos
 
 # Start every test server, run go vet and go test -race in each module, stop
 # the servers. TESTFLAGS/TESTPKGS/TESTP are passed through (see scripts/test.sh).
@@ -24,3 +24,8 @@ servers-status:
 # Benchmarks in integration_test against real servers (BENCHTIME, BENCH, BENCHFLAGS).
 bench:
 	scripts/bench.sh
+
+# The long chaos campaign: every driver under faults, a history checker, a
+# report (seed printed; SEED=N replays the schedule). See scripts/chaos.sh.
+chaos:
+	scripts/chaos.sh $(if $(SEED),-seed $(SEED))

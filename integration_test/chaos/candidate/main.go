@@ -1,0 +1,216 @@
+// Command candidate is one candidate process of the chaos campaign (see
+// package github.com/leaderkit/elector/integration_test/chaos): it runs an
+// [elector.Elector] on the driver named by -driver and, while it leads,
+// writes to the fencing store at -fence with its term's token every
+// -write-every, resigning after a random time so that terms hand over often.
+//
+// It prints one JSON object per line on standard output for every
+// transition, stamped with CLOCK_MONOTONIC in nanoseconds (shared by every
+// process on the machine):
+//
+//	{"mono":123,"proc":"s1g0","kind":"elected","token":42}
+//	{"mono":456,"proc":"s1g0","kind":"stepdown","token":42,"note":"..."}
+//
+// It exits 0 after SIGTERM or SIGINT, once its term (if any) has ended.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
+
+	"github.com/leaderkit/elector"
+	"github.com/leaderkit/elector/backend"
+	"github.com/leaderkit/elector/etcd"
+	"github.com/leaderkit/elector/redlock"
+	"github.com/leaderkit/elector/zookeeper"
+)
+
+// event mirrors chaos.Event.
+type event struct {
+	Mono  int64  `json:"mono"`
+	Proc  string `json:"proc"`
+	Kind  string `json:"kind"`
+	Token uint64 `json:"token,omitempty"`
+	Note  string `json:"note,omitempty"`
+}
+
+var outMu sync.Mutex
+
+func emit(ev event) {
+	b, _ := json.Marshal(ev)
+	b = append(b, '\n')
+	outMu.Lock()
+	defer outMu.Unlock()
+	_, _ = os.Stdout.Write(b)
+}
+
+func mono() int64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		panic(err)
+	}
+	return ts.Nano()
+}
+
+func main() {
+	var (
+		driver     = flag.String("driver", "", "redlock, etcd or zookeeper")
+		addrs      = flag.String("addrs", "", "comma-separated backend addresses")
+		election   = flag.String("election", "", "election name")
+		proc       = flag.String("proc", "", "process name, used as the identity")
+		fence      = flag.String("fence", "", "base URL of the fencing store")
+		ttl        = flag.Duration("ttl", time.Second, "lease TTL (ZooKeeper: session timeout)")
+		writeEvery = flag.Duration("write-every", 20*time.Millisecond, "interval between fenced writes while leading")
+		termMin    = flag.Duration("term-min", 300*time.Millisecond, "shortest voluntary term")
+		termMax    = flag.Duration("term-max", 2*time.Second, "longest voluntary term")
+	)
+	flag.Parse()
+	if err := run(*driver, strings.Split(*addrs, ","), *election, *proc, *fence, *ttl, *writeEvery, *termMin, *termMax); err != nil {
+		fmt.Fprintln(os.Stderr, "candidate:", err)
+		os.Exit(1)
+	}
+}
+
+func open(driver string, addrs []string, ttl time.Duration) (backend.Backend, func(), error) {
+	switch driver {
+	case "redlock":
+		var clients []redis.UniversalClient
+		for _, a := range addrs {
+			clients = append(clients, redis.NewClient(&redis.Options{
+				Addr: a, DialTimeout: 200 * time.Millisecond, ReadTimeout: 200 * time.Millisecond,
+				WriteTimeout: 200 * time.Millisecond, MaxRetries: -1, ContextTimeoutEnabled: true,
+			}))
+		}
+		b, err := redlock.New(clients, nil)
+		closeAll := func() {
+			for _, c := range clients {
+				_ = c.Close()
+			}
+		}
+		if err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+		return b, func() { _ = b.Close(); closeAll() }, nil
+	case "etcd":
+		cli, err := clientv3.New(clientv3.Config{Endpoints: addrs, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+		if err != nil {
+			return nil, nil, err
+		}
+		b, err := etcd.New(cli, nil)
+		if err != nil {
+			_ = cli.Close()
+			return nil, nil, err
+		}
+		return b, func() { _ = b.Close(); _ = cli.Close() }, nil
+	case "zookeeper":
+		b, err := zookeeper.New(addrs, &zookeeper.Options{SessionTimeout: ttl})
+		if err != nil {
+			return nil, nil, err
+		}
+		return b, func() { _ = b.Close() }, nil
+	}
+	return nil, nil, fmt.Errorf("unknown -driver %q; want redlock, etcd or zookeeper", driver)
+}
+
+func run(driver string, addrs []string, election, proc, fence string, ttl, writeEvery, termMin, termMax time.Duration) error {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	b, closeB, err := open(driver, addrs, ttl)
+	if err != nil {
+		return err
+	}
+	defer closeB()
+	hc := &http.Client{Timeout: 500 * time.Millisecond}
+	emit(event{Mono: mono(), Proc: proc, Kind: "start"})
+	var e *elector.Elector
+	e, err = elector.New(b, election, &elector.Options{
+		Identity: proc,
+		TTL:      ttl,
+		Logger:   slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		OnElected: func(ctx context.Context, t elector.Term) {
+			emit(event{Mono: mono(), Proc: proc, Kind: "elected", Token: t.Token})
+			note := lead(ctx, e, hc, fence, proc, t.Token, writeEvery, termMin+rand.N(termMax-termMin+1))
+			emit(event{Mono: mono(), Proc: proc, Kind: "stepdown", Token: t.Token, Note: note})
+		},
+	})
+	if err != nil {
+		return err
+	}
+	err = e.Run(ctx)
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+// lead writes every writeEvery until ctx ends or length has passed, then
+// resigns; it returns why the term ended.
+func lead(ctx context.Context, e *elector.Elector, hc *http.Client, fence, proc string, token uint64, writeEvery, length time.Duration) string {
+	prepare := writeEvery / 2
+	resignAt := time.NewTimer(length)
+	defer resignAt.Stop()
+	tick := time.NewTicker(writeEvery)
+	defer tick.Stop()
+	for {
+		// The write happens only if the term has not visibly ended: a
+		// leader acts on its belief, which is what fencing must contain.
+		if ctx.Err() != nil {
+			return "ctx: " + context.Cause(ctx).Error()
+		}
+		// Between deciding to act and acting, a leader spends time (reading
+		// state, computing); a SIGSTOP landing here is Kleppmann's pause,
+		// and the write then goes out late, with the term's token.
+		time.Sleep(prepare)
+		write(hc, fence, proc, token)
+		select {
+		case <-ctx.Done():
+			return "ctx: " + context.Cause(ctx).Error()
+		case <-resignAt.C:
+			if err := e.Resign(ctx); err != nil && ctx.Err() == nil {
+				return "resign failed: " + err.Error()
+			}
+			return "resigned"
+		case <-tick.C:
+		}
+	}
+}
+
+// write sends one fenced write. It deliberately ignores the term's ctx: a
+// leader's write already under way is not recalled by its elector, which is
+// why the resource must check the token.
+func write(hc *http.Client, fence, proc string, token uint64) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	q := url.Values{"proc": {proc}, "token": {strconv.FormatUint(token, 10)}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, fence+"/write?"+q.Encode(), nil)
+	if err != nil {
+		return
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+}

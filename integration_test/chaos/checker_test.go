@@ -1,0 +1,150 @@
+package chaos
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// s is a monotonic instant s seconds into a synthetic history.
+func s(sec float64) int64 { return int64(sec * float64(time.Second)) }
+
+func elected(t float64, proc string, token uint64) Event {
+	return Event{Mono: s(t), Proc: proc, Kind: KindElected, Token: token}
+}
+func stepdown(t float64, proc string, token uint64) Event {
+	return Event{Mono: s(t), Proc: proc, Kind: KindStepdown, Token: token}
+}
+func write(t float64, proc string, token uint64, ok bool) Event {
+	return Event{Mono: s(t), Proc: proc, Kind: KindWrite, Token: token, OK: ok}
+}
+
+var params = Params{Bound: 2 * time.Second, Documented: DocumentedRedlock}
+
+// kinds returns the kinds of the violations in r, in order.
+func kinds(r Result) []string {
+	var out []string
+	for _, v := range r.Violations {
+		out = append(out, v.Kind)
+	}
+	return out
+}
+
+func TestCheckClean(t *testing.T) {
+	h := []Event{
+		{Mono: s(0), Proc: "a", Kind: KindStart},
+		elected(0.1, "a", 10), write(0.2, "a", 10, true), write(0.3, "a", 10, true), stepdown(1, "a", 10),
+		elected(1.1, "b", 11), write(1.2, "b", 11, true),
+		{Mono: s(1.5), Kind: KindFault, Proc: "b", Note: FaultKillLeader}, {Mono: s(1.5), Proc: "b", Kind: KindKill},
+		{Mono: s(1.5), Kind: KindHeal, Note: FaultKillLeader},
+		elected(2.6, "a", 12), write(2.7, "a", 12, true), write(2.8, "b", 11, false), stepdown(3, "a", 12),
+	}
+	r := Check(h, params)
+	if len(r.Violations) != 0 {
+		t.Fatalf("clean history: got violations %v", r.Violations)
+	}
+	if len(r.Terms) != 3 || r.Accepted != 4 || r.Refused != 1 || len(r.Faults) != 1 {
+		t.Fatalf("got %d terms, %d accepted, %d refused, %d faults; want 3, 4, 1, 1", len(r.Terms), r.Accepted, r.Refused, len(r.Faults))
+	}
+	if f := r.Faults[0]; f.NewLeader != 1100*time.Millisecond || f.Recovery != 1100*time.Millisecond {
+		t.Errorf("fault: new leader after %v, recovery %v; want 1.1s and 1.1s", f.NewLeader, f.Recovery)
+	}
+	rows := Rows("test", r)
+	all := rows[len(rows)-1]
+	if all.Fault != "all" || all.Terms != 3 || all.Handovers != 2 || all.StaleRefuse != 1 {
+		t.Errorf("all row: %+v", all)
+	}
+}
+
+func TestCheckOverlap(t *testing.T) {
+	h := []Event{
+		elected(0, "a", 1), stepdown(1, "a", 1),
+		elected(0.9, "b", 2), stepdown(2, "b", 2),
+	}
+	r := Check(h, params)
+	if got := kinds(r); len(got) != 1 || got[0] != ViolationOverlap {
+		t.Fatalf("got violations %v, want one overlap", got)
+	}
+	v := r.Violations[0]
+	if !strings.Contains(v.Detail, "overlap 100ms") || len(v.Context) != 4 || v.Fault != "none" || v.Documented {
+		t.Errorf("violation: %s", FormatViolation(v))
+	}
+}
+
+// A process frozen mid-term leads only until the freeze; writes it makes
+// after SIGCONT are a zombie's, which fencing must refuse.
+func TestCheckPausedLeader(t *testing.T) {
+	base := []Event{
+		elected(0, "a", 1), write(0.5, "a", 1, true),
+		{Mono: s(1), Kind: KindFault, Proc: "a", Note: FaultPauseLeader}, {Mono: s(1), Proc: "a", Kind: KindPause},
+		elected(2.2, "b", 2), write(2.2, "b", 2, true),
+		{Mono: s(3), Proc: "a", Kind: KindResume}, {Mono: s(3), Kind: KindHeal, Note: FaultPauseLeader},
+	}
+	refused := append(base[:len(base):len(base)], write(3.001, "a", 1, false), stepdown(3.002, "a", 1))
+	if r := Check(refused, params); len(r.Violations) != 0 || r.Refused != 1 {
+		t.Fatalf("zombie write refused: got %v and %d refused, want no violation and 1", kinds(r), r.Refused)
+	}
+
+	// The same with the successor not yet having written: the fence
+	// accepts the zombie's write, and the checker must call it stale.
+	stale := []Event{
+		elected(0, "a", 1), write(0.5, "a", 1, true),
+		{Mono: s(1), Proc: "a", Kind: KindPause}, elected(2.2, "b", 2), {Mono: s(3), Proc: "a", Kind: KindResume},
+		write(3.001, "a", 1, true), stepdown(3.002, "a", 1), write(3.1, "b", 2, true),
+	}
+	if got := kinds(Check(stale, params)); len(got) != 1 || got[0] != ViolationStaleWrite {
+		t.Fatalf("zombie write accepted: got %v, want one %s", got, ViolationStaleWrite)
+	}
+}
+
+func TestCheckFenceOrder(t *testing.T) {
+	h := []Event{
+		elected(0, "a", 5), write(0.1, "a", 5, true), stepdown(0.2, "a", 5),
+		elected(0.3, "b", 6), write(0.4, "b", 6, true), write(0.5, "x", 4, true), stepdown(0.6, "b", 6),
+	}
+	got := kinds(Check(h, params))
+	if len(got) != 1 || got[0] != ViolationStaleWrite {
+		t.Fatalf("got %v, want one %s", got, ViolationStaleWrite)
+	}
+}
+
+func TestCheckTokenOrderDocumented(t *testing.T) {
+	h := []Event{
+		elected(0, "a", 7), stepdown(1, "a", 7),
+		{Mono: s(1.05), Kind: KindFault, Note: FaultRestartMajorNoAOF}, {Mono: s(1.1), Kind: KindHeal, Note: FaultRestartMajorNoAOF},
+		elected(1.2, "b", 3), stepdown(2, "b", 3),
+	}
+	r := Check(h, params)
+	if got := kinds(r); len(got) != 1 || got[0] != ViolationTokenOrder {
+		t.Fatalf("got %v, want one %s", got, ViolationTokenOrder)
+	}
+	if v := r.Violations[0]; !v.Documented || v.Fault != FaultRestartMajorNoAOF {
+		t.Errorf("violation after %s not marked documented: %+v", FaultRestartMajorNoAOF, v)
+	}
+}
+
+func TestCheckRecovery(t *testing.T) {
+	h := []Event{
+		elected(0, "a", 1), stepdown(0.5, "a", 1),
+		{Mono: s(0.6), Kind: KindFault, Note: FaultKillMajor}, {Mono: s(1), Kind: KindHeal, Note: FaultKillMajor},
+		elected(4, "b", 2), stepdown(4.5, "b", 2),
+		elected(8, "a", 3), stepdown(9, "a", 3), // a gap of 3.5 s with no fault
+	}
+	got := kinds(Check(h, params))
+	if len(got) != 2 || got[0] != ViolationRecovery || got[1] != ViolationGap {
+		t.Fatalf("got %v, want %s then %s", got, ViolationRecovery, ViolationGap)
+	}
+}
+
+func TestWriteSVGAndTable(t *testing.T) {
+	r := Check([]Event{elected(0, "a<1>", 1), stepdown(1, "a<1>", 1), elected(0.5, "b", 2), stepdown(2, "b", 2)}, params)
+	path := t.TempDir() + "/t.svg"
+	if err := WriteSVG(path, "test & run", r); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	WriteTable(&b, Rows("c", r))
+	if !strings.Contains(b.String(), "overlaps") || !strings.Contains(b.String(), "all") {
+		t.Errorf("table:\n%s", b.String())
+	}
+}

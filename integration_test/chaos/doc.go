@@ -1,0 +1,72 @@
+// Package chaos checks the elector's central promise — never two leaders
+// acting at once, and a stale leader harmless — against every driver under
+// the faults that break leader election in practice, Jepsen-style: run real
+// processes, break things on a seeded schedule, record a history, check it.
+//
+// # Campaign
+//
+// A campaign ([Run], [Config]) runs one driver in one mode (Redlock with
+// nodes on AOF and without, etcd, ZooKeeper) against the real test servers
+// of scripts/servers.sh:
+//
+//   - Candidates are real OS processes (./candidate), three at a time, each
+//     an Elector whose OnElected writes to the [Fence] with its term's
+//     token every 20 ms and resigns after a random TTL/4..TTL so that terms
+//     hand over often. Each write goes out 10 ms after the leader checked
+//     its term (standing for reading and computing), and is not recalled
+//     when the term ends meanwhile: a SIGSTOP that lands in between is
+//     Kleppmann's pause, and the late write must be refused by the fence. Each reaches the backend through toxiproxy links of
+//     its own. A process that dies is replaced by a new one (s<slot>g<gen>).
+//   - The [Fence] is the protected resource, independent of the drivers: it
+//     accepts a write only if its token is at least the highest it has
+//     accepted, and records every write, accepted or refused.
+//   - The nemesis draws a fault from [FaultKinds] with a seeded generator,
+//     injects it, heals it, waits for a leader and a quiet spell, and again:
+//     SIGKILL of the leader process; SIGSTOP of the leader for 1.5-2.5 TTL
+//     then SIGCONT (a GC pause); a full cut, added latency or connection
+//     resets on the leader's links; kill or pause of a minority or a
+//     majority of the backend's nodes; for Redis, nodes killed and
+//     restarted at once with AOF (appendfsync always) or empty.
+//
+// Every event carries CLOCK_MONOTONIC ([Mono]), which the candidates, the
+// fence and the nemesis share on one machine, so the history orders them
+// without clock skew. The seed fixes the schedule (fault kinds, targets,
+// durations); the timings of the processes still vary from run to run.
+//
+// # Checker
+//
+// [Check] rebuilds the terms from the history and reports each
+// [Violation] with the events around it:
+//
+//  1. Overlap: a term lasts from its elected event (OnElected began) to its
+//     stepdown event (the term's ctx seen done, or Resign returned), the
+//     kill of its process, or the SIGSTOP that froze it — a frozen process
+//     does not act, and what it does after SIGCONT is a zombie's act that
+//     fencing must contain. No two processes' terms may overlap.
+//  2. Stale write: the fence must not accept a write from a term after a
+//     later term of another process began (nor accept tokens out of
+//     order). Refused writes are counted: they are fencing at work.
+//  3. Recovery: after each fault heals, a leader must exist within
+//     [Params.Bound] (3 TTL + 3 s here: covers a backend majority coming
+//     back, its clients reconnecting and a lease lapsing), and no
+//     leaderless spell longer than the bound may happen outside faults.
+//  4. Token order: each term's token exceeds the previous term's.
+//
+// # Safety
+//
+// Redlock's nodes must keep their data across restarts (redlock/doc.go,
+// # Safety). The redlock-noaof campaign breaks that assumption on purpose
+// (restart-majority-noaof); violations that follow that fault are marked
+// documented and reported, not failed. Any other violation fails the test.
+//
+// # Report
+//
+// [Rows] summarise a result per fault kind — terms, hand-overs, faults,
+// overlaps, stale writes accepted and refused, worst and median time from
+// a fault to the next election, worst recovery — printed by [WriteTable]
+// and saved by [WriteJSON]; [WriteSVG] draws the leadership timeline per
+// process with the faults shaded.
+//
+// `make test` runs a short campaign per driver (5 faults, 12 terms);
+// scripts/chaos.sh (`make chaos`) a long one (100 faults, 300 terms).
+package chaos
