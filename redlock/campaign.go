@@ -195,7 +195,8 @@ func (b *Backend) acquire(ctx context.Context, key, id string, c backend.Candida
 				return acquireResult{err: fmt.Errorf("late quorum: the fencing write-back ended past the validity of a %v TTL", c.TTL)}
 			}
 		}
-		l := &Lease{b: b, election: c.Election, key: key, id: id, token: token, ttl: c.TTL, deadline: deadline, lost: make(chan struct{}), acquired: calls}
+		l := &Lease{b: b, election: c.Election, key: key, id: id, value: encodeValue(id, token, c.Identity), token: token,
+			ttl: c.TTL, deadline: deadline, lost: make(chan struct{}), last: calls}
 		if !b.track(l) {
 			b.cleanup(key, id, calls)
 			return acquireResult{err: backend.ErrClosed}

@@ -66,7 +66,7 @@ func (h *harness) Heal(b backend.Backend) {
 // had expired.
 func (h *harness) Expire(l backend.Lease) {
 	rl := l.(*Lease)
-	for _, c := range rl.acquired { // let the slower nodes' SETs land first
+	for _, c := range rl.last { // let the slower nodes' SETs land first
 		<-c.done
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -104,15 +104,24 @@
 //   - Nodes keep their data across restarts: either every node runs with
 //     appendonly yes and appendfsync always, or a crashed node stays down for
 //     longer than the longest TTL before it rejoins ("delayed restarts").
-//     A node that restarts empty forgets the lock and the counter. One such
-//     node is harmless (the holder keeps the other N−1 ≥ quorum); if a
-//     majority restarts empty during a term, a second candidate can be
-//     elected while the first still holds a Deadline in the future, and its
-//     token may be lower than the first's. A [Guard] then refuses the new
-//     leader's writes until its token passes the old one: fenced resources
-//     stay safe, the election does not, and liveness suffers until then.
-//     The tests TestRestartWithoutPersistence and TestRestartWithAOF show
-//     both cases.
+//     A node that restarts empty forgets the lock and the counter. A holder
+//     keeps its hold as long as the nodes still holding its key are a
+//     quorum, and each renewal that confirms the quorum puts the lease back
+//     (and the counter up to its token) on the nodes that lost it, so nodes
+//     restarting empty one at a time, each more than a RenewInterval apart,
+//     are harmless. But a holder may hold only a bare quorum for a while
+//     (nodes that did not answer its acquire in time, or that restarted
+//     since its last renewal): then one more node restarting empty lets a
+//     second candidate be elected while the first still holds a Deadline in
+//     the future. The chaos campaign (integration_test/chaos) saw this once
+//     with two of five nodes restarted at once, before the repair above;
+//     with a majority restarted empty it is routine. The second leader's
+//     token may then be lower than or EQUAL to the first's: a [Guard] (which
+//     refuses only lower tokens) refuses the new leader's writes while its
+//     token is lower, but accepts both leaders' writes while the tokens are
+//     equal. Fenced resources are only as safe as the counters' persistence.
+//     The tests TestRestartWithoutPersistence, TestRestartWithAOF and
+//     TestRenewRestoresMissingNodes show these cases.
 //   - Clocks advance at about the same rate: the drift between this
 //     process's monotonic clock and the nodes' expiry clocks stays within
 //     TTL × DriftFactor + 2 ms over one TTL. Redis expires keys by wall

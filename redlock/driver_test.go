@@ -1,6 +1,7 @@
 package redlock
 
 import (
+	"context"
 	"errors"
 	"strconv"
 	"strings"
@@ -202,7 +203,7 @@ func TestRenewNeverRecreates(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Campaign returns at a quorum; let the slower nodes' SETs land first.
-	for _, c := range l.(*Lease).acquired {
+	for _, c := range l.(*Lease).last {
 		<-c.done
 	}
 	for _, c := range n.clients {
@@ -220,6 +221,57 @@ func TestRenewNeverRecreates(t *testing.T) {
 		if x, _ := c.Exists(ctx, b.lockKey(e)).Result(); x != 0 {
 			t.Errorf("node %d: the key was re-created by Renew", i+1)
 		}
+	}
+}
+
+// TestRenewRestoresMissingNodes is the chaos campaign's finding: a holder
+// left on a bare quorum (here: its key gone from two nodes, as after
+// restarts without persistence) must not be overtaken when one more node
+// restarts empty. A renewal that confirms the quorum puts the lease back on
+// the nodes that lost it, with their counters raised to its token.
+func TestRenewRestoresMissingNodes(t *testing.T) {
+	b, n := newBackend(t, nil)
+	ctx := testCtx(t)
+	e := name(t)
+	key := b.lockKey(e)
+	l, err := b.Campaign(ctx, backend.Candidate{Election: e, Identity: "alice", TTL: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range l.(*Lease).last {
+		<-c.done
+	}
+	for _, c := range n.clients[3:] { // nodes 4 and 5 restart empty
+		c.Del(ctx, key, key+counterSuffix)
+	}
+	if err := l.Renew(ctx); err != nil {
+		t.Fatalf("Renew with 3 of 5 nodes: got %v, want nil: a quorum still holds it", err)
+	}
+	for _, c := range l.(*Lease).last { // the restore round runs in the background
+		<-c.done
+	}
+	for i, c := range n.clients {
+		v, err := c.Get(ctx, key).Result()
+		if err != nil || !strings.HasPrefix(v, l.(*Lease).id) {
+			t.Errorf("node %d after Renew: got value %q (%v), want the lease's: Renew restores a confirmed lease where it was missing", i+1, v, err)
+		}
+		ctr, _ := c.Get(ctx, key+counterSuffix).Uint64()
+		if ctr < l.Token() {
+			t.Errorf("node %d counter after Renew: got %d, want at least the token %d", i+1, ctr, l.Token())
+		}
+	}
+	n.clients[0].Del(ctx, key, key+counterSuffix) // one more node restarts empty
+	rival, _ := newBackend(t, nil)
+	cctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if l2, err := rival.Campaign(cctx, backend.Candidate{Election: e, Identity: "bob", TTL: 2 * time.Second}); err == nil {
+		t.Fatalf("rival Campaign: got lease token %d while alice holds 4 of 5 nodes, want none: one leader at a time", l2.Token())
+	}
+	if err := l.Renew(ctx); err != nil {
+		t.Fatalf("Renew with 4 of 5 nodes: got %v, want nil", err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
 	}
 }
 

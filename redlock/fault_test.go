@@ -191,7 +191,8 @@ func TestThreeNodesDown(t *testing.T) {
 
 // TestRestartWithoutPersistence documents what the package doc's # Safety
 // section states. One node restarted empty during a term changes nothing:
-// the holder keeps a quorum of four. A majority restarted empty lets a
+// the holder keeps a quorum of four, and its next renewal puts the lease
+// back on the restarted node. A majority restarted empty at once lets a
 // second candidate in while the first still believes it leads, and its
 // token goes backwards: the Guard then refuses the newcomer, so fenced
 // resources stay safe while the election does not.
@@ -218,11 +219,18 @@ func TestRestartWithoutPersistence(t *testing.T) {
 	if err := la.Renew(ctx); err != nil {
 		t.Fatalf("Renew after one empty restart: %v, want nil: four nodes still hold the lease", err)
 	}
+	for _, c := range la.(*Lease).last { // the background restore round
+		<-c.done
+	}
+	if v, err := n.clients[0].Get(ctx, a.lockKey(e)).Result(); err != nil || !strings.HasPrefix(v, la.(*Lease).id) {
+		t.Errorf("restarted node after Renew: got %q (%v), want alice's lease put back", v, err)
+	}
 	bob := backend.Candidate{Election: e, Identity: "bob", TTL: 5 * time.Second}
 	wantWaits(t, b, bob, 300*time.Millisecond, "one empty restart does not break exclusion")
 
 	t.Cleanup(func() { testenv.Fault(t, "restart", "redis", "2") })
 	t.Cleanup(func() { testenv.Fault(t, "restart", "redis", "3") })
+	restart(t, 1, false)
 	restart(t, 2, false)
 	restart(t, 3, false)
 	lb, err := b.Campaign(ctx, bob)

@@ -20,10 +20,14 @@ type Lease struct {
 	election string
 	key      string
 	id       string // value prefix "<lease id> "
+	value    string // the stored value: id, token, identity
 	token    uint64
 	ttl      time.Duration
 	lost     chan struct{}
-	acquired []*call // the winning acquire round: node i may still be running it
+	// last holds the latest request sent to each node for this lease (the
+	// winning acquire round, or a later restore round); node i may still be
+	// running it. Every later request to node i is ordered after last[i].
+	last []*call
 
 	mu       sync.Mutex // serialises Renew, Release and finish
 	deadline time.Time
@@ -62,7 +66,11 @@ func (l *Lease) markGone() {
 // Renew runs compare-and-pexpire on every node in parallel. It succeeds when
 // a quorum still held the lease and answered within the validity measured
 // from the renewal's start; the Deadline then moves to that start plus the
-// validity. It never re-creates a key that has expired or was deleted.
+// validity. It never re-creates a lease that has lapsed; but once the
+// quorum is confirmed, it puts the lease back (SET NX) on the nodes that
+// reported the key missing, raising their counters to the token, so that a
+// node restarted empty does not leave the holder on a bare quorum that the
+// next such restart would break. Those nodes never count toward the quorum.
 //
 // It returns an error wrapping [backend.ErrLost] (and closes Lost) when so
 // many nodes answered that the lease is not theirs that no quorum can hold
@@ -91,13 +99,13 @@ func (l *Lease) Renew(ctx context.Context) error {
 	}
 	n, q := len(l.b.clients), l.b.quorum
 	ttlArg := strconv.FormatInt(l.ttl.Milliseconds(), 10)
-	calls, replied := l.b.round(ctx, l.acquired, func(ctx context.Context, cl redis.UniversalClient) (any, error) {
+	calls, replied := l.b.round(ctx, l.last, func(ctx context.Context, cl redis.UniversalClient) (any, error) {
 		return renewScript.Run(ctx, cl, []string{l.key}, l.id, ttlArg).Int64()
 	})
 	got := l.b.collect(ctx, calls, replied, func(got []*call) bool {
-		return countInt(got, 1) >= q || countInt(got, 0) > n-q
+		return countInt(got, 1) >= q || countInt(got, 0)+countInt(got, -1) > n-q
 	})
-	ok, notOurs := countInt(got, 1), countInt(got, 0)
+	ok, notOurs := countInt(got, 1), countInt(got, 0)+countInt(got, -1)
 	switch {
 	case ok >= q:
 		if elapsed := time.Since(start); elapsed >= l.ttl-l.b.cfg.driftFor(l.ttl) {
@@ -106,6 +114,7 @@ func (l *Lease) Renew(ctx context.Context) error {
 		if d := l.b.deadline(start, l.ttl); d.After(l.deadline) {
 			l.deadline = d
 		}
+		l.restore(ctx, calls, ttlArg)
 		return nil
 	case notOurs > n-q:
 		l.markGone()
@@ -115,6 +124,25 @@ func (l *Lease) Renew(ctx context.Context) error {
 		return ctx.Err()
 	}
 	return fmt.Errorf("redlock: renew %q: %d of %d nodes confirmed, need %d: %s", l.election, ok, n, q, nodeErr(firstErr(got)))
+}
+
+// restore puts the lease back, in the background, on the nodes whose reply
+// to the renew round calls is -1 (key missing): each request waits for that
+// node's renew request and reads its reply, so a slow node's answer counts
+// too. Later requests of the lease (Release, the next Renew) are ordered
+// after these, so none can overtake a restore on its node.
+func (l *Lease) restore(ctx context.Context, calls []*call, ttlArg string) {
+	byClient := make(map[redis.UniversalClient]*call, len(calls))
+	for i, c := range calls {
+		byClient[l.b.clients[i]] = c
+	}
+	token := strconv.FormatUint(l.token, 10)
+	l.last, _ = l.b.round(context.WithoutCancel(ctx), calls, func(ctx context.Context, cl redis.UniversalClient) (any, error) {
+		if c := byClient[cl]; c.err != nil || c.val.(int64) != -1 {
+			return int64(0), nil
+		}
+		return restoreScript.Run(ctx, cl, []string{l.key, l.key + counterSuffix}, l.value, ttlArg, token).Int64()
+	})
 }
 
 // Release runs compare-and-delete on every node in parallel, each deletion
@@ -146,7 +174,7 @@ func (l *Lease) Release(ctx context.Context) error {
 // release runs one release round; l.mu must be held.
 func (l *Lease) release(ctx context.Context) error {
 	n, q := len(l.b.clients), l.b.quorum
-	calls, replied := l.b.round(context.WithoutCancel(ctx), l.acquired, func(ctx context.Context, cl redis.UniversalClient) (any, error) {
+	calls, replied := l.b.round(context.WithoutCancel(ctx), l.last, func(ctx context.Context, cl redis.UniversalClient) (any, error) {
 		return releaseScript.Run(ctx, cl, []string{l.key}, l.id).Int64()
 	})
 	got := l.b.collect(ctx, calls, replied, func(got []*call) bool {
@@ -164,7 +192,7 @@ func (l *Lease) releaseAsync() {
 	l.b.spawn(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), l.b.cfg.nodeTimeout)
 		defer cancel()
-		calls, replied := l.b.round(ctx, l.acquired, func(ctx context.Context, cl redis.UniversalClient) (any, error) {
+		calls, replied := l.b.round(ctx, l.last, func(ctx context.Context, cl redis.UniversalClient) (any, error) {
 			return releaseScript.Run(ctx, cl, []string{l.key}, l.id).Int64()
 		})
 		l.b.collect(ctx, calls, replied, nil)

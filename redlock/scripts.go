@@ -49,16 +49,40 @@ return 0
 `)
 
 // renewScript is compare-and-pexpire. It never re-creates a missing key.
-// Replies 1 when the key was ours and now expires in ttl, else 0.
+// Replies 1 when the key was ours and now expires in ttl, 0 when it holds
+// another value, -1 when it is missing.
 //
 // ARGV: id prefix, ttl in ms.
 var renewScript = redis.NewScript(`
 local v = redis.call('GET', KEYS[1])
-if v and string.sub(v, 1, #ARGV[1]) == ARGV[1] then
+if not v then
+  return -1
+end
+if string.sub(v, 1, #ARGV[1]) == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   return 1
 end
 return 0
+`)
+
+// restoreScript puts a live lease back on a node that lost its key (it
+// restarted empty, or the key expired there early): SET NX PX of the lease's
+// value, and the counter raised to at least the lease's token (comparing
+// decimal strings) so the node's next token is higher. Renew runs it only on
+// nodes that reported the key missing in a round that confirmed the quorum,
+// so it never revives a lapsed lease. Replies 1 when it set the key, else 0.
+//
+// ARGV: value, ttl in ms, token.
+var restoreScript = redis.NewScript(`
+if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  return 0
+end
+local c = redis.call('GET', KEYS[2]) or '0'
+local m = ARGV[3]
+if #c < #m or (#c == #m and c < m) then
+  redis.call('SET', KEYS[2], m)
+end
+return 1
 `)
 
 // releaseScript is compare-and-delete plus a notification on the election's
