@@ -28,7 +28,7 @@ import (
 func TestEtcdRaftLeaderKilled(t *testing.T) {
 	endpoints := etcdEndpoints(t)
 	admin := etcdClient(t, endpoints...)
-	tl := newTermLog()
+	tl := newTermLog(etcdTTL, testLogger)
 	name := etcdName("raft-kill")
 	alice := tl.elector(t, etcdBackend(t, etcdClient(t, endpoints...)), name, "alice")
 	runElector(t, alice)
@@ -82,7 +82,7 @@ func TestEtcdRaftLeaderKilled(t *testing.T) {
 func TestEtcdPartitionedLeaderStepsDown(t *testing.T) {
 	endpoints := etcdEndpoints(t)
 	proxy := startToxiproxy(t, endpoints[0])
-	tl := newTermLog()
+	tl := newTermLog(etcdTTL, testLogger)
 	name := etcdName("partition")
 	alice := tl.elector(t, etcdBackend(t, etcdClient(t, proxy.Listen)), name, "alice")
 	runElector(t, alice)

@@ -22,13 +22,13 @@ import (
 // again once the ensemble is back, with no overlap.
 func TestZooKeeperKillLeaderServer(t *testing.T) {
 	servers := testenv.ZKServers(t)
-	tl := newZKTermLog()
+	tl := newTermLog(zkTTL, testLogger)
 	name := zkName("kill-leader")
 	alice := tl.elector(t, zkBackend(t, servers, nil), name, "alice")
-	runZKElector(t, alice)
-	first := waitZKTerm(t, tl.elected, 5*time.Second, "alice's election")
+	runElector(t, alice)
+	first := waitTerm(t, tl.elected, 5*time.Second, "alice's election")
 	bob := tl.elector(t, zkBackend(t, servers, nil), name, "bob")
-	runZKElector(t, bob)
+	runElector(t, bob)
 	admin := zkConn(t, servers, nil)
 	waitZKCandidates(t, admin, zkRoot+"/"+name, 2)
 
@@ -44,8 +44,8 @@ func TestZooKeeperKillLeaderServer(t *testing.T) {
 	}
 	t.Cleanup(restart)
 
-	down := waitZKTerm(t, tl.ended, 3*zkTTL, "step-down when the ensemble drops its clients")
-	next := waitZKTerm(t, tl.elected, 15*time.Second, "a leader after the ZooKeeper leader died")
+	down := waitTerm(t, tl.ended, 3*zkTTL, "step-down when the ensemble drops its clients")
+	next := waitTerm(t, tl.elected, 15*time.Second, "a leader after the ZooKeeper leader died")
 	t.Logf("ZooKeeper leader (server %d) killed at 0; %s stepped down at %v; %s (token %d) elected at %v",
 		n, down.who, down.end.Sub(killed), next.who, next.token, next.start.Sub(killed))
 	if down.token != first.token {
@@ -63,7 +63,7 @@ func TestZooKeeperKillLeaderServer(t *testing.T) {
 	if err := leader.Resign(ctx); err != nil {
 		t.Fatalf("Resign after the fault: %v", err)
 	}
-	third := waitZKTerm(t, tl.elected, 5*time.Second, "hand-over after the fault")
+	third := waitTerm(t, tl.elected, 5*time.Second, "hand-over after the fault")
 	if third.who != other.Identity() {
 		t.Errorf("after Resign: %s elected, want %s", third.who, other.Identity())
 	}
@@ -77,13 +77,13 @@ func TestZooKeeperKillLeaderServer(t *testing.T) {
 func TestZooKeeperPartitionedLeaderStepsDown(t *testing.T) {
 	servers := testenv.ZKServers(t)
 	proxy := startZKToxiproxy(t, servers[0])
-	tl := newZKTermLog()
+	tl := newTermLog(zkTTL, testLogger)
 	name := zkName("partition")
 	alice := tl.elector(t, zkBackend(t, []string{proxy.Listen}, nil), name, "alice")
-	runZKElector(t, alice)
-	first := waitZKTerm(t, tl.elected, 5*time.Second, "alice's election")
+	runElector(t, alice)
+	first := waitTerm(t, tl.elected, 5*time.Second, "alice's election")
 	bob := tl.elector(t, zkBackend(t, servers[1:], nil), name, "bob")
-	runZKElector(t, bob)
+	runElector(t, bob)
 	admin := zkConn(t, servers[1:], nil)
 	dir := zkRoot + "/" + name
 	waitZKCandidates(t, admin, dir, 2)
@@ -115,8 +115,8 @@ func TestZooKeeperPartitionedLeaderStepsDown(t *testing.T) {
 	}
 	defer heal()
 
-	down := waitZKTerm(t, tl.ended, 2*zkTTL, "step-down of the cut-off leader")
-	next := waitZKTerm(t, tl.elected, 3*zkTTL, "successor's election")
+	down := waitTerm(t, tl.ended, 2*zkTTL, "step-down of the cut-off leader")
+	next := waitTerm(t, tl.elected, 3*zkTTL, "successor's election")
 	expired := <-gone
 	heal()
 	if down.who != first.who || next.who != "bob" {

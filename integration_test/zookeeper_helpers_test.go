@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"io"
-	"log/slog"
 	"net"
 	"slices"
 	"strings"
@@ -19,8 +18,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
-	elector "github.com/leaderkit/elector"
-	"github.com/leaderkit/elector/backend"
 	"github.com/leaderkit/elector/internal/testenv"
 	"github.com/leaderkit/elector/zookeeper"
 )
@@ -125,99 +122,6 @@ func waitZKCandidates(tb testing.TB, conn *zk.Conn, dir string, n int) {
 		if time.Now().After(end) {
 			tb.Fatalf("%s: fewer than %d candidates after 5s", dir, n)
 		}
-	}
-}
-
-// zkTermLog records the terms of electors.
-type zkTermLog struct {
-	mu             sync.Mutex
-	terms          []zkTerm
-	elected, ended chan zkTerm
-}
-
-type zkTerm struct {
-	who        string
-	token      uint64
-	start, end time.Time
-}
-
-func newZKTermLog() *zkTermLog {
-	return &zkTermLog{elected: make(chan zkTerm, 64), ended: make(chan zkTerm, 64)}
-}
-
-// elector returns an Elector for election on b that records its terms.
-func (tl *zkTermLog) elector(t *testing.T, b backend.Backend, election, who string) *elector.Elector {
-	t.Helper()
-	l := testenv.NewLogger(t)
-	e, err := elector.New(b, election, &elector.Options{
-		Identity: who,
-		TTL:      zkTTL,
-		Logger:   slog.New(slog.NewTextHandler(zkLogWriter{l}, &slog.HandlerOptions{Level: slog.LevelInfo})),
-		OnElected: func(ctx context.Context, term elector.Term) {
-			lt := zkTerm{who: who, token: term.Token, start: time.Now()}
-			tl.elected <- lt
-			<-ctx.Done()
-			lt.end = time.Now()
-			tl.mu.Lock()
-			tl.terms = append(tl.terms, lt)
-			tl.mu.Unlock()
-			tl.ended <- lt
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return e
-}
-
-type zkLogWriter struct{ l *testenv.Logger }
-
-func (w zkLogWriter) Write(p []byte) (int, error) {
-	w.l.Printf("%s", strings.TrimSuffix(string(p), "\n"))
-	return len(p), nil
-}
-
-// checkNoOverlap fails t if two recorded terms overlap or tokens do not
-// increase in the order of election.
-func (tl *zkTermLog) checkNoOverlap(t *testing.T) {
-	t.Helper()
-	tl.mu.Lock()
-	terms := slices.Clone(tl.terms)
-	tl.mu.Unlock()
-	slices.SortFunc(terms, func(a, b zkTerm) int { return a.start.Compare(b.start) })
-	for i := 1; i < len(terms); i++ {
-		p, c := terms[i-1], terms[i]
-		if c.start.Before(p.end) {
-			t.Errorf("terms overlap: %s (token %d) elected %v before %s (token %d) stepped down", c.who, c.token, p.end.Sub(c.start), p.who, p.token)
-		}
-		if c.token <= p.token {
-			t.Errorf("tokens: %s got %d after %s's %d, want greater", c.who, c.token, p.who, p.token)
-		}
-	}
-}
-
-// runZKElector runs e until the test ends.
-func runZKElector(t *testing.T, e *elector.Elector) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- e.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != context.Canceled {
-			t.Errorf("Run: got %v, want context.Canceled", err)
-		}
-	})
-}
-
-// waitZKTerm waits up to d for the next term event on ch.
-func waitZKTerm(t *testing.T, ch <-chan zkTerm, d time.Duration, what string) zkTerm {
-	t.Helper()
-	select {
-	case lt := <-ch:
-		return lt
-	case <-time.After(d):
-		t.Fatalf("no %s within %v", what, d)
-		return zkTerm{}
 	}
 }
 
