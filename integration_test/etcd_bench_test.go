@@ -43,28 +43,14 @@ const etcdFailoverElections = 8
 func BenchmarkEtcdCampaignResign(b *testing.B) {
 	b.Run("lib=elector", func(b *testing.B) {
 		eb := etcdBackend(b, etcdClient(b, etcdEndpoints(b)...))
-		ctx := etcdCtx(b)
 		c := backend.Candidate{Election: etcdName("campaign"), Identity: "bench", TTL: etcdTTL}
-		ls := make(etcdLatencies, 0, b.N)
-		b.ResetTimer()
-		for b.Loop() {
-			start := time.Now()
-			l, err := eb.Campaign(ctx, c)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := l.Release(ctx); err != nil {
-				b.Fatal(err)
-			}
-			ls = append(ls, time.Since(start))
-		}
-		ls.report(b, "op")
+		benchAcquireRelease(b, etcdCtx(b), eb, c)
 	})
 	b.Run("lib=concurrency", func(b *testing.B) {
 		s := etcdSession(b, etcdClient(b, etcdEndpoints(b)...))
 		ctx := etcdCtx(b)
 		e := concurrency.NewElection(s, etcdName("campaign"))
-		ls := make(etcdLatencies, 0, b.N)
+		ls := make(latencies, 0, b.N)
 		b.ResetTimer()
 		for b.Loop() {
 			start := time.Now()
@@ -92,41 +78,10 @@ func BenchmarkEtcdHandoff(b *testing.B) {
 
 func benchEtcdHandoff(b *testing.B, settle time.Duration) {
 	b.Run("lib=elector", func(b *testing.B) {
-		ctx := etcdCtx(b)
 		eps := etcdEndpoints(b)
 		holder, waiter := etcdBackend(b, etcdClient(b, eps...)), etcdBackend(b, etcdClient(b, eps...))
 		c := backend.Candidate{Election: etcdName("handoff"), Identity: "bench", TTL: etcdTTL}
-		l, err := holder.Campaign(ctx, c)
-		if err != nil {
-			b.Fatal(err)
-		}
-		ls := make(etcdLatencies, 0, b.N)
-		b.ResetTimer()
-		for range b.N {
-			holder, waiter = waiter, holder
-			got := make(chan backend.Lease, 1)
-			go func() {
-				wl, err := holder.Campaign(ctx, c) // holder is now the waiting side
-				if err != nil {
-					b.Error(err)
-				}
-				got <- wl
-			}()
-			b.StopTimer()
-			time.Sleep(settle)
-			b.StartTimer()
-			if err := l.Release(ctx); err != nil {
-				b.Fatal(err)
-			}
-			released := time.Now()
-			if l = <-got; l == nil {
-				b.FailNow()
-			}
-			ls = append(ls, time.Since(released))
-		}
-		b.StopTimer()
-		_ = l.Release(ctx)
-		ls.report(b, "handoff")
+		benchHandoff(b, etcdCtx(b), holder, waiter, c, func() { time.Sleep(settle) })
 	})
 	b.Run("lib=concurrency", func(b *testing.B) {
 		ctx := etcdCtx(b)
@@ -137,7 +92,7 @@ func benchEtcdHandoff(b *testing.B, settle time.Duration) {
 		if err := holder.Campaign(ctx, "bench"); err != nil {
 			b.Fatal(err)
 		}
-		ls := make(etcdLatencies, 0, b.N)
+		ls := make(latencies, 0, b.N)
 		b.ResetTimer()
 		for range b.N {
 			got := make(chan error, 1)
@@ -170,7 +125,7 @@ func BenchmarkEtcdFailover(b *testing.B) {
 	run := func(b *testing.B, one func(ctx context.Context, name string) (time.Duration, error)) {
 		ctx := etcdCtx(b)
 		var (
-			ls etcdLatencies
+			ls latencies
 			mu sync.Mutex
 		)
 		for range b.N {

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"log/slog"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -96,21 +95,4 @@ func etcdBackendNoCleanup(cli *clientv3.Client) *etcd.Backend {
 		panic(err) // only for invalid options; there are none
 	}
 	return b
-}
-
-// etcdLatencies collects durations and reports their percentiles.
-type etcdLatencies []time.Duration
-
-// report adds p50 and p99 (in ms) of ls to b's metrics, under name.
-func (ls etcdLatencies) report(b *testing.B, name string) {
-	if len(ls) == 0 {
-		return
-	}
-	s := slices.Clone(ls)
-	slices.Sort(s)
-	pct := func(p float64) float64 {
-		return float64(s[int(p*float64(len(s)-1))]) / float64(time.Millisecond)
-	}
-	b.ReportMetric(pct(0.50), name+"-p50-ms")
-	b.ReportMetric(pct(0.99), name+"-p99-ms")
 }

@@ -26,29 +26,14 @@ import (
 // releases it, b.N times; ns/op is the mean, p50/p99 per operation.
 func BenchmarkRedlockAcquireRelease(b *testing.B) {
 	b.Run("lib=elector", func(b *testing.B) {
-		rl := newRedlock(b)
-		ctx := redlockCtx(b)
 		c := backend.Candidate{Election: redlockName("acq"), Identity: "bench", TTL: redlockTTL}
-		ls := make(redlockLatencies, 0, b.N)
-		b.ResetTimer()
-		for b.Loop() {
-			start := time.Now()
-			l, err := rl.Campaign(ctx, c)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := l.Release(ctx); err != nil {
-				b.Fatal(err)
-			}
-			ls = append(ls, time.Since(start))
-		}
-		ls.report(b, "op")
+		benchAcquireRelease(b, redlockCtx(b), newRedlock(b), c)
 	})
 	b.Run("lib=redsync", func(b *testing.B) {
 		rs := newRedlockRedsync(b)
 		ctx := redlockCtx(b)
 		name := redlockName("acq")
-		ls := make(redlockLatencies, 0, b.N)
+		ls := make(latencies, 0, b.N)
 		b.ResetTimer()
 		for b.Loop() {
 			start := time.Now()
@@ -138,46 +123,15 @@ const redlockSettle = 5 * time.Millisecond
 // waiter's acquire returning.
 func BenchmarkRedlockHandoff(b *testing.B) {
 	b.Run("lib=elector", func(b *testing.B) {
-		holder, waiter := newRedlock(b), newRedlock(b)
-		ctx := redlockCtx(b)
-		name := redlockName("handoff")
-		ls := make(redlockLatencies, 0, b.N)
-		l, err := holder.Campaign(ctx, backend.Candidate{Election: name, Identity: "a", TTL: redlockTTL})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.ResetTimer()
-		for range b.N {
-			got := make(chan backend.Lease, 1)
-			go func() {
-				wl, err := waiter.Campaign(ctx, backend.Candidate{Election: name, Identity: "w", TTL: redlockTTL})
-				if err != nil {
-					b.Error(err)
-				}
-				got <- wl
-			}()
-			time.Sleep(redlockSettle)
-			if err := l.Release(ctx); err != nil {
-				b.Fatal(err)
-			}
-			released := time.Now()
-			l = <-got
-			if l == nil {
-				b.FailNow()
-			}
-			ls = append(ls, time.Since(released))
-			holder, waiter = waiter, holder // the winner holds, the other waits
-		}
-		b.StopTimer()
-		_ = l.Release(ctx)
-		ls.report(b, "handoff")
+		c := backend.Candidate{Election: redlockName("handoff"), Identity: "bench", TTL: redlockTTL}
+		benchHandoff(b, redlockCtx(b), newRedlock(b), newRedlock(b), c, func() { time.Sleep(redlockSettle) })
 	})
 	b.Run("lib=redsync", func(b *testing.B) {
 		rs := newRedlockRedsync(b)
 		ctx := redlockCtx(b)
 		name := redlockName("handoff")
 		opts := []redsync.Option{redsync.WithExpiry(redlockTTL)} // default tries (32) and retry delay (50-250 ms)
-		ls := make(redlockLatencies, 0, b.N)
+		ls := make(latencies, 0, b.N)
 		m := rs.NewMutex(name, opts...)
 		if err := m.LockContext(ctx); err != nil {
 			b.Fatal(err)
@@ -221,7 +175,7 @@ const redlockFailoverElections = 8
 func BenchmarkRedlockFailover(b *testing.B) {
 	run := func(b *testing.B, one func(ctx context.Context, name string) (time.Duration, error)) {
 		ctx := redlockCtx(b)
-		var ls redlockLatencies
+		var ls latencies
 		var mu sync.Mutex
 		for range b.N {
 			var wg sync.WaitGroup

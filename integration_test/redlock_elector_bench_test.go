@@ -75,7 +75,7 @@ func BenchmarkRedlockElectorHandoff(b *testing.B) {
 	runRedlockElector(ctx, &wg, newRedlockElector(b, redlockClients(b), name, "a", wins, nil))
 	runRedlockElector(ctx, &wg, newRedlockElector(b, redlockClients(b), name, "b", wins, nil))
 	leader := (<-wins).e
-	ls := make(redlockLatencies, 0, b.N)
+	ls := make(latencies, 0, b.N)
 	b.ResetTimer()
 	for range b.N {
 		resign := time.Now()
@@ -98,7 +98,7 @@ func BenchmarkRedlockElectorHandoff(b *testing.B) {
 // renewals, no release); measures from the start of that renewal to the
 // other elector's OnElected. The floor is the TTL (2000 ms).
 func BenchmarkRedlockElectorFailover(b *testing.B) {
-	var ls redlockLatencies
+	var ls latencies
 	for range b.N {
 		ctx, cancel := context.WithCancel(redlockCtx(b))
 		var wg sync.WaitGroup

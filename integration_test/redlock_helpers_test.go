@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"slices"
 	"testing"
 	"time"
 
@@ -69,22 +68,4 @@ func redlockCtx(tb testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	tb.Cleanup(cancel)
 	return ctx
-}
-
-// redlockLatencies collects durations and reports their percentiles.
-type redlockLatencies []time.Duration
-
-// report adds p50 and p99 (in ms) of ls to b's metrics, under name.
-func (ls redlockLatencies) report(b *testing.B, name string) {
-	if len(ls) == 0 {
-		return
-	}
-	s := slices.Clone(ls)
-	slices.Sort(s)
-	pct := func(p float64) float64 {
-		i := int(p * float64(len(s)-1))
-		return float64(s[i]) / float64(time.Millisecond)
-	}
-	b.ReportMetric(pct(0.50), name+"-p50-ms")
-	b.ReportMetric(pct(0.99), name+"-p99-ms")
 }

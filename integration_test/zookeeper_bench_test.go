@@ -38,25 +38,11 @@ func zkBenchServer(tb testing.TB) []string { return testenv.ZKServers(tb)[:1] }
 func BenchmarkZooKeeperAcquireRelease(b *testing.B) {
 	b.Run("lib=elector", func(b *testing.B) {
 		zb := zkBackend(b, zkBenchServer(b), nil)
-		ctx := zkCtx(b)
-		c := backend.Candidate{Election: zkName("acquire"), Identity: "bench"}
-		ls := make(zkLatencies, 0, b.N)
-		for b.Loop() {
-			start := time.Now()
-			l, err := zb.Campaign(ctx, c)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := l.Release(ctx); err != nil {
-				b.Fatal(err)
-			}
-			ls = append(ls, time.Since(start))
-		}
-		ls.report(b, "op")
+		benchAcquireRelease(b, zkCtx(b), zb, backend.Candidate{Election: zkName("acquire"), Identity: "bench"})
 	})
 	b.Run("lib=zklock", func(b *testing.B) {
 		lock := zk.NewLock(zkConn(b, zkBenchServer(b), nil), zkRoot+"-zklock/"+zkName("acquire"), zk.WorldACL(zk.PermAll))
-		ls := make(zkLatencies, 0, b.N)
+		ls := make(latencies, 0, b.N)
 		for b.Loop() {
 			start := time.Now()
 			if err := lock.Lock(); err != nil {
@@ -78,43 +64,14 @@ func BenchmarkZooKeeperAcquireRelease(b *testing.B) {
 // -benchtime 100x.
 func BenchmarkZooKeeperHandoff(b *testing.B) {
 	b.Run("lib=elector", func(b *testing.B) {
-		ctx := zkCtx(b)
 		srv := zkBenchServer(b)
 		holder, waiter := zkBackend(b, srv, nil), zkBackend(b, srv, nil)
 		admin := zkConn(b, srv, nil)
 		c := backend.Candidate{Election: zkName("handoff"), Identity: "bench"}
-		l, err := holder.Campaign(ctx, c)
-		if err != nil {
-			b.Fatal(err)
-		}
-		ls := make(zkLatencies, 0, b.N)
-		b.ResetTimer()
-		for range b.N {
-			holder, waiter = waiter, holder
-			got := make(chan backend.Lease, 1)
-			go func() {
-				wl, err := holder.Campaign(ctx, c) // holder is now the waiting side
-				if err != nil {
-					b.Error(err)
-				}
-				got <- wl
-			}()
-			b.StopTimer()
+		benchHandoff(b, zkCtx(b), holder, waiter, c, func() {
 			waitZKCandidates(b, admin, zkRoot+"/"+c.Election, 2)
 			time.Sleep(5 * time.Millisecond) // let the waiter set its watch
-			b.StartTimer()
-			if err := l.Release(ctx); err != nil {
-				b.Fatal(err)
-			}
-			released := time.Now()
-			if l = <-got; l == nil {
-				b.FailNow()
-			}
-			ls = append(ls, time.Since(released))
-		}
-		b.StopTimer()
-		_ = l.Release(ctx)
-		ls.report(b, "handoff")
+		})
 	})
 	b.Run("lib=zklock", func(b *testing.B) {
 		srv := zkBenchServer(b)
@@ -125,7 +82,7 @@ func BenchmarkZooKeeperHandoff(b *testing.B) {
 		if err := holder.Lock(); err != nil {
 			b.Fatal(err)
 		}
-		ls := make(zkLatencies, 0, b.N)
+		ls := make(latencies, 0, b.N)
 		b.ResetTimer()
 		for range b.N {
 			holder, waiter = waiter, holder
@@ -161,7 +118,7 @@ func BenchmarkZooKeeperFailover(b *testing.B) {
 		srv := zkBenchServer(b)
 		admin := zkConn(b, srv, nil)
 		waiter := zkBackend(b, srv, nil)
-		ls := make(zkLatencies, 0, b.N)
+		ls := make(latencies, 0, b.N)
 		for range b.N {
 			b.StopTimer()
 			c := backend.Candidate{Election: zkName("failover"), Identity: "bench"}
@@ -196,7 +153,7 @@ func BenchmarkZooKeeperFailover(b *testing.B) {
 		srv := zkBenchServer(b)
 		admin := zkConn(b, srv, nil)
 		waiterConn := zkConn(b, srv, nil)
-		ls := make(zkLatencies, 0, b.N)
+		ls := make(latencies, 0, b.N)
 		for range b.N {
 			b.StopTimer()
 			path := zkRoot + "-zklock/" + zkName("failover")

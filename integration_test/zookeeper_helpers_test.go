@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"io"
 	"net"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -190,23 +189,6 @@ func (d *crashDialer) crash() time.Time {
 		c.crashed.Store(true)
 	}
 	return time.Unix(0, d.last.Load())
-}
-
-// zkLatencies collects durations and reports their percentiles.
-type zkLatencies []time.Duration
-
-// report adds p50 and p99 (in ms) of ls to b's metrics, under name.
-func (ls zkLatencies) report(b *testing.B, name string) {
-	if len(ls) == 0 {
-		return
-	}
-	s := slices.Clone(ls)
-	slices.Sort(s)
-	pct := func(p float64) float64 {
-		return float64(s[int(p*float64(len(s)-1))]) / float64(time.Millisecond)
-	}
-	b.ReportMetric(pct(0.50), name+"-p50-ms")
-	b.ReportMetric(pct(0.99), name+"-p99-ms")
 }
 
 // startZKToxiproxy starts an in-process toxiproxy in front of target.
