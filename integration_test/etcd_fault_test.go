@@ -7,15 +7,10 @@ package integration_test
 
 import (
 	"context"
-	"fmt"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
-	toxiproxy "github.com/Shopify/toxiproxy/v2"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/rs/zerolog"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -81,7 +76,7 @@ func TestEtcdRaftLeaderKilled(t *testing.T) {
 // lease can expire at the server, and its successor's token is greater.
 func TestEtcdPartitionedLeaderStepsDown(t *testing.T) {
 	endpoints := etcdEndpoints(t)
-	proxy := startToxiproxy(t, endpoints[0])
+	proxy := startToxiproxy(t, "etcd", endpoints[0])
 	tl := newTermLog(etcdTTL, testLogger)
 	name := etcdName("partition")
 	alice := tl.elector(t, etcdBackend(t, etcdClient(t, proxy.Listen)), name, "alice")
@@ -94,20 +89,7 @@ func TestEtcdPartitionedLeaderStepsDown(t *testing.T) {
 	expired := watchExpiry(t, admin, name, "alice")
 
 	cut := time.Now()
-	for _, stream := range []string{"upstream", "downstream"} {
-		toxic := fmt.Sprintf(`{"name":"cut-%s","type":"timeout","stream":%q,"toxicity":1,"attributes":{"timeout":0}}`, stream, stream)
-		if _, err := proxy.Toxics.AddToxicJson(strings.NewReader(toxic)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	healed := false
-	heal := func() {
-		if !healed {
-			healed = true
-			proxy.Toxics.ResetToxics(context.Background())
-		}
-	}
-	defer heal()
+	heal := cutLinks(t, proxy)
 
 	down := waitTerm(t, tl.ended, 2*etcdTTL, "step-down of the cut-off leader")
 	next := waitTerm(t, tl.elected, 2*etcdTTL, "successor's election")
@@ -131,18 +113,6 @@ func TestEtcdPartitionedLeaderStepsDown(t *testing.T) {
 		t.Errorf("successor token: got %d, want > %d", next.token, first.token)
 	}
 	tl.checkNoOverlap(t)
-}
-
-// startToxiproxy starts an in-process toxiproxy in front of target.
-func startToxiproxy(t *testing.T, target string) *toxiproxy.Proxy {
-	t.Helper()
-	srv := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
-	p := toxiproxy.NewProxy(srv, "etcd", "127.0.0.1:0", target)
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Stop)
-	return p
 }
 
 // waitQueued waits until a candidate with identity who has a key in

@@ -7,9 +7,7 @@ package integration_test
 
 import (
 	"context"
-	"fmt"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -76,7 +74,7 @@ func TestZooKeeperKillLeaderServer(t *testing.T) {
 // successor's token is greater.
 func TestZooKeeperPartitionedLeaderStepsDown(t *testing.T) {
 	servers := testenv.ZKServers(t)
-	proxy := startZKToxiproxy(t, servers[0])
+	proxy := startToxiproxy(t, "zookeeper", servers[0])
 	tl := newTermLog(zkTTL, testLogger)
 	name := zkName("partition")
 	alice := tl.elector(t, zkBackend(t, []string{proxy.Listen}, nil), name, "alice")
@@ -100,20 +98,7 @@ func TestZooKeeperPartitionedLeaderStepsDown(t *testing.T) {
 	}
 
 	cut := time.Now()
-	for _, stream := range []string{"upstream", "downstream"} {
-		toxic := fmt.Sprintf(`{"name":"cut-%s","type":"timeout","stream":%q,"toxicity":1,"attributes":{"timeout":0}}`, stream, stream)
-		if _, err := proxy.Toxics.AddToxicJson(strings.NewReader(toxic)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	healed := false
-	heal := func() {
-		if !healed {
-			healed = true
-			proxy.Toxics.ResetToxics(context.Background())
-		}
-	}
-	defer heal()
+	heal := cutLinks(t, proxy)
 
 	down := waitTerm(t, tl.ended, 2*zkTTL, "step-down of the cut-off leader")
 	next := waitTerm(t, tl.elected, 3*zkTTL, "successor's election")

@@ -12,10 +12,7 @@ import (
 	"testing"
 	"time"
 
-	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/go-zookeeper/zk"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/rs/zerolog"
 
 	"github.com/leaderkit/elector/internal/testenv"
 	"github.com/leaderkit/elector/zookeeper"
@@ -189,16 +186,4 @@ func (d *crashDialer) crash() time.Time {
 		c.crashed.Store(true)
 	}
 	return time.Unix(0, d.last.Load())
-}
-
-// startZKToxiproxy starts an in-process toxiproxy in front of target.
-func startZKToxiproxy(t *testing.T, target string) *toxiproxy.Proxy {
-	t.Helper()
-	srv := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
-	p := toxiproxy.NewProxy(srv, "zookeeper", "127.0.0.1:0", target)
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Stop)
-	return p
 }
