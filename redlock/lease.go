@@ -114,7 +114,9 @@ func (l *Lease) Renew(ctx context.Context) error {
 		if d := l.b.deadline(start, l.ttl); d.After(l.deadline) {
 			l.deadline = d
 		}
-		l.restore(ctx, calls, ttlArg)
+		if mayMiss(got) {
+			l.restore(ctx, calls, ttlArg)
+		}
 		return nil
 	case notOurs > n-q:
 		l.markGone()
@@ -124,6 +126,17 @@ func (l *Lease) Renew(ctx context.Context) error {
 		return ctx.Err()
 	}
 	return fmt.Errorf("redlock: renew %q: %d of %d nodes confirmed, need %d: %s", l.election, ok, n, q, nodeErr(firstErr(got)))
+}
+
+// mayMiss reports whether some node of a renew round reported the key
+// missing, or has not replied yet and so still may.
+func mayMiss(got []*call) bool {
+	for _, g := range got {
+		if g == nil || (g.err == nil && g.val.(int64) == -1) {
+			return true
+		}
+	}
+	return false
 }
 
 // restore puts the lease back, in the background, on the nodes whose reply
