@@ -33,6 +33,14 @@ set -euo pipefail
 SCRIPT=$(readlink -f "${BASH_SOURCE[0]}")
 STATE=${ELECTOR_STATE_DIR:-/tmp/elector-servers}
 HOST=127.0.0.1
+# OFF shifts every port below, so that a second set of servers (another
+# ELECTOR_STATE_DIR) can run beside the first: ELECTOR_PORT_OFFSET=100 puts
+# Redis on 7101-7106, etcd on 23891-23894 and ZooKeeper on 21911-21913.
+OFF=${ELECTOR_PORT_OFFSET:-0}
+[[ $OFF =~ ^[0-9]+$ ]] && ((OFF % 100 == 0 && OFF < 1000)) || {
+	printf 'servers.sh: error: ELECTOR_PORT_OFFSET must be a multiple of 100 below 1000, got %q\n' "$OFF" >&2
+	exit 2
+}
 START_TIMEOUT=${ELECTOR_START_TIMEOUT:-60} # seconds a kind may take to become ready
 STOP_GRACE=${ELECTOR_STOP_GRACE:-5}        # seconds between SIGTERM and SIGKILL
 
@@ -212,7 +220,7 @@ kind_running() { # succeeds if any node of the kind runs
 
 # ---------------------------------------------------------------- redis
 
-redis_port() { echo $((7000 + $1)); }
+redis_port() { echo $((7000 + OFF + $1)); }
 
 # redis_cli N ARGS... runs redis-cli against node N, giving up after 2 s: a
 # paused node accepts the connection but never answers.
@@ -264,8 +272,8 @@ redis_env() {
 
 # ---------------------------------------------------------------- etcd
 
-etcd_client_port() { echo $((23790 + $1)); }
-etcd_peer_port() { echo $((23800 + $1)); }
+etcd_client_port() { echo $((23790 + OFF + $1)); }
+etcd_peer_port() { echo $((23800 + OFF + $1)); }
 etcd_tls_dir() { printf '%s/etcd/tls' "$STATE"; }
 
 etcd_client_url() {
@@ -385,7 +393,7 @@ etcd_stop() {
 etcd_env() {
 	local tls
 	tls=$(etcd_tls_dir)
-	env_line ELECTOR_ETCD_ENDPOINTS "$HOST:23791,$HOST:23792,$HOST:23793"
+	env_line ELECTOR_ETCD_ENDPOINTS "$HOST:$(etcd_client_port 1),$HOST:$(etcd_client_port 2),$HOST:$(etcd_client_port 3)"
 	env_line ELECTOR_ETCD_TLS_ENDPOINT "$HOST:$(etcd_client_port 4)"
 	env_line ELECTOR_ETCD_TLS_CA "$tls/ca.crt"
 	env_line ELECTOR_ETCD_TLS_CERT "$tls/client.crt"
@@ -394,7 +402,7 @@ etcd_env() {
 
 # ---------------------------------------------------------------- zookeeper
 
-zk_client_port() { echo $((21810 + $1)); }
+zk_client_port() { echo $((21810 + OFF + $1)); }
 
 zk_launch() { # zk_launch N
 	local n=$1 dir port i
@@ -407,7 +415,7 @@ zk_launch() { # zk_launch N
 		printf '%s\n' tickTime=500 initLimit=20 syncLimit=10 \
 			minSessionTimeout=1000 maxSessionTimeout=30000 \
 			"dataDir=$dir/data" "clientPortAddress=$HOST" "clientPort=$port"
-		for i in 1 2 3; do printf 'server.%d=%s:%d:%d\n' "$i" "$HOST" $((21820 + i)) $((21830 + i)); done
+		for i in 1 2 3; do printf 'server.%d=%s:%d:%d\n' "$i" "$HOST" $((21820 + OFF + i)) $((21830 + OFF + i)); done
 		printf '%s\n' '4lw.commands.whitelist=*' admin.enableServer=false
 	} >"$dir/zoo.cfg"
 	spawn zk "$n" java -Xms128m -Xmx128m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
@@ -432,7 +440,7 @@ zk_wait() { # zk_wait N...
 	for n in "$@"; do wait_ready zk "$n"; done
 }
 
-zk_env() { env_line ELECTOR_ZK_SERVERS "$HOST:21811,$HOST:21812,$HOST:21813"; }
+zk_env() { env_line ELECTOR_ZK_SERVERS "$HOST:$(zk_client_port 1),$HOST:$(zk_client_port 2),$HOST:$(zk_client_port 3)"; }
 
 # ---------------------------------------------------------------- commands
 
@@ -448,9 +456,9 @@ parse_kinds() { # parse_kinds [KIND|all] → kind names
 
 ports_of() { # every port a kind listens on
 	case $1 in
-	redis) echo 7001 7002 7003 7004 7005 7006 ;;
-	etcd) echo 23791 23792 23793 23794 23801 23802 23803 23804 ;;
-	zk) echo 21811 21812 21813 21821 21822 21823 21831 21832 21833 ;;
+	redis) for n in 1 2 3 4 5 6; do redis_port "$n"; done ;;
+	etcd) for n in 1 2 3 4; do etcd_client_port "$n" && etcd_peer_port "$n"; done ;;
+	zk) for n in 1 2 3; do zk_client_port "$n" && echo $((21820 + OFF + n)) $((21830 + OFF + n)); done ;;
 	esac
 }
 
@@ -524,6 +532,7 @@ cmd_env() {
 		if ((!header)); then
 			env_line ELECTOR_STATE_DIR "$STATE"
 			env_line ELECTOR_SCRIPTS "$SCRIPT"
+			env_line ELECTOR_PORT_OFFSET "$OFF"
 			header=1
 		fi
 		"${kind}_env"
