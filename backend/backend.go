@@ -114,6 +114,11 @@ type Lease interface {
 	Release(ctx context.Context) error
 }
 
+// MinTTL is the shortest [Candidate.TTL] any driver accepts; drivers may
+// require more. A shorter lease would end within the scheduling jitter of
+// the process holding it.
+const MinTTL = 10 * time.Millisecond
+
 // Candidate describes one campaign.
 type Candidate struct {
 	// Election names the election; see [ValidateElection] for the portable
@@ -123,9 +128,12 @@ type Candidate struct {
 	// [Backend.Leader]. Identities need not be unique: drivers tell leases
 	// apart by values of their own.
 	Identity string
-	// TTL is how long the lease lives without a renewal. Drivers may round it
-	// up to what their store supports (etcd: whole seconds); Deadline reflects
-	// what was granted.
+	// TTL is how long the lease lives without a renewal: the lease gets
+	// this TTL on every driver, rounded up only to the store's granularity
+	// (etcd: whole seconds), and Deadline reflects it. A TTL below [MinTTL],
+	// or one the store cannot grant (outside a ZooKeeper ensemble's session
+	// timeout range, under etcd's minimum lease TTL), makes Campaign return
+	// an error wrapping [ErrInvalid] that names the range the store accepts.
 	TTL time.Duration
 }
 

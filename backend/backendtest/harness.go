@@ -70,3 +70,10 @@ type Isolator interface {
 	Isolate(b backend.Backend)
 	Heal(b backend.Backend)
 }
+
+// TTLRounder is an optional Harness ability: the granularity to which the
+// driver rounds [backend.Candidate.TTL] up (etcd: whole seconds). Without it
+// the suite allows 1 ms.
+type TTLRounder interface {
+	TTLGranularity() time.Duration
+}

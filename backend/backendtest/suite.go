@@ -22,6 +22,7 @@ func Run(t *testing.T, newHarness HarnessMaker) {
 		fn   func(*env)
 	}{
 		{"CampaignFree", testCampaignFree},
+		{"TTL", testTTL},
 		{"InvalidNames", testInvalidNames},
 		{"SecondCandidateWaits", testSecondCandidateWaits},
 		{"SameBackendCandidates", testSameBackendCandidates},

@@ -140,8 +140,8 @@ func validate(c backend.Candidate) error {
 	if err := backend.ValidateElection(c.Election); err != nil {
 		return fmt.Errorf("memory: %w", err)
 	}
-	if c.TTL <= 0 {
-		return fmt.Errorf("memory: %w: TTL is %v; want > 0", backend.ErrInvalid, c.TTL)
+	if c.TTL < backend.MinTTL {
+		return fmt.Errorf("memory: %w: TTL is %v; want at least %v", backend.ErrInvalid, c.TTL, backend.MinTTL)
 	}
 	return nil
 }
