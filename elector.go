@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/leaderkit/elector/backend"
+	"github.com/leaderkit/elector/internal/wait"
 )
 
 // Elector campaigns for one election on one backend and runs
@@ -48,7 +49,7 @@ type resignRequest struct {
 type termKey struct{}
 
 // New returns an Elector for election on b. It validates the election name
-// (see [backend.ValidateElection]) and the options, and returns an error
+// (see [ValidateElection]) and the options, and returns an error
 // naming the first problem. It does not contact the backend.
 func New(b backend.Backend, election string, opts *Options) (*Elector, error) {
 	if err := validateNew(b, election); err != nil {
@@ -73,6 +74,11 @@ func (e *Elector) Identity() string { return e.opts.Identity }
 
 // Election returns the name of the election this Elector campaigns for.
 func (e *Elector) Election() string { return e.election }
+
+// Options returns the options this Elector runs with, defaults resolved: the
+// effective Identity, TTL, RenewInterval, SafetyMargin and Logger, and the
+// callbacks as given. Changing the returned value changes nothing.
+func (e *Elector) Options() Options { return e.opts }
 
 // Run campaigns for the election and, each time it wins, runs a term:
 // OnElected in its own goroutine, the lease renewed every RenewInterval,
@@ -121,32 +127,20 @@ func (e *Elector) Run(ctx context.Context) error {
 // permanently.
 func (e *Elector) campaign(ctx context.Context) (backend.Lease, error) {
 	c := backend.Candidate{Election: e.election, Identity: e.opts.Identity, TTL: e.opts.TTL}
-	short := 0 // quick wins of leases too short to lead on
 	for attempt := 0; ; attempt++ {
 		e.log.LogAttrs(ctx, slog.LevelDebug, "campaigning", slog.Int("attempt", attempt))
 		began := time.Now()
 		l, err := e.b.Campaign(ctx, c)
-		took := time.Since(began)
-		e.observe(Event{Kind: EventCampaign, Took: took, Err: err})
+		e.observe(Event{Kind: EventCampaign, Took: time.Since(began), Err: err})
 		if err == nil {
 			left := time.Until(l.Deadline())
 			if left > e.opts.SafetyMargin {
 				return l, nil
 			}
-			// Won too late to act safely: give it back.
+			// Won too late to act safely (the campaign itself took most
+			// of the TTL): give it back and try again.
 			e.release(ctx, l, Term{})
 			err = fmt.Errorf("won with only %v left before the lease deadline, within the safety margin %v", left, e.opts.SafetyMargin)
-			// A quick campaign that still leaves no time means the backend
-			// grants shorter leases than TTL assumes: say so rather than
-			// loop forever.
-			if took < e.opts.SafetyMargin {
-				short++
-			}
-			if short >= 3 {
-				return nil, fmt.Errorf("elector: campaign %q: %w: the backend granted a lease of %v, no longer than SafetyMargin %v; "+
-					"set Options.TTL (now %v) to the lease length the backend grants (ZooKeeper: the session timeout)",
-					e.election, backend.ErrInvalid, (left + took).Round(time.Millisecond), e.opts.SafetyMargin, e.opts.TTL)
-			}
 		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -154,10 +148,10 @@ func (e *Elector) campaign(ctx context.Context) (backend.Lease, error) {
 		if backend.IsPermanent(err) {
 			return nil, fmt.Errorf("elector: campaign %q: %w", e.election, err)
 		}
-		wait := backoff(attempt, e.opts.RenewInterval)
+		delay := backoff(attempt, e.opts.RenewInterval)
 		e.log.LogAttrs(ctx, slog.LevelWarn, "campaign failed; retrying",
-			slog.Any("error", err), slog.Duration("retry_in", wait))
-		if !sleep(ctx, wait) {
+			slog.Any("error", err), slog.Duration("retry_in", delay))
+		if !wait.Sleep(ctx, delay) {
 			return nil, ctx.Err()
 		}
 	}
@@ -178,7 +172,7 @@ func (e *Elector) awaitSuccessor(ctx context.Context, token uint64) {
 		if h, err := e.b.Leader(wctx, e.election); err == nil && !h.IsZero() && h.Token != token {
 			return
 		}
-		if !sleep(wctx, poll) {
+		if !wait.Sleep(wctx, poll) {
 			return
 		}
 	}
@@ -259,7 +253,7 @@ func (e *Elector) Term() (Term, bool) {
 
 // Leader reports the current holder of the election as the backend sees it,
 // whichever elector or process holds it, or an error wrapping [ErrNoLeader].
-func (e *Elector) Leader(ctx context.Context) (backend.Holder, error) {
+func (e *Elector) Leader(ctx context.Context) (Holder, error) {
 	h, err := e.b.Leader(ctx, e.election)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -305,10 +299,10 @@ func (e *Elector) observe(ev Event) {
 // watchLeader reports leader changes to OnLeaderChange until ctx ends.
 func (e *Elector) watchLeader(ctx context.Context) {
 	var (
-		last  backend.Holder
+		last  Holder
 		first = true
 	)
-	report := func(h backend.Holder) {
+	report := func(h Holder) {
 		h.TTL = 0 // a changing TTL is not a change of leader
 		if first || h != last {
 			first, last = false, h
@@ -322,7 +316,7 @@ func (e *Elector) watchLeader(ctx context.Context) {
 				return
 			}
 			e.log.LogAttrs(ctx, slog.LevelWarn, "watch failed; retrying", slog.Any("error", err))
-			if !sleep(ctx, backoff(attempt, e.opts.RenewInterval)) {
+			if !wait.Sleep(ctx, backoff(attempt, e.opts.RenewInterval)) {
 				return
 			}
 		}
@@ -337,7 +331,7 @@ func (e *Elector) watchLeader(ctx context.Context) {
 		case backend.IsPermanent(err):
 			return
 		case ctx.Err() == nil && isNoLeader(err):
-			report(backend.Holder{})
+			report(Holder{})
 		}
 		select {
 		case <-t.C:
@@ -355,16 +349,4 @@ func backoff(attempt int, limit time.Duration) time.Duration {
 		ceil = min(limit, 25*time.Millisecond<<attempt)
 	}
 	return max(time.Millisecond, rand.N(ceil+1))
-}
-
-// sleep waits for d or until ctx ends, and reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

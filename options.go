@@ -66,11 +66,11 @@ type Options struct {
 	OnRevoked func(t Term, reason error)
 
 	// OnLeaderChange, if set, is called with the holder of the election each
-	// time it changes, whoever holds it, and with the zero [backend.Holder]
+	// time it changes, whoever holds it, and with the zero [Holder]
 	// when there is none. Run calls it sequentially from one goroutine while
 	// it runs, through the backend's [backend.Watcher] when it has one and by
 	// polling [Elector.Leader] every RenewInterval otherwise.
-	OnLeaderChange func(h backend.Holder)
+	OnLeaderChange func(h Holder)
 
 	// Observer, if set, is called with each [Event]: campaign attempts,
 	// terms starting and ending, renewals and releases, with their latency

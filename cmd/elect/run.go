@@ -8,10 +8,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"os/exec"
-	"strings"
 	"time"
 
 	"github.com/leaderkit/elector"
@@ -70,7 +68,7 @@ func runFlags(c *runConfig) *flag.FlagSet {
 	fs := newFlagSet("run")
 	c.register(fs)
 	fs.StringVar(&c.identity, "identity", "", "`identity` reported to others while leading (default hostname-pid-random)")
-	fs.DurationVar(&c.ttl, "ttl", 0, "lease `TTL`: another replica takes over about this long after a crash (default 15s; for zk:// the URL's session_timeout if set)")
+	fs.DurationVar(&c.ttl, "ttl", 0, "lease `TTL`: another replica takes over about this long after a crash (default 15s)")
 	fs.DurationVar(&c.renewInterval, "renew-interval", 0, "time between renewals (default TTL/3)")
 	fs.DurationVar(&c.safetyMargin, "safety-margin", 0, "step down this long before the lease's deadline if renewals fail (default TTL/5)")
 	fs.DurationVar(&c.grace, "grace", 10*time.Second, "time between SIGTERM and SIGKILL when COMMAND is stopped")
@@ -105,44 +103,6 @@ func (c *runConfig) check() error {
 	return nil
 }
 
-// reconcileZK makes --ttl and a zk:// URL's session_timeout agree: a
-// ZooKeeper lease lives as long as the session, whatever the TTL asked.
-// Either one sets the other; both given must be equal.
-func (c *runConfig) reconcileZK() error {
-	if !strings.HasPrefix(c.backendURL, "zk://") {
-		if c.ttl == 0 {
-			c.ttl = elector.DefaultTTL
-		}
-		return nil
-	}
-	base, rawQuery, _ := strings.Cut(c.backendURL, "?")
-	q, err := url.ParseQuery(rawQuery)
-	if err != nil {
-		return fmt.Errorf("--backend: malformed query: %w", err)
-	}
-	var session time.Duration
-	if v := q.Get("session_timeout"); v != "" {
-		if session, err = time.ParseDuration(v); err != nil {
-			return fmt.Errorf("--backend: session_timeout=%q: want a duration such as 10s", v)
-		}
-	}
-	switch {
-	case session == 0 && c.ttl == 0:
-		c.ttl = elector.DefaultTTL
-	case session == 0:
-	case c.ttl == 0:
-		c.ttl = session
-		return nil
-	case c.ttl != session:
-		return fmt.Errorf("--ttl %v and the zk:// session_timeout %v differ; a ZooKeeper lease lasts as long as its session: give one of them", c.ttl, session)
-	default:
-		return nil
-	}
-	q.Set("session_timeout", c.ttl.String())
-	c.backendURL = base + "?" + q.Encode()
-	return nil
-}
-
 func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c := new(runConfig)
 	fs := runFlags(c)
@@ -151,9 +111,6 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	c.argv = fs.Args()
 	if err := c.check(); err != nil {
-		return exitf(exitUsage, "run: %v", err)
-	}
-	if err := c.reconcileZK(); err != nil {
 		return exitf(exitUsage, "run: %v", err)
 	}
 	// Find the command before campaigning: no point leading without it.

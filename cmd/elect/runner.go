@@ -17,6 +17,7 @@ import (
 
 	"github.com/leaderkit/elector"
 	"github.com/leaderkit/elector/backend"
+	"github.com/leaderkit/elector/internal/wait"
 )
 
 // onceState is where a --once run stands.
@@ -186,11 +187,11 @@ func (r *runner) onElected(ctx context.Context, t elector.Term) {
 				r.code = code
 				r.mu.Unlock()
 				r.log.Debug("holding the lease", "hold", r.cfg.hold)
-				sleep(ctx, r.cfg.hold)
+				wait.Sleep(ctx, r.cfg.hold)
 				r.cancel()
 				return
 			case r.cfg.onExit == "restart":
-				if !sleep(ctx, r.cfg.restartDelay) {
+				if !wait.Sleep(ctx, r.cfg.restartDelay) {
 					return
 				}
 			case r.cfg.onExit == "resign":
@@ -245,11 +246,7 @@ func (r *runner) grace(cause error) time.Duration {
 	if !errors.Is(cause, elector.ErrLeaseLost) {
 		return r.cfg.grace
 	}
-	margin := r.cfg.safetyMargin
-	if margin == 0 {
-		margin = r.cfg.ttl / 5
-	}
-	return min(r.cfg.grace, margin/2)
+	return min(r.cfg.grace, r.e.Options().SafetyMargin/2)
 }
 
 // env is the command's environment: elect's, without elect's own settings,
@@ -266,16 +263,4 @@ func (r *runner) env(t elector.Term) []string {
 		"ELECT_TERM_TOKEN="+strconv.FormatUint(t.Token, 10),
 		"ELECT_TERM_START="+t.Start.UTC().Format(time.RFC3339Nano),
 	)
-}
-
-// sleep waits for d or until ctx ends, and reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/leaderkit/elector/backend"
+	"github.com/leaderkit/elector/internal/wait"
 )
 
 const statusHead = `Usage: elect status [flags]
@@ -162,9 +163,9 @@ func watchMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if backend.IsPermanent(err) {
 			return exitf(exitBackend, "watch: %v", err)
 		}
-		wait := min(time.Duration(attempt+1)*250*time.Millisecond, 5*time.Second)
-		log.Warn("watch failed; retrying", "error", err, "retry_in", wait)
-		sleep(ctx, wait)
+		delay := min(time.Duration(attempt+1)*250*time.Millisecond, 5*time.Second)
+		log.Warn("watch failed; retrying", "error", err, "retry_in", delay)
+		wait.Sleep(ctx, delay)
 	}
 	return nil
 }

@@ -36,7 +36,6 @@ func TestUsageErrors(t *testing.T) {
 		{"run " + ok + " -- /no/such/command", nil, exitNotFound, "/no/such/command"},
 		{"run " + ok + " -- /dev/null", nil, exitCannotRun, "permission denied"},
 		{"run --election=e -- true", []string{"ELECT_BACKEND=zk://h/zookeeper"}, exitUsage, "zookeeper"},
-		{"run --election=e --ttl=3s --backend=zk://h/x?session_timeout=2s -- true", nil, exitUsage, "--ttl 3s and the zk:// session_timeout 2s differ"},
 		{"run --election=e --backend=zk://h/x?session_timeout=soon -- true", nil, exitUsage, `session_timeout="soon"`},
 		{"run " + ok + " -- true", []string{"ELECT_TTL=soon"}, exitUsage, `environment variable ELECT_TTL="soon"`},
 		{"run --election= --backend=etcd://h -- true", nil, exitUsage, "set --election"},
