@@ -2,6 +2,8 @@
 // (or the elect command) can be pointed at Redis, etcd or ZooKeeper by
 // configuration alone:
 //
+//	import _ "github.com/leaderkit/elector/redlock" // registers redis:// and rediss://
+//
 //	b, closer, err := backendurl.Open(ctx, os.Getenv("ELECT_BACKEND"))
 //	if err != nil { ... }
 //	defer closer.Close()
@@ -9,7 +11,14 @@
 //
 // # Schemes
 //
-// The default [Mux] (see [DefaultMux]) knows these schemes:
+// Each driver owns its schemes: importing the driver package registers them
+// with [DefaultMux] (as database/sql drivers register themselves), and the
+// driver parses its own query parameters with the shared rules of [Params].
+// This package imports no driver and no client library, so a program that
+// uses only Redis compiles no etcd or ZooKeeper code. [Open] on a scheme of
+// a driver the program did not import names the import that registers it.
+//
+// The drivers of this module register these schemes:
 //
 //	redis://[user:password@]host:port[,host:port...][/db][?params]
 //	rediss://...   the same over TLS
@@ -17,7 +26,8 @@
 //	etcds://...    the same over TLS
 //	zk://[user:password@]host:port[,host:port...][/root][?params]
 //
-// A redis URL names the independent masters of a Redlock quorum (one client
+// (redis and rediss by package github.com/leaderkit/elector/redlock, etcd
+// and etcds by .../etcd, zk by .../zookeeper.) A redis URL names the independent masters of a Redlock quorum (one client
 // each; 3 or 5 for fault tolerance), never replicas of one another. An etcd
 // URL names the endpoints of one cluster; a zk URL the servers of one
 // ensemble, and its path is the root znode of the elections (default

@@ -1,4 +1,4 @@
-package backendurl
+package backendurl_test
 
 import (
 	"testing"

@@ -125,7 +125,7 @@ func (m *Mux) OpenURL(ctx context.Context, u *url.URL) (backend.Backend, io.Clos
 	o, ok := m.openers[strings.ToLower(u.Scheme)]
 	m.mu.RUnlock()
 	if !ok {
-		return nil, nil, fmt.Errorf("backendurl: %q: unknown scheme %q; want one of %s", u.Redacted(), u.Scheme, m.schemeList())
+		return nil, nil, m.unknownScheme(u)
 	}
 	b, c, err := o.OpenBackend(ctx, u)
 	if err != nil {
@@ -145,29 +145,52 @@ func (m *Mux) schemeList() string {
 	return strings.Join(s, ", ")
 }
 
-var defaultMux = func() *Mux {
-	m := new(Mux)
-	m.Register("redis", OpenerFunc(openRedis))
-	m.Register("rediss", OpenerFunc(openRedis))
-	m.Register("etcd", OpenerFunc(openEtcd))
-	m.Register("etcds", OpenerFunc(openEtcd))
-	m.Register("zk", OpenerFunc(openZK))
-	return m
-}()
+var defaultMux = new(Mux)
 
-// DefaultMux returns the Mux [Open] uses, with the schemes redis, rediss,
-// etcd, etcds and zk registered. A program may register more schemes on it.
+// DefaultMux returns the Mux [Open] uses. Drivers register their schemes on
+// it when their package is imported: redlock registers redis and rediss,
+// etcd registers etcd and etcds, zookeeper registers zk. A program may
+// register more schemes on it.
 func DefaultMux() *Mux { return defaultMux }
 
-// Open opens rawURL with [DefaultMux]; see [Mux.Open].
+// Register makes o open URLs of scheme with [DefaultMux]; see
+// [Mux.Register]. Drivers call it from an init function.
+func Register(scheme string, o Opener) { defaultMux.Register(scheme, o) }
+
+// Open opens rawURL with [DefaultMux]; see [Mux.Open]. Only the schemes of
+// the driver packages the program imports are known.
 func Open(ctx context.Context, rawURL string) (backend.Backend, io.Closer, error) {
 	return defaultMux.Open(ctx, rawURL)
 }
 
-// closers closes its elements in order and returns the first error.
-type closers []io.Closer
+// drivers names, for each scheme of this module's drivers, the package
+// whose import registers it: an error for an unregistered scheme says what
+// to import. Only names: this package imports no driver.
+var drivers = map[string]string{
+	"redis":  "github.com/leaderkit/elector/redlock",
+	"rediss": "github.com/leaderkit/elector/redlock",
+	"etcd":   "github.com/leaderkit/elector/etcd",
+	"etcds":  "github.com/leaderkit/elector/etcd",
+	"zk":     "github.com/leaderkit/elector/zookeeper",
+	"zks":    "github.com/leaderkit/elector/zookeeper",
+}
 
-func (cs closers) Close() error {
+// unknownScheme is the error for a scheme nobody registered on m.
+func (m *Mux) unknownScheme(u *url.URL) error {
+	scheme := strings.ToLower(u.Scheme)
+	if pkg, ok := drivers[scheme]; ok && m == defaultMux {
+		return fmt.Errorf("backendurl: %q: scheme %q is not registered; import _ %q to register it (registered: %s)",
+			u.Redacted(), scheme, pkg, m.schemeList())
+	}
+	return fmt.Errorf("backendurl: %q: unknown scheme %q; want one of %s", u.Redacted(), u.Scheme, m.schemeList())
+}
+
+// Closers closes its elements in order and returns the first error: the
+// io.Closer an [Opener] returns for a backend and the clients it made.
+type Closers []io.Closer
+
+// Close closes every element in order and returns the first error.
+func (cs Closers) Close() error {
 	var first error
 	for _, c := range cs {
 		if err := c.Close(); err != nil && first == nil {

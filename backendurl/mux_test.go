@@ -1,4 +1,4 @@
-package backendurl
+package backendurl_test
 
 import (
 	"context"
@@ -8,22 +8,27 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/leaderkit/elector/backendurl"
+	_ "github.com/leaderkit/elector/etcd"
+	_ "github.com/leaderkit/elector/redlock"
+	_ "github.com/leaderkit/elector/zookeeper"
+
 	"github.com/leaderkit/elector/backend"
 	"github.com/leaderkit/elector/backend/memory"
 )
 
 func TestMuxZeroValueAndRegister(t *testing.T) {
-	var m Mux
+	var m backendurl.Mux
 	if _, _, err := m.Open(t.Context(), "mem://x"); err == nil || !strings.Contains(err.Error(), "(none registered)") {
-		t.Errorf("Open on an empty Mux: got %v, want an error saying no scheme is registered", err)
+		t.Errorf("backendurl.Open on an empty Mux: got %v, want an error saying no scheme is registered", err)
 	}
-	m.Register("mem", OpenerFunc(func(context.Context, *url.URL) (backend.Backend, io.Closer, error) {
+	m.Register("mem", backendurl.OpenerFunc(func(context.Context, *url.URL) (backend.Backend, io.Closer, error) {
 		b := memory.New()
 		return b, b, nil
 	}))
 	b, c, err := m.Open(t.Context(), "mem://")
 	if err != nil {
-		t.Fatalf("Open(mem://): %v", err)
+		t.Fatalf("backendurl.Open(mem://): %v", err)
 	}
 	if _, err := b.Leader(t.Context(), "e"); !errors.Is(err, backend.ErrNoLeader) {
 		t.Errorf("Leader on a fresh backend: got %v, want ErrNoLeader", err)
@@ -39,12 +44,12 @@ func TestMuxZeroValueAndRegister(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		scheme string
-		o      Opener
+		o      backendurl.Opener
 		want   string
 	}{
-		{"mem", OpenerFunc(nil), "registered twice"},
-		{"Bad", OpenerFunc(nil), "malformed scheme"},
-		{"", OpenerFunc(nil), "malformed scheme"},
+		{"mem", backendurl.OpenerFunc(nil), "registered twice"},
+		{"Bad", backendurl.OpenerFunc(nil), "malformed scheme"},
+		{"", backendurl.OpenerFunc(nil), "malformed scheme"},
 		{"ok", nil, "nil Opener"},
 	} {
 		func() {
@@ -86,10 +91,10 @@ func TestOpenRefusesBadURLs(t *testing.T) {
 		{"zk://h1/a?session_timeout=1ms", "SessionTimeout"},
 		{"zk://h1/a?%zz", "malformed query"},
 	} {
-		b, c, err := Open(t.Context(), tc.url)
+		b, c, err := backendurl.Open(t.Context(), tc.url)
 		if tc.want == "" {
 			if err != nil {
-				t.Errorf("Open(%q): %v, want success", tc.url, err)
+				t.Errorf("backendurl.Open(%q): %v, want success", tc.url, err)
 			} else {
 				_ = c.Close()
 			}
@@ -97,14 +102,14 @@ func TestOpenRefusesBadURLs(t *testing.T) {
 		}
 		if err == nil {
 			_ = c.Close()
-			t.Errorf("Open(%q): got backend %T, want an error containing %q", tc.url, b, tc.want)
+			t.Errorf("backendurl.Open(%q): got backend %T, want an error containing %q", tc.url, b, tc.want)
 			continue
 		}
 		if !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("Open(%q): got %q, want it to contain %q", tc.url, err, tc.want)
+			t.Errorf("backendurl.Open(%q): got %q, want it to contain %q", tc.url, err, tc.want)
 		}
 		if !strings.HasPrefix(err.Error(), "backendurl: ") {
-			t.Errorf("Open(%q): got %q, want it to start with the package name", tc.url, err)
+			t.Errorf("backendurl.Open(%q): got %q, want it to start with the package name", tc.url, err)
 		}
 	}
 }
@@ -116,9 +121,9 @@ func TestOpenRedactsPasswords(t *testing.T) {
 		"redis://u:s3cret@h1:bad",
 		"redis://u:s3cret@h1/%zz",
 	} {
-		_, _, err := Open(t.Context(), raw)
+		_, _, err := backendurl.Open(t.Context(), raw)
 		if err == nil || strings.Contains(err.Error(), "s3cret") {
-			t.Errorf("Open(%q): got %v, want an error without the password", raw, err)
+			t.Errorf("backendurl.Open(%q): got %v, want an error without the password", raw, err)
 		}
 	}
 }

@@ -14,24 +14,28 @@ import (
 	"time"
 )
 
-// params reads a URL's query parameters, remembering which names were read,
-// so that finish can refuse the unknown ones. The first error sticks.
-type params struct {
+// Params reads a URL's query parameters for an [Opener] with the rules every
+// scheme shares: each parameter at most once, values that parse, and no
+// parameter the Opener did not read (Finish lists the valid ones). Read every
+// parameter the scheme has, then call Finish. The first error sticks and is
+// returned by Finish.
+type Params struct {
 	q     url.Values
 	known []string
 	err   error
 }
 
-func newParams(u *url.URL) (*params, error) {
+// NewParams parses u's query. It fails on a malformed query.
+func NewParams(u *url.URL) (*Params, error) {
 	q, err := url.ParseQuery(u.RawQuery)
 	if err != nil {
 		return nil, fmt.Errorf("malformed query: %w", err)
 	}
-	return &params{q: q}, nil
+	return &Params{q: q}, nil
 }
 
 // get returns the value of name and whether it was given.
-func (p *params) get(name string) (string, bool) {
+func (p *Params) get(name string) (string, bool) {
 	p.known = append(p.known, name)
 	vs, ok := p.q[name]
 	if !ok {
@@ -43,12 +47,15 @@ func (p *params) get(name string) (string, bool) {
 	return vs[0], true
 }
 
-func (p *params) str(name string) string {
+// String returns the value of parameter name, or "" when it is absent.
+func (p *Params) String(name string) string {
 	v, _ := p.get(name)
 	return v
 }
 
-func (p *params) duration(name string) time.Duration {
+// Duration returns parameter name parsed by [time.ParseDuration] (50ms,
+// 10s), or 0 when it is absent.
+func (p *Params) Duration(name string) time.Duration {
 	v, ok := p.get(name)
 	if !ok {
 		return 0
@@ -60,7 +67,8 @@ func (p *params) duration(name string) time.Duration {
 	return d
 }
 
-func (p *params) float(name string) float64 {
+// Float returns parameter name as a number, or 0 when it is absent.
+func (p *Params) Float(name string) float64 {
 	v, ok := p.get(name)
 	if !ok {
 		return 0
@@ -72,7 +80,9 @@ func (p *params) float(name string) float64 {
 	return f
 }
 
-func (p *params) boolean(name string) bool {
+// Bool returns parameter name as a boolean; the name alone (?no_prefix)
+// means true. It returns false when the parameter is absent.
+func (p *Params) Bool(name string) bool {
 	v, ok := p.get(name)
 	if !ok {
 		return false
@@ -87,8 +97,9 @@ func (p *params) boolean(name string) bool {
 	return b
 }
 
-// finish returns the first error, or an error naming an unknown parameter.
-func (p *params) finish() error {
+// Finish returns the first error, or an error naming an unknown parameter
+// and listing the ones the Opener read.
+func (p *Params) Finish() error {
 	if p.err != nil {
 		return p.err
 	}
@@ -107,15 +118,17 @@ func (p *params) finish() error {
 	return fmt.Errorf("unknown query parameter %q; want one of %s", unknown[0], strings.Join(known, ", "))
 }
 
-// tlsConfig reads the TLS parameters into a config; it returns nil when
-// useTLS is false, and then refuses any TLS parameter.
-func (p *params) tlsConfig(useTLS bool, scheme string) (*tls.Config, error) {
-	ca, cert, key := p.str("ca"), p.str("cert"), p.str("key")
-	name := p.str("server_name")
-	skip := p.boolean("insecure_skip_verify")
+// TLS reads the TLS parameters every TLS scheme shares — ca, cert, key (PEM
+// file paths), server_name and insecure_skip_verify — into a config. It
+// returns nil when useTLS is false, and then refuses any TLS parameter,
+// naming tlsScheme, the scheme that takes them.
+func (p *Params) TLS(useTLS bool, tlsScheme string) (*tls.Config, error) {
+	ca, cert, key := p.String("ca"), p.String("cert"), p.String("key")
+	name := p.String("server_name")
+	skip := p.Bool("insecure_skip_verify")
 	if !useTLS {
 		if ca != "" || cert != "" || key != "" || name != "" || skip {
-			return nil, fmt.Errorf("TLS parameters (ca, cert, key, server_name, insecure_skip_verify) need the %ss:// scheme", scheme)
+			return nil, fmt.Errorf("TLS parameters (ca, cert, key, server_name, insecure_skip_verify) need the %s:// scheme", tlsScheme)
 		}
 		return nil, nil
 	}
@@ -144,9 +157,10 @@ func (p *params) tlsConfig(useTLS bool, scheme string) (*tls.Config, error) {
 	return cfg, nil
 }
 
-// hosts splits u's host list "h1:p1,h2:p2" into host:port addresses,
-// adding defaultPort where a port is missing.
-func hosts(u *url.URL, defaultPort string) ([]string, error) {
+// Hosts splits u's host list "h1:p1,h2:p2" into host:port addresses,
+// adding defaultPort where a port is missing. It refuses an empty list, an
+// empty host and a port outside 1-65535.
+func Hosts(u *url.URL, defaultPort string) ([]string, error) {
 	if u.Host == "" {
 		return nil, errors.New("no host; want host:port[,host:port...] after //")
 	}
@@ -171,8 +185,9 @@ func hosts(u *url.URL, defaultPort string) ([]string, error) {
 	return out, nil
 }
 
-// noPath refuses a path other than "" or "/".
-func noPath(u *url.URL, hint string) error {
+// NoPath refuses a path other than "" or "/", with hint saying what to do
+// instead.
+func NoPath(u *url.URL, hint string) error {
 	if u.Path != "" && u.Path != "/" {
 		return fmt.Errorf("unexpected path %q; %s", u.Path, hint)
 	}

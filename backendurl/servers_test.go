@@ -1,4 +1,4 @@
-package backendurl
+package backendurl_test
 
 import (
 	"errors"
@@ -8,13 +8,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leaderkit/elector/backendurl"
+	_ "github.com/leaderkit/elector/etcd"
+	_ "github.com/leaderkit/elector/redlock"
+	_ "github.com/leaderkit/elector/zookeeper"
+
 	"github.com/leaderkit/elector/backend"
 	"github.com/leaderkit/elector/internal/testenv"
 )
 
 // TestOpenRealServers opens every scheme against the real servers, wins an
 // election through it, sees the holder with Leader, and closes: goleak in
-// TestMain then proves the closer closed the clients Open created.
+// TestMain then proves the closer closed the clients backendurl.Open created.
 func TestOpenRealServers(t *testing.T) {
 	ep, ca, cert, key := testenv.EtcdTLS(t)
 	tlsQuery := url.Values{"ca": {ca}, "cert": {cert}, "key": {key}}.Encode()
@@ -27,9 +32,9 @@ func TestOpenRealServers(t *testing.T) {
 	}
 	for name, raw := range urls {
 		t.Run(name, func(t *testing.T) {
-			b, closer, err := Open(t.Context(), raw)
+			b, closer, err := backendurl.Open(t.Context(), raw)
 			if err != nil {
-				t.Fatalf("Open(%q): %v", raw, err)
+				t.Fatalf("backendurl.Open(%q): %v", raw, err)
 			}
 			defer func() {
 				if err := closer.Close(); err != nil {
@@ -59,9 +64,9 @@ func TestOpenRealServers(t *testing.T) {
 // from the backend's calls, without the password.
 func TestOpenWrongCredentials(t *testing.T) {
 	raw := fmt.Sprintf("redis://%s:wrong-pw@%s", testenv.RedisACLUser, testenv.RedisAuthAddr(t))
-	b, closer, err := Open(t.Context(), raw)
+	b, closer, err := backendurl.Open(t.Context(), raw)
 	if err != nil {
-		t.Fatalf("Open(%q): %v", raw, err)
+		t.Fatalf("backendurl.Open(%q): %v", raw, err)
 	}
 	defer closer.Close()
 	_, err = b.Leader(t.Context(), "x")

@@ -24,9 +24,11 @@ import (
 	"time"
 
 	"github.com/leaderkit/elector"
-	"github.com/leaderkit/elector/backend"
 	"github.com/leaderkit/elector/backend/memory"
 	"github.com/leaderkit/elector/backendurl"
+	_ "github.com/leaderkit/elector/etcd"      // registers etcd://, etcds://
+	_ "github.com/leaderkit/elector/redlock"   // registers redis://, rediss://
+	_ "github.com/leaderkit/elector/zookeeper" // registers zk://
 )
 
 func main() {
@@ -48,7 +50,7 @@ const (
 func run(url string, replicas, firings int) error {
 	mem := memory.New()
 	defer mem.Close()
-	open := func(ctx context.Context) (backend.Backend, io.Closer, error) {
+	open := func(ctx context.Context) (elector.Backend, io.Closer, error) {
 		if url == "" {
 			p := mem.Peer() // another process on the same store
 			return p, p, nil
@@ -103,7 +105,7 @@ func run(url string, replicas, firings int) error {
 // fires a little later (or that were still waiting) find it taken. A
 // replica that sees another leader gives up at once. It reports whether
 // job ran. job's ctx ends if the lease is lost meanwhile.
-func once(ctx context.Context, b backend.Backend, election, identity string, job func(context.Context, elector.Term)) (ran bool, err error) {
+func once(ctx context.Context, b elector.Backend, election, identity string, job func(context.Context, elector.Term)) (ran bool, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
@@ -133,7 +135,7 @@ func once(ctx context.Context, b backend.Backend, election, identity string, job
 			case <-tctx.Done():
 			}
 		},
-		OnLeaderChange: func(h backend.Holder) {
+		OnLeaderChange: func(h elector.Holder) {
 			if !h.IsZero() && h.Identity != identity && decide() {
 				cancel() // another replica leads: it runs the job
 			}

@@ -11,7 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
-	"github.com/leaderkit/elector/backend"
+	"github.com/leaderkit/elector"
 	"github.com/leaderkit/elector/etcd"
 	"github.com/leaderkit/elector/redlock"
 	"github.com/leaderkit/elector/zookeeper"
@@ -27,7 +27,7 @@ type store struct {
 
 // member is one candidate's connection to the store.
 type member struct {
-	b backend.Backend
+	b elector.Backend
 	// crash cuts the candidate off without a goodbye (no release, no
 	// renewal), as a crashed process would be; nil when the store has no
 	// simple way to do it.
@@ -116,7 +116,7 @@ func checkStore(ctx context.Context, m *member) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	_, err := m.b.Leader(ctx, "quickstart-probe")
-	if err != nil && !errors.Is(err, backend.ErrNoLeader) {
+	if err != nil && !errors.Is(err, elector.ErrNoLeader) {
 		return fmt.Errorf("store unreachable: %w", err)
 	}
 	return nil

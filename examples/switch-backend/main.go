@@ -5,27 +5,28 @@
 //
 //	cd examples && go run ./switch-backend     # mem:// (in-process)
 //	go run ./switch-backend redis://127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003 \
-//	    etcd://127.0.0.1:2379 zk://127.0.0.1:2181/elector
+//	    etcd://127.0.0.1:23791 zk://127.0.0.1:21811/elector
 //
-// It also shows a scheme of one's own: mem:// is registered on the default
-// backendurl.Mux next to redis, rediss, etcd, etcds and zk.
+// (the addresses of the test servers scripts/servers.sh starts). Each driver
+// registers its own schemes when imported; the program also registers a
+// scheme of its own, mem://, for the in-process backend.
 package main
 
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
-	"net/url"
 	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/leaderkit/elector"
-	"github.com/leaderkit/elector/backend"
 	"github.com/leaderkit/elector/backend/memory"
 	"github.com/leaderkit/elector/backendurl"
+	_ "github.com/leaderkit/elector/etcd"      // registers etcd://, etcds://
+	_ "github.com/leaderkit/elector/redlock"   // registers redis://, rediss://
+	_ "github.com/leaderkit/elector/zookeeper" // registers zk://
 )
 
 func main() {
@@ -35,23 +36,13 @@ func main() {
 	}
 	mem := memory.New()
 	defer mem.Close()
-	registerMem(mem)
+	backendurl.Register("mem", mem.Opener()) // mem:// opens a new client of mem
 	for _, u := range urls {
 		if err := run(u); err != nil {
 			fmt.Fprintln(os.Stderr, "switch-backend:", err)
 			os.Exit(1)
 		}
 	}
-}
-
-// registerMem makes mem:// URLs open a new client of mem's in-process
-// store, next to the schemes the default Mux knows.
-func registerMem(mem *memory.Backend) {
-	backendurl.DefaultMux().Register("mem", backendurl.OpenerFunc(
-		func(context.Context, *url.URL) (backend.Backend, io.Closer, error) {
-			p := mem.Peer()
-			return p, p, nil
-		}))
 }
 
 // lead is the work done while leading, whatever the backend: three ticks,

@@ -1,4 +1,4 @@
-package backendurl
+package redlock
 
 import (
 	"context"
@@ -11,13 +11,19 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/leaderkit/elector/backend"
-	"github.com/leaderkit/elector/redlock"
+	"github.com/leaderkit/elector/backendurl"
 )
 
-// openRedis opens redis:// and rediss:// URLs: one client per host, a
-// Redlock backend over them.
-func openRedis(_ context.Context, u *url.URL) (backend.Backend, io.Closer, error) {
-	addrs, err := hosts(u, "6379")
+func init() {
+	backendurl.Register("redis", backendurl.OpenerFunc(openURL))
+	backendurl.Register("rediss", backendurl.OpenerFunc(openURL))
+}
+
+// openURL opens redis:// and rediss:// URLs for package backendurl, which
+// documents the form: one client per host, a Redlock backend over them.
+// Importing this package registers both schemes with backendurl.DefaultMux.
+func openURL(_ context.Context, u *url.URL) (backend.Backend, io.Closer, error) {
+	addrs, err := backendurl.Hosts(u, "6379")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -27,27 +33,27 @@ func openRedis(_ context.Context, u *url.URL) (backend.Backend, io.Closer, error
 			return nil, nil, fmt.Errorf("path %q: want a database number such as /0, or no path", u.Path)
 		}
 	}
-	p, err := newParams(u)
+	p, err := backendurl.NewParams(u)
 	if err != nil {
 		return nil, nil, err
 	}
-	opts := &redlock.Options{
-		KeyPrefix:   p.str("prefix"),
-		NoKeyPrefix: p.boolean("no_prefix"),
-		NodeTimeout: p.duration("node_timeout"),
-		DriftFactor: p.float("drift_factor"),
+	opts := &Options{
+		KeyPrefix:   p.String("prefix"),
+		NoKeyPrefix: p.Bool("no_prefix"),
+		NodeTimeout: p.Duration("node_timeout"),
+		DriftFactor: p.Float("drift_factor"),
 	}
-	dial := p.duration("dial_timeout")
-	tlsCfg, err := p.tlsConfig(u.Scheme == "rediss", "redis")
+	dial := p.Duration("dial_timeout")
+	tlsCfg, err := p.TLS(u.Scheme == "rediss", "rediss")
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := p.finish(); err != nil {
+	if err := p.Finish(); err != nil {
 		return nil, nil, err
 	}
 	password, _ := u.User.Password()
 	clients := make([]redis.UniversalClient, len(addrs))
-	cs := make(closers, len(addrs))
+	cs := make(backendurl.Closers, len(addrs))
 	for i, a := range addrs {
 		c := redis.NewClient(&redis.Options{
 			Addr:                  a,
@@ -61,10 +67,10 @@ func openRedis(_ context.Context, u *url.URL) (backend.Backend, io.Closer, error
 		})
 		clients[i], cs[i] = c, c
 	}
-	b, err := redlock.New(clients, opts)
+	b, err := New(clients, opts)
 	if err != nil {
 		_ = cs.Close()
 		return nil, nil, err
 	}
-	return b, append(closers{b}, cs...), nil
+	return b, append(backendurl.Closers{b}, cs...), nil
 }

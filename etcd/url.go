@@ -1,0 +1,76 @@
+package etcd
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/url"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/leaderkit/elector/backend"
+	"github.com/leaderkit/elector/backendurl"
+)
+
+func init() {
+	backendurl.Register("etcd", backendurl.OpenerFunc(openURL))
+	backendurl.Register("etcds", backendurl.OpenerFunc(openURL))
+}
+
+// openURL opens etcd:// and etcds:// URLs for package backendurl, which
+// documents the form: one client over the endpoints. Importing this package
+// registers both schemes with backendurl.DefaultMux.
+func openURL(_ context.Context, u *url.URL) (backend.Backend, io.Closer, error) {
+	eps, err := backendurl.Hosts(u, "2379")
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := backendurl.NoPath(u, "set a key prefix with ?prefix=/elector/"); err != nil {
+		return nil, nil, err
+	}
+	p, err := backendurl.NewParams(u)
+	if err != nil {
+		return nil, nil, err
+	}
+	opts := &Options{
+		Prefix:         p.String("prefix"),
+		ClockDrift:     p.Float("clock_drift"),
+		CleanupTimeout: p.Duration("cleanup_timeout"),
+	}
+	dial := p.Duration("dial_timeout")
+	if dial == 0 {
+		dial = 5 * time.Second
+	}
+	tlsCfg, err := p.TLS(u.Scheme == "etcds", "etcds")
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := p.Finish(); err != nil {
+		return nil, nil, err
+	}
+	if tlsCfg != nil {
+		for i, ep := range eps {
+			eps[i] = "https://" + ep
+		}
+	}
+	password, _ := u.User.Password()
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints:   eps,
+		Username:    u.User.Username(),
+		Password:    password,
+		TLS:         tlsCfg,
+		DialTimeout: dial,
+		Logger:      zap.NewNop(),
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("etcd client: %w", err)
+	}
+	b, err := New(cli, opts)
+	if err != nil {
+		_ = cli.Close()
+		return nil, nil, err
+	}
+	return b, backendurl.Closers{b, cli}, nil
+}

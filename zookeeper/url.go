@@ -1,0 +1,51 @@
+package zookeeper
+
+import (
+	"context"
+	"io"
+	"net/url"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/leaderkit/elector/backend"
+	"github.com/leaderkit/elector/backendurl"
+)
+
+func init() {
+	backendurl.Register("zk", backendurl.OpenerFunc(openURL))
+}
+
+// openURL opens zk:// URLs for package backendurl, which documents the
+// form; the path is the root znode. Importing this package registers the
+// scheme with backendurl.DefaultMux.
+func openURL(_ context.Context, u *url.URL) (backend.Backend, io.Closer, error) {
+	servers, err := backendurl.Hosts(u, "2181")
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := backendurl.NewParams(u)
+	if err != nil {
+		return nil, nil, err
+	}
+	opts := &Options{
+		SessionTimeout:  p.Duration("session_timeout"),
+		DisconnectGrace: p.Duration("disconnect_grace"),
+	}
+	if err := p.Finish(); err != nil {
+		return nil, nil, err
+	}
+	if u.Path != "/" {
+		opts.Root = u.Path // "" means the default root
+	}
+	if u.User != nil {
+		user := u.User.Username()
+		password, _ := u.User.Password()
+		opts.Auth = []Auth{{Scheme: "digest", Secret: []byte(user + ":" + password)}}
+		opts.ACL = zk.DigestACL(zk.PermAll, user, password)
+	}
+	b, err := New(servers, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	return b, b, nil
+}
