@@ -172,7 +172,6 @@ var drivers = map[string]string{
 	"etcd":   "github.com/leaderkit/elector/etcd",
 	"etcds":  "github.com/leaderkit/elector/etcd",
 	"zk":     "github.com/leaderkit/elector/zookeeper",
-	"zks":    "github.com/leaderkit/elector/zookeeper",
 }
 
 // unknownScheme is the error for a scheme nobody registered on m.

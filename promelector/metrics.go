@@ -185,12 +185,14 @@ func (m *Metrics) Track(e *elector.Elector) {
 // Describe implements prometheus.Collector.
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	ch <- m.isLeader
-	m.terms.Describe(ch)
-	m.revocations.Describe(ch)
-	m.campaign.Describe(ch)
-	m.renew.Describe(ch)
-	m.release.Describe(ch)
-	m.termLength.Describe(ch)
+	for _, c := range m.collectors() {
+		c.Describe(ch)
+	}
+}
+
+// collectors returns the vectors Describe and Collect pass through.
+func (m *Metrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.terms, m.revocations, m.campaign, m.renew, m.release, m.termLength}
 }
 
 // Collect implements prometheus.Collector.
@@ -213,10 +215,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	for name, v := range values {
 		ch <- prometheus.MustNewConstMetric(m.isLeader, prometheus.GaugeValue, v, name)
 	}
-	m.terms.Collect(ch)
-	m.revocations.Collect(ch)
-	m.campaign.Collect(ch)
-	m.renew.Collect(ch)
-	m.release.Collect(ch)
-	m.termLength.Collect(ch)
+	for _, c := range m.collectors() {
+		c.Collect(ch)
+	}
 }
