@@ -92,6 +92,20 @@ func (r *renewer) stop() {
 	}
 }
 
+// term is one term in progress: what lead's serve and drain phases share.
+type term struct {
+	e        *Elector
+	ts       *termState
+	l        backend.Lease
+	r        *renewer
+	stepDown *time.Timer   // fires at the lease's deadline minus SafetyMargin
+	running  chan struct{} // closed when OnElected returns; nil once seen
+	stepDone bool          // stepDown has fired
+	resign   *resignRequest
+}
+
+func (t *term) stepDownAt() time.Time { return t.l.Deadline().Add(-t.e.opts.SafetyMargin) }
+
 // lead runs one term on lease l: OnElected, renewals, step-down, and the end
 // of the term (drain OnElected, release, OnRevoked). It reports whether the
 // term ended by resignation.
@@ -119,48 +133,13 @@ func (e *Elector) lead(ctx context.Context, l backend.Lease) (resigned bool) {
 		}
 	}()
 
-	stepDownAt := func() time.Time { return l.Deadline().Add(-o.SafetyMargin) }
-	stepDown := time.NewTimer(time.Until(stepDownAt()))
-	defer stepDown.Stop()
-	r := &renewer{e: e, l: l, term: ts.term, timer: time.NewTimer(o.RenewInterval)}
-	defer r.stop()
+	t := &term{e: e, ts: ts, l: l, running: callback,
+		r: &renewer{e: e, l: l, term: ts.term, timer: time.NewTimer(o.RenewInterval)}}
+	t.stepDown = time.NewTimer(time.Until(t.stepDownAt()))
+	defer t.stepDown.Stop()
+	defer t.r.stop()
 
-	var (
-		reason   error
-		resign   *resignRequest
-		running  = callback // nil once OnElected has returned
-		stepDone = false
-	)
-	for reason == nil {
-		select {
-		case <-ctx.Done():
-			reason = ctx.Err()
-		case <-l.Lost():
-			reason = fmt.Errorf("%w: the backend reports it gone: %w", ErrLeaseLost, backend.ErrLost)
-		case <-stepDown.C:
-			stepDone = true
-			reason = fmt.Errorf("%w: %w (%s)", ErrLeaseLost, errNoRenewal, r.why())
-		case req := <-e.resignCh:
-			if req.ts != ts {
-				req.reply <- ErrNotLeader
-				continue
-			}
-			reason, resign = ErrResigned, req
-		case <-r.timer.C:
-			r.start(ctx, stepDownAt())
-		case err := <-r.result:
-			switch lost := r.done(ctx, err); {
-			case lost != nil:
-				reason = fmt.Errorf("%w: renew: %w", ErrLeaseLost, lost)
-			case err == nil:
-				stepDown.Reset(time.Until(stepDownAt()))
-			}
-		case <-running:
-			running = nil
-			e.log.LogAttrs(ctx, slog.LevelInfo, "OnElected returned; still leading until the term ends",
-				slog.Uint64("token", ts.term.Token))
-		}
-	}
+	reason := t.serve(ctx)
 
 	// The term has ended: stop acting as leader.
 	e.mu.Lock()
@@ -175,30 +154,8 @@ func (e *Elector) lead(ctx context.Context, l backend.Lease) (resigned bool) {
 	}
 	e.log.LogAttrs(ctx, level, "term ended", slog.Uint64("token", ts.term.Token), slog.Any("reason", reason))
 
-	// Wait for OnElected. After a voluntary end (Resign, Run's ctx) keep the
-	// lease renewed meanwhile, so that no successor is elected while
-	// OnElected still acts.
-	voluntary := resign != nil || ctx.Err() != nil
-	for running != nil {
-		select {
-		case <-running:
-			running = nil
-		case <-r.timer.C:
-			if voluntary && !stepDone {
-				r.start(ctx, stepDownAt())
-			}
-		case err := <-r.result:
-			switch lost := r.done(ctx, err); {
-			case lost != nil:
-				voluntary = false // gone: nothing left to keep
-			case err == nil:
-				stepDown.Reset(time.Until(stepDownAt()))
-			}
-		case <-stepDown.C:
-			stepDone = true
-		}
-	}
-	r.stop()
+	t.drain(ctx)
+	t.r.stop()
 
 	relErr := e.release(ctx, l, ts.term)
 	e.mu.Lock()
@@ -209,10 +166,75 @@ func (e *Elector) lead(ctx context.Context, l backend.Lease) (resigned bool) {
 	if o.OnRevoked != nil {
 		o.OnRevoked(ts.term, reason)
 	}
-	if resign != nil {
-		resign.reply <- relErr
+	if t.resign != nil {
+		t.resign.reply <- relErr
 	}
-	return resign != nil
+	return t.resign != nil
+}
+
+// serve leads until the term ends, renewing the lease, and returns why it
+// ended: ctx ended, the lease was lost or could not be renewed before the
+// step-down point, or Resign was called (t.resign is then set).
+func (t *term) serve(ctx context.Context) (reason error) {
+	e, r := t.e, t.r
+	for reason == nil {
+		select {
+		case <-ctx.Done():
+			reason = ctx.Err()
+		case <-t.l.Lost():
+			reason = fmt.Errorf("%w: the backend reports it gone: %w", ErrLeaseLost, backend.ErrLost)
+		case <-t.stepDown.C:
+			t.stepDone = true
+			reason = fmt.Errorf("%w: %w (%s)", ErrLeaseLost, errNoRenewal, r.why())
+		case req := <-e.resignCh:
+			if req.ts != t.ts {
+				req.reply <- ErrNotLeader
+				continue
+			}
+			reason, t.resign = ErrResigned, req
+		case <-r.timer.C:
+			r.start(ctx, t.stepDownAt())
+		case err := <-r.result:
+			switch lost := r.done(ctx, err); {
+			case lost != nil:
+				reason = fmt.Errorf("%w: renew: %w", ErrLeaseLost, lost)
+			case err == nil:
+				t.stepDown.Reset(time.Until(t.stepDownAt()))
+			}
+		case <-t.running:
+			t.running = nil
+			e.log.LogAttrs(ctx, slog.LevelInfo, "OnElected returned; still leading until the term ends",
+				slog.Uint64("token", t.ts.term.Token))
+		}
+	}
+	return reason
+}
+
+// drain waits for OnElected to return after the term ended. After a
+// voluntary end (Resign, Run's ctx) it keeps the lease renewed meanwhile,
+// so that no successor is elected while OnElected still acts.
+func (t *term) drain(ctx context.Context) {
+	r := t.r
+	voluntary := t.resign != nil || ctx.Err() != nil
+	for t.running != nil {
+		select {
+		case <-t.running:
+			t.running = nil
+		case <-r.timer.C:
+			if voluntary && !t.stepDone {
+				r.start(ctx, t.stepDownAt())
+			}
+		case err := <-r.result:
+			switch lost := r.done(ctx, err); {
+			case lost != nil:
+				voluntary = false // gone: nothing left to keep
+			case err == nil:
+				t.stepDown.Reset(time.Until(t.stepDownAt()))
+			}
+		case <-t.stepDown.C:
+			t.stepDone = true
+		}
+	}
 }
 
 func isNoLeader(err error) bool { return errors.Is(err, backend.ErrNoLeader) }
