@@ -17,7 +17,7 @@
 #                                      AOF an earlier --aof run left), wait until ready
 #   servers.sh pid     KIND N          print node N's PID
 #
-# Nodes (see shared/notes/test-servers.md for the measured recipes):
+# Nodes (one line per server kind; each start command is in its *_start function below):
 #   redis 1-5  independent masters 127.0.0.1:7001-7005, no persistence
 #   redis 6    127.0.0.1:7006, requirepass elector-secret, ACL user elector/elector-acl
 #   etcd  1-3  cluster, client 127.0.0.1:23791-23793, peer 23801-23803, fast raft timing
