@@ -84,11 +84,23 @@ func (m *Mux) ValidScheme(scheme string) bool {
 // Open parses rawURL and opens the backend it describes with the [Opener]
 // registered for its scheme. Close the returned io.Closer when done: it
 // closes the backend and the clients Open created. Errors name the problem
-// and show the URL with its password redacted.
+// and never show the URL's credentials: not the password, not the user
+// name, not any run of four or more of their bytes, however malformed the
+// URL.
 func (m *Mux) Open(ctx context.Context, rawURL string) (backend.Backend, io.Closer, error) {
+	b, c, err := m.open(ctx, rawURL)
+	return b, c, redact(err, secretsOf(rawURL))
+}
+
+func (m *Mux) open(ctx context.Context, rawURL string) (backend.Backend, io.Closer, error) {
 	scheme, rest, ok := strings.Cut(rawURL, "://")
-	if !ok {
+	switch {
+	case !ok:
 		return nil, nil, fmt.Errorf("backendurl: %q is not a backend URL; want scheme://host:port[,host:port...] with a scheme among %s", rawURL, m.schemeList())
+	case !schemeRE.MatchString(strings.ToLower(scheme)):
+		return nil, nil, fmt.Errorf("backendurl: scheme %q is malformed (a space or a stray character?); want one of %s", scheme, m.schemeList())
+	case strings.Contains(rest, "#"):
+		return nil, nil, fmt.Errorf("backendurl: %q has a '#': a backend URL has no fragment; percent-encode '#' in a password as %%23 ('/' as %%2F, '?' as %%3F)", rawURL)
 	}
 	// net/url refuses a list of hosts with ports ("h1:1,h2:2"): parse the
 	// URL with a placeholder host, then put the list back.
@@ -100,6 +112,8 @@ func (m *Mux) Open(ctx context.Context, rawURL string) (backend.Backend, io.Clos
 	userinfo, hostList := "", authority
 	if i := strings.LastIndex(authority, "@"); i >= 0 {
 		userinfo, hostList = authority[:i+1], authority[i+1:]
+	} else if path, _, _ := strings.Cut(rest[end:], "?"); strings.Contains(path, "@") {
+		return nil, nil, errors.New("backendurl: an '@' after the host: percent-encode '/' and '?' in a user name or password as %2F and %3F")
 	}
 	u, err := url.Parse(scheme + "://" + userinfo + "placeholder" + rest[end:])
 	if err == nil {
@@ -113,13 +127,25 @@ func (m *Mux) Open(ctx context.Context, rawURL string) (backend.Backend, io.Clos
 		}
 		return nil, nil, fmt.Errorf("backendurl: malformed URL: %w", err)
 	}
-	return m.OpenURL(ctx, u)
+	return m.openURL(ctx, u)
 }
 
 // OpenURL is [Mux.Open] for a parsed URL.
 func (m *Mux) OpenURL(ctx context.Context, u *url.URL) (backend.Backend, io.Closer, error) {
+	b, c, err := m.openURL(ctx, u)
+	if u.User != nil {
+		secrets := []string{u.User.String(), u.User.Username()}
+		if p, ok := u.User.Password(); ok {
+			secrets = append(secrets, p)
+		}
+		err = redact(err, secrets)
+	}
+	return b, c, err
+}
+
+func (m *Mux) openURL(ctx context.Context, u *url.URL) (backend.Backend, io.Closer, error) {
 	if u.Scheme == "" {
-		return nil, nil, fmt.Errorf("backendurl: %q has no scheme; want one of %s", u.Redacted(), m.schemeList())
+		return nil, nil, fmt.Errorf("backendurl: %q has no scheme; want one of %s", redacted(u), m.schemeList())
 	}
 	m.mu.RLock()
 	o, ok := m.openers[strings.ToLower(u.Scheme)]
@@ -132,7 +158,7 @@ func (m *Mux) OpenURL(ctx context.Context, u *url.URL) (backend.Backend, io.Clos
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			return nil, nil, ctx.Err()
 		}
-		return nil, nil, fmt.Errorf("backendurl: %q: %w", u.Redacted(), err)
+		return nil, nil, fmt.Errorf("backendurl: %q: %w", redacted(u), err)
 	}
 	return b, c, nil
 }
@@ -179,9 +205,9 @@ func (m *Mux) unknownScheme(u *url.URL) error {
 	scheme := strings.ToLower(u.Scheme)
 	if pkg, ok := drivers[scheme]; ok && m == defaultMux {
 		return fmt.Errorf("backendurl: %q: scheme %q is not registered; import _ %q to register it (registered: %s)",
-			u.Redacted(), scheme, pkg, m.schemeList())
+			redacted(u), scheme, pkg, m.schemeList())
 	}
-	return fmt.Errorf("backendurl: %q: unknown scheme %q; want one of %s", u.Redacted(), u.Scheme, m.schemeList())
+	return fmt.Errorf("backendurl: %q: unknown scheme %q; want one of %s", redacted(u), u.Scheme, m.schemeList())
 }
 
 // Closers closes its elements in order and returns the first error: the
@@ -197,4 +223,15 @@ func (cs Closers) Close() error {
 		}
 	}
 	return first
+}
+
+// redacted is u as a string with the whole userinfo, user name included,
+// replaced by "xxxxx".
+func redacted(u *url.URL) string {
+	if u.User == nil {
+		return u.String()
+	}
+	v := *u
+	v.User = url.User("xxxxx")
+	return v.String()
 }

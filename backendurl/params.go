@@ -158,31 +158,70 @@ func (p *Params) TLS(useTLS bool, tlsScheme string) (*tls.Config, error) {
 }
 
 // Hosts splits u's host list "h1:p1,h2:p2" into host:port addresses,
-// adding defaultPort where a port is missing. It refuses an empty list, an
-// empty host and a port outside 1-65535.
+// adding defaultPort where a port is missing. Each element is a host name,
+// an IPv4 address or a bracketed IPv6 address ("[::1]"), with an optional
+// ":port" in 1-65535. It refuses an empty list, an empty element, a
+// malformed address and a bad port, naming the element.
 func Hosts(u *url.URL, defaultPort string) ([]string, error) {
 	if u.Host == "" {
 		return nil, errors.New("no host; want host:port[,host:port...] after //")
 	}
 	var out []string
 	for h := range strings.SplitSeq(u.Host, ",") {
-		if h == "" {
-			return nil, fmt.Errorf("empty host in %q", u.Host)
-		}
-		host, port, err := net.SplitHostPort(h)
+		addr, err := hostPort(h, defaultPort)
 		if err != nil {
-			// No port (or a bare IPv6 address): add the default one.
-			host, port = strings.Trim(h, "[]"), defaultPort
+			return nil, err
 		}
-		if host == "" {
-			return nil, fmt.Errorf("host %q has no name", h)
-		}
-		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-			return nil, fmt.Errorf("host %q: port %q is not a number in 1-65535", h, port)
-		}
-		out = append(out, net.JoinHostPort(host, port))
+		out = append(out, addr)
 	}
 	return out, nil
+}
+
+// hostPort checks one element of a host list and returns it as host:port.
+func hostPort(h, defaultPort string) (string, error) {
+	if h == "" {
+		return "", errors.New("empty host in the host list; want host:port[,host:port...]")
+	}
+	host, port, err := net.SplitHostPort(h)
+	switch {
+	case err == nil:
+	case !strings.ContainsAny(h, ":[]"):
+		host, port = h, defaultPort
+	case strings.HasPrefix(h, "[") && strings.HasSuffix(h, "]") && strings.Count(h, "[") == 1:
+		host, port = h[1:len(h)-1], defaultPort
+	default:
+		return "", fmt.Errorf("host %q is malformed; want name, name:port, IPv4, IPv4:port or [IPv6]:port", h)
+	}
+	if strings.Contains(host, ":") && net.ParseIP(host) == nil {
+		return "", fmt.Errorf("host %q: %q is not an IPv6 address", h, host)
+	}
+	if host == "" || (net.ParseIP(host) == nil && !validName(host)) {
+		return "", fmt.Errorf("host %q: want a host name of letters, digits, '-', '_' and '.', or an IP address", h)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 || strconv.Itoa(n) != port {
+		return "", fmt.Errorf("host %q: port %q is not a number in 1-65535", h, port)
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
+// validName reports whether s can be a DNS host name: dot-separated labels
+// of letters, digits, '-' and '_' (which some internal names use), each 1-63
+// bytes, at most 253 bytes in all.
+func validName(s string) bool {
+	if len(s) > 253 {
+		return false
+	}
+	for label := range strings.SplitSeq(strings.TrimSuffix(s, "."), ".") {
+		if label == "" || len(label) > 63 {
+			return false
+		}
+		for _, r := range label {
+			if !(r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // NoPath refuses a path other than "" or "/", with hint saying what to do

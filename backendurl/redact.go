@@ -1,0 +1,106 @@
+package backendurl
+
+import (
+	"errors"
+	"net/url"
+	"strings"
+)
+
+// minSecretRun is the shortest run of a URL's userinfo that redaction hides
+// wherever it appears in an error. Shorter runs cannot be told apart from
+// ordinary words ("h1", ":"); longer ones are hidden even when they also
+// occur elsewhere, so a message may lose a few harmless bytes.
+const minSecretRun = 4
+
+// secretsOf returns what must never appear in an error about rawURL: the
+// text between where credentials could start and the last '@', as typed
+// and percent-decoded. It does not parse rawURL, so a mistyped URL
+// ("redis//:pw@h", a password with an unescaped '/', '#' or '?') is covered
+// as well as a well-formed one. A URL without '@' has no secret.
+func secretsOf(rawURL string) []string {
+	at := strings.LastIndexByte(rawURL, '@')
+	if at < 0 {
+		return nil
+	}
+	start := 0
+	if i := strings.Index(rawURL, "//"); i >= 0 && i < at {
+		start = i + 2
+	} else if i := strings.IndexByte(rawURL, ':'); i >= 0 && i < at {
+		start = i + 1
+	}
+	s := rawURL[start:at]
+	out := []string{s}
+	if d, err := url.PathUnescape(s); err == nil && d != s {
+		out = append(out, d)
+	}
+	return out
+}
+
+// scrub replaces, until none is left, every run of msg that occurs in one
+// of secrets and is at least minSecretRun bytes long (or a whole shorter
+// secret) with "*". Each pass shortens msg, so it ends.
+func scrub(msg string, secrets []string) string {
+	for changed := true; changed; {
+		changed = false
+		var b strings.Builder
+		for i := 0; i < len(msg); {
+			if n := longestSecretRun(msg[i:], secrets); n > 0 {
+				b.WriteByte('*')
+				i += n
+				changed = true
+				continue
+			}
+			b.WriteByte(msg[i])
+			i++
+		}
+		msg = b.String()
+	}
+	return msg
+}
+
+// longestSecretRun returns the length of the longest prefix of s that is
+// long enough to hide — at least minSecretRun bytes, or a whole secret
+// shorter than that — and occurs in one of secrets; 0 if there is none.
+func longestSecretRun(s string, secrets []string) int {
+	best := 0
+	for _, sec := range secrets {
+		if len(sec) < 2 {
+			continue // a single byte cannot be hidden without hiding that letter everywhere
+		}
+		n := 0
+		for n < len(s) && strings.Contains(sec, s[:n+1]) {
+			n++
+		}
+		if n >= min(minSecretRun, len(sec)) && n > best {
+			best = n
+		}
+	}
+	return best
+}
+
+// redactedError is an error whose message was scrubbed of a URL's
+// credentials. It answers errors.Is for the error it replaces (so
+// backend.ErrInvalid and the like still classify it) but does not unwrap to
+// it: the original message would show the credentials.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+
+// Is reports whether the replaced error matches target.
+func (e *redactedError) Is(target error) bool { return errors.Is(e.err, target) }
+
+// redact returns err with every run of secrets hidden, or err itself when
+// there is nothing to hide.
+func redact(err error, secrets []string) error {
+	if err == nil || len(secrets) == 0 {
+		return err
+	}
+	msg := scrub(err.Error(), secrets)
+	if msg == err.Error() {
+		return err
+	}
+	return &redactedError{msg: msg, err: err}
+}
