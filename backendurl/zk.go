@@ -22,8 +22,10 @@ func openZK(_ context.Context, u *url.URL) (backend.Backend, io.Closer, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	// session_timeout is accepted and ignored: every Campaign's TTL is now
+	// the timeout of its session (issue 10).
+	_ = p.duration("session_timeout")
 	opts := &zookeeper.Options{
-		SessionTimeout:  p.duration("session_timeout"),
 		DisconnectGrace: p.duration("disconnect_grace"),
 	}
 	if err := p.finish(); err != nil {
