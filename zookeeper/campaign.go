@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/go-zookeeper/zk"
@@ -145,28 +146,8 @@ func (b *Backend) await(ctx context.Context, s *session, c backend.Candidate, di
 		if st.closed {
 			return nil, errClosed
 		}
-		// List the children and read our own znode in one round trip.
 		rearm := ownWatch == nil
-		me, err := do(b, ctx, func() (own, error) {
-			kc := make(chan own, 1)
-			go func() {
-				kids, _, err := s.conn.Children(dir)
-				kc <- own{kids: kids, err: err}
-			}()
-			var me own
-			var err error
-			if rearm {
-				_, me.stat, me.watch, err = s.conn.GetW(path)
-			} else {
-				_, me.stat, err = s.conn.Get(path)
-			}
-			ls := <-kc
-			me.kids = ls.kids
-			if err == nil {
-				err = ls.err
-			}
-			return me, err
-		}, nil)
+		me, err := b.readOwn(ctx, s, dir, path, rearm)
 		if errors.Is(err, zk.ErrNoNode) {
 			return nil, errVanished
 		}
@@ -177,13 +158,7 @@ func (b *Backend) await(ctx context.Context, s *session, c backend.Candidate, di
 			ownWatch = me.watch
 		}
 		cands := sortCandidates(me.kids)
-		idx := -1
-		for i, cd := range cands {
-			if cd.name == name {
-				idx = i
-				break
-			}
-		}
+		idx := slices.IndexFunc(cands, func(cd candidate) bool { return cd.name == name })
 		if idx < 0 {
 			return nil, errVanished
 		}
@@ -207,34 +182,67 @@ func (b *Backend) await(ctx context.Context, s *session, c backend.Candidate, di
 		if err != nil {
 			return nil, err
 		}
-	wait:
-		for {
-			select {
-			case <-predWatch:
-				break wait
-			case ev := <-ownWatch:
-				ownWatch = nil
-				if ev.Type == zk.EventNodeDeleted {
-					return nil, errVanished
-				}
-				break wait
-			case <-changed:
-				now, ch := s.state()
-				switch {
-				case now.closed:
-					return nil, errClosed
-				case now.id != owner:
-					return nil, errSessionEnded
-				case !now.up:
-					changed = ch // wait for the session to come back
-				default:
-					break wait // reconnected: look again
-				}
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			case <-b.done:
-				return nil, errClosed
+		if ownWatch, err = b.waitTurn(ctx, s, owner, predWatch, ownWatch, changed); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// readOwn lists the children of dir and reads the candidate's own znode path
+// (with a watch when rearm is set) in one round trip.
+func (b *Backend) readOwn(ctx context.Context, s *session, dir, path string, rearm bool) (own, error) {
+	return do(b, ctx, func() (own, error) {
+		kc := make(chan own, 1)
+		go func() {
+			kids, _, err := s.conn.Children(dir)
+			kc <- own{kids: kids, err: err}
+		}()
+		var me own
+		var err error
+		if rearm {
+			_, me.stat, me.watch, err = s.conn.GetW(path)
+		} else {
+			_, me.stat, err = s.conn.Get(path)
+		}
+		ls := <-kc
+		me.kids = ls.kids
+		if err == nil {
+			err = ls.err
+		}
+		return me, err
+	}, nil)
+}
+
+// waitTurn waits until the predecessor's watch fires, the candidate's own
+// znode changes, or its session (owner) reconnects; then the candidate looks
+// again. It returns the own watch still armed (nil once it fired), or why
+// the candidate can no longer lead.
+func (b *Backend) waitTurn(ctx context.Context, s *session, owner int64, pred, ownWatch <-chan zk.Event, changed <-chan struct{}) (<-chan zk.Event, error) {
+	for {
+		select {
+		case <-pred:
+			return ownWatch, nil
+		case ev := <-ownWatch:
+			if ev.Type == zk.EventNodeDeleted {
+				return nil, errVanished
 			}
+			return nil, nil
+		case <-changed:
+			now, ch := s.state()
+			switch {
+			case now.closed:
+				return nil, errClosed
+			case now.id != owner:
+				return nil, errSessionEnded
+			case !now.up:
+				changed = ch // wait for the session to come back
+			default:
+				return ownWatch, nil // reconnected: look again
+			}
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-b.done:
+			return nil, errClosed
 		}
 	}
 }
