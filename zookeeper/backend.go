@@ -3,6 +3,7 @@ package zookeeper
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,7 +53,7 @@ func New(servers []string, opts *Options) (*Backend, error) {
 		return nil, err
 	}
 	if len(servers) == 0 {
-		return nil, errors.New("zookeeper: no servers given; want at least one \"host:port\"")
+		return nil, fmt.Errorf("zookeeper: %w: no servers given; want at least one \"host:port\"", backend.ErrInvalid)
 	}
 	return &Backend{
 		servers:  append([]string(nil), servers...),

@@ -48,8 +48,8 @@ func TestOptionsValidation(t *testing.T) {
 			t.Errorf("New(%+v): got %q, want it to name the Options field and wrap ErrInvalid", o, err)
 		}
 	}
-	if _, err := New(nil, nil); err == nil {
-		t.Error("New(nil servers): got nil error, want one")
+	if _, err := New(nil, nil); !errors.Is(err, backend.ErrInvalid) {
+		t.Errorf("New(nil servers): got %v, want an error wrapping ErrInvalid", err)
 	}
 	cfg, err := (*Options)(nil).config()
 	if err != nil || cfg.root != DefaultRoot || cfg.drift != backend.DefaultDriftFactor || cfg.grace != 0 || len(cfg.acl) != 1 {
