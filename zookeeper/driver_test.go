@@ -70,9 +70,14 @@ func (f *fixture) await(ch <-chan result, d time.Duration, rule string) result {
 	return result{}
 }
 
-// candidates lists the candidate znodes of election, as the admin sees them.
+// candidates lists the candidate znodes of election, as the admin sees them
+// once its server has caught up with the ensemble's leader (a lagging
+// follower could show a list from before the test's last write).
 func (f *fixture) candidates(election string) []string {
 	f.t.Helper()
+	if _, err := f.admin.Sync("/"); err != nil {
+		f.t.Fatal(err)
+	}
 	kids, _, err := f.admin.Children(testRoot + "/" + election)
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
 		f.t.Fatal(err)
