@@ -28,7 +28,7 @@ func TestOpenRealServers(t *testing.T) {
 		"redis-auth": fmt.Sprintf("redis://%s:%s@%s/0", testenv.RedisACLUser, testenv.RedisACLPassword, testenv.RedisAuthAddr(t)),
 		"etcd":       "etcd://" + strings.Join(testenv.EtcdEndpoints(t), ",") + "?prefix=/backendurl-test/",
 		"etcds-auth": fmt.Sprintf("etcds://%s:%s@%s?%s", testenv.EtcdUser, testenv.EtcdPassword, ep, tlsQuery),
-		"zk":         "zk://" + strings.Join(testenv.ZKServers(t), ",") + "/backendurl-test?session_timeout=4s",
+		"zk":         "zk://" + strings.Join(testenv.ZKServers(t), ",") + "/backendurl-test",
 	}
 	for name, raw := range urls {
 		t.Run(name, func(t *testing.T) {

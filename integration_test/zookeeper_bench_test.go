@@ -39,7 +39,7 @@ func zkBenchServer(tb testing.TB) []string { return testenv.ZKServers(tb)[:1] }
 func BenchmarkZooKeeperAcquireRelease(b *testing.B) {
 	b.Run("lib=elector", func(b *testing.B) {
 		zb := zkBackend(b, zkBenchServer(b), nil)
-		benchAcquireRelease(b, zkCtx(b), zb, backend.Candidate{Election: zkName("acquire"), Identity: "bench"})
+		benchAcquireRelease(b, zkCtx(b), zb, backend.Candidate{Election: zkName("acquire"), Identity: "bench", TTL: zkTTL})
 	})
 	b.Run("lib=zklock", func(b *testing.B) {
 		lock := zk.NewLock(zkConn(b, zkBenchServer(b), nil), zkRoot+"-zklock/"+zkName("acquire"), zk.WorldACL(zk.PermAll))
@@ -68,7 +68,7 @@ func BenchmarkZooKeeperHandoff(b *testing.B) {
 		srv := zkBenchServer(b)
 		holder, waiter := zkBackend(b, srv, nil), zkBackend(b, srv, nil)
 		admin := zkConn(b, srv, nil)
-		c := backend.Candidate{Election: zkName("handoff"), Identity: "bench"}
+		c := backend.Candidate{Election: zkName("handoff"), Identity: "bench", TTL: zkTTL}
 		benchHandoff(b, zkCtx(b), holder, waiter, c, func() {
 			waitZKCandidates(b, admin, zkRoot+"/"+c.Election, 2)
 			time.Sleep(5 * time.Millisecond) // let the waiter set its watch
@@ -122,7 +122,7 @@ func BenchmarkZooKeeperFailover(b *testing.B) {
 		ls := make(latencies, 0, b.N)
 		for range b.N {
 			b.StopTimer()
-			c := backend.Candidate{Election: zkName("failover"), Identity: "bench"}
+			c := backend.Candidate{Election: zkName("failover"), Identity: "bench", TTL: zkTTL}
 			var d crashDialer
 			holder := zkBackend(b, srv, d.dial)
 			if _, err := holder.Campaign(ctx, c); err != nil {

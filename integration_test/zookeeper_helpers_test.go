@@ -35,7 +35,7 @@ func zkName(prefix string) string {
 // zkBackend returns a Backend on servers closed when tb ends.
 func zkBackend(tb testing.TB, servers []string, dial zk.Dialer) *zookeeper.Backend {
 	tb.Helper()
-	b, err := zookeeper.New(servers, &zookeeper.Options{Root: zkRoot, SessionTimeout: zkTTL, Dialer: dial})
+	b, err := zookeeper.New(servers, &zookeeper.Options{Root: zkRoot, Dialer: dial})
 	if err != nil {
 		tb.Fatal(err)
 	}

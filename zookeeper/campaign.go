@@ -5,25 +5,22 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/leaderkit/elector/backend"
 )
 
-// errVanished reports that a waiting candidate's znode disappeared (deleted
-// by someone else, or its session ended); campaigning again creates a new one.
-var errVanished = fmt.Errorf("candidate znode vanished: %w", backend.ErrLost)
-
-// errSessionEnded reports that the session expired while a candidate waited.
-var errSessionEnded = fmt.Errorf("session ended while campaigning: %w", backend.ErrLost)
-
 // Campaign joins election c.Election as a Curator LeaderLatch participant
 // would: it creates the EPHEMERAL_SEQUENTIAL znode
 // <Root>/<election>/_c_<uuid>-latch-<seq> holding c.Identity, then waits,
 // watching only its predecessor, until its znode is the first candidate and
-// is owned by this session. c.TTL is ignored: a lease lives as long as the
-// session, whose negotiated timeout is the TTL.
+// is owned by its session. The lease's TTL is c.TTL: the candidate uses the
+// Backend's session of that TTL, made at the first Campaign with it. A TTL
+// outside [MinTTL, MaxTTL], shorter than twice [Options.DisconnectGrace], or
+// one the ensemble does not grant as a session timeout as asked, is refused
+// with an error wrapping [backend.ErrInvalid] that names the range.
 //
 // When ctx ends first, Campaign returns ctx.Err() and deletes its znode in
 // the background (at once if connected, else as soon as the session is).
@@ -34,46 +31,42 @@ func (b *Backend) Campaign(ctx context.Context, c backend.Candidate) (backend.Le
 	if err := backend.ValidateIdentity(c.Identity); err != nil {
 		return nil, fmt.Errorf("zookeeper: %w", err)
 	}
+	s, err := b.campaignSession(ctx, c.TTL)
+	if err != nil {
+		return nil, wrap("campaign", c.Election, err)
+	}
 	dir := b.electionPath(c.Election)
 	var rnd [16]byte
 	rand.Read(rnd[:])
-	path, err := b.createCandidate(ctx, dir, uuid4(rnd), []byte(c.Identity))
+	path, err := b.createCandidate(ctx, s, dir, uuid4(rnd), []byte(c.Identity))
 	if err != nil {
 		return nil, wrap("campaign", c.Election, err)
 	}
-	l, err := b.await(ctx, c, dir, path)
+	l, err := b.await(ctx, s, c, dir, path)
 	if err != nil {
-		b.abandon(path, false)
+		s.abandon(path, false)
 		return nil, wrap("campaign", c.Election, err)
 	}
 	return l, nil
-}
-
-// wrap adds context to err, leaving context errors and ErrClosed as they are.
-func wrap(op, election string, err error) error {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || err == errClosed {
-		return err
-	}
-	return fmt.Errorf("zookeeper: %s %q: %w", op, election, err)
 }
 
 // createCandidate creates the candidate znode, creating missing parents as
 // container nodes. It is Curator's protected create: after a connection loss
 // it looks for its own znode by uuid among the children rather than leave an
 // orphan, and if it cannot tell, it has any such znode deleted later.
-func (b *Backend) createCandidate(ctx context.Context, dir, uuid string, data []byte) (string, error) {
+func (b *Backend) createCandidate(ctx context.Context, s *session, dir, uuid string, data []byte) (string, error) {
 	prefix := protectedPrefix + uuid + "-"
 	name := dir + "/" + prefix + latchLock
 	for attempt := 0; ; attempt++ {
 		path, err := do(b, ctx, func() (string, error) {
-			return b.conn.Create(name, data, zk.FlagEphemeral|zk.FlagSequence, b.cfg.acl)
+			return s.conn.Create(name, data, zk.FlagEphemeral|zk.FlagSequence, b.cfg.acl)
 		}, func(path string, err error) {
 			// Nobody waits for this create any more: undo it.
 			switch {
 			case err == nil:
-				b.abandon(path, false)
+				s.abandon(path, false)
 			case errors.Is(err, zk.ErrConnectionClosed):
-				b.abandon(dir+"/"+prefix, true)
+				s.abandon(dir+"/"+prefix, true)
 			}
 		})
 		switch {
@@ -82,7 +75,7 @@ func (b *Backend) createCandidate(ctx context.Context, dir, uuid string, data []
 		case errors.Is(err, zk.ErrNoNode) && attempt < 2:
 			// The election znode is missing (never made, or a container the
 			// server reaped): make it and create again.
-			if err := b.ensurePath(ctx, dir); err != nil {
+			if err := b.ensurePath(ctx, s, dir); err != nil {
 				return "", err
 			}
 		case errors.Is(err, zk.ErrConnectionClosed):
@@ -90,14 +83,14 @@ func (b *Backend) createCandidate(ctx context.Context, dir, uuid string, data []
 			// we reconnected to may lag behind the one that took the create,
 			// so sync it with the leader first.
 			kids, cerr := do(b, ctx, func() ([]string, error) {
-				if _, err := b.conn.Sync(dir); err != nil {
+				if _, err := s.conn.Sync(dir); err != nil {
 					return nil, err
 				}
-				kids, _, err := b.conn.Children(dir)
+				kids, _, err := s.conn.Children(dir)
 				return kids, err
 			}, nil)
 			if cerr != nil {
-				b.abandon(dir+"/"+prefix, true)
+				s.abandon(dir+"/"+prefix, true)
 				return "", err
 			}
 			for _, k := range kids {
@@ -113,10 +106,10 @@ func (b *Backend) createCandidate(ctx context.Context, dir, uuid string, data []
 }
 
 // ensurePath creates p and its missing ancestors as container nodes.
-func (b *Backend) ensurePath(ctx context.Context, p string) error {
+func (b *Backend) ensurePath(ctx context.Context, s *session, p string) error {
 	for attempt := 0; ; attempt++ {
 		_, err := do(b, ctx, func() (string, error) {
-			return b.conn.CreateContainer(p, nil, zk.FlagContainer, b.cfg.acl)
+			return s.conn.CreateContainer(p, nil, zk.FlagContainer, b.cfg.acl)
 		}, nil)
 		switch {
 		case err == nil, errors.Is(err, zk.ErrNodeExists):
@@ -126,7 +119,7 @@ func (b *Backend) ensurePath(ctx context.Context, p string) error {
 			if i <= 0 {
 				return err
 			}
-			if err := b.ensurePath(ctx, p[:i]); err != nil {
+			if err := b.ensurePath(ctx, s, p[:i]); err != nil {
 				return err
 			}
 		default:
@@ -145,36 +138,16 @@ type own struct {
 
 // await runs Curator's checkLeadership loop for the candidate znode path
 // until it leads, and returns its lease.
-func (b *Backend) await(ctx context.Context, c backend.Candidate, dir, path string) (*lease, error) {
+func (b *Backend) await(ctx context.Context, s *session, c backend.Candidate, dir, path string) (*lease, error) {
 	name := path[len(dir)+1:]
 	var ownWatch <-chan zk.Event // armed on the candidate's own znode
 	for {
-		_, changed, closed := b.state()
-		if closed {
+		st, changed := s.state()
+		if st.closed {
 			return nil, errClosed
 		}
-		// List the children and read our own znode in one round trip.
 		rearm := ownWatch == nil
-		me, err := do(b, ctx, func() (own, error) {
-			kc := make(chan own, 1)
-			go func() {
-				kids, _, err := b.conn.Children(dir)
-				kc <- own{kids: kids, err: err}
-			}()
-			var me own
-			var err error
-			if rearm {
-				_, me.stat, me.watch, err = b.conn.GetW(path)
-			} else {
-				_, me.stat, err = b.conn.Get(path)
-			}
-			ls := <-kc
-			me.kids = ls.kids
-			if err == nil {
-				err = ls.err
-			}
-			return me, err
-		}, nil)
+		me, err := b.readOwn(ctx, s, dir, path, rearm)
 		if errors.Is(err, zk.ErrNoNode) {
 			return nil, errVanished
 		}
@@ -185,13 +158,7 @@ func (b *Backend) await(ctx context.Context, c backend.Candidate, dir, path stri
 			ownWatch = me.watch
 		}
 		cands := sortCandidates(me.kids)
-		idx := -1
-		for i, cd := range cands {
-			if cd.name == name {
-				idx = i
-				break
-			}
-		}
+		idx := slices.IndexFunc(cands, func(cd candidate) bool { return cd.name == name })
 		if idx < 0 {
 			return nil, errVanished
 		}
@@ -199,14 +166,14 @@ func (b *Backend) await(ctx context.Context, c backend.Candidate, dir, path stri
 		if idx == 0 {
 			// Curator's CURATOR-696 check: lead only with a znode of the
 			// current session.
-			if now, _, _ := b.state(); owner != now.id || owner == 0 {
+			if now, _ := s.state(); owner != now.id || owner == 0 {
 				return nil, errSessionEnded
 			}
-			return b.newLease(c, path, uint64(me.stat.Czxid), owner, ownWatch)
+			return b.newLease(s, c, path, uint64(me.stat.Czxid), owner, ownWatch)
 		}
 		pred := dir + "/" + cands[idx-1].name
 		predWatch, err := do(b, ctx, func() (<-chan zk.Event, error) {
-			_, _, ch, err := b.conn.GetW(pred)
+			_, _, ch, err := s.conn.GetW(pred)
 			return ch, err
 		}, nil)
 		if errors.Is(err, zk.ErrNoNode) {
@@ -215,34 +182,67 @@ func (b *Backend) await(ctx context.Context, c backend.Candidate, dir, path stri
 		if err != nil {
 			return nil, err
 		}
-	wait:
-		for {
-			select {
-			case <-predWatch:
-				break wait
-			case ev := <-ownWatch:
-				ownWatch = nil
-				if ev.Type == zk.EventNodeDeleted {
-					return nil, errVanished
-				}
-				break wait
-			case <-changed:
-				now, ch, closed := b.state()
-				switch {
-				case closed:
-					return nil, errClosed
-				case now.id != owner:
-					return nil, errSessionEnded
-				case !now.up:
-					changed = ch // wait for the session to come back
-				default:
-					break wait // reconnected: look again
-				}
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			case <-b.done:
-				return nil, errClosed
+		if ownWatch, err = b.waitTurn(ctx, s, owner, predWatch, ownWatch, changed); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// readOwn lists the children of dir and reads the candidate's own znode path
+// (with a watch when rearm is set) in one round trip.
+func (b *Backend) readOwn(ctx context.Context, s *session, dir, path string, rearm bool) (own, error) {
+	return do(b, ctx, func() (own, error) {
+		kc := make(chan own, 1)
+		go func() {
+			kids, _, err := s.conn.Children(dir)
+			kc <- own{kids: kids, err: err}
+		}()
+		var me own
+		var err error
+		if rearm {
+			_, me.stat, me.watch, err = s.conn.GetW(path)
+		} else {
+			_, me.stat, err = s.conn.Get(path)
+		}
+		ls := <-kc
+		me.kids = ls.kids
+		if err == nil {
+			err = ls.err
+		}
+		return me, err
+	}, nil)
+}
+
+// waitTurn waits until the predecessor's watch fires, the candidate's own
+// znode changes, or its session (owner) reconnects; then the candidate looks
+// again. It returns the own watch still armed (nil once it fired), or why
+// the candidate can no longer lead.
+func (b *Backend) waitTurn(ctx context.Context, s *session, owner int64, pred, ownWatch <-chan zk.Event, changed <-chan struct{}) (<-chan zk.Event, error) {
+	for {
+		select {
+		case <-pred:
+			return ownWatch, nil
+		case ev := <-ownWatch:
+			if ev.Type == zk.EventNodeDeleted {
+				return nil, errVanished
 			}
+			return nil, nil
+		case <-changed:
+			now, ch := s.state()
+			switch {
+			case now.closed:
+				return nil, errClosed
+			case now.id != owner:
+				return nil, errSessionEnded
+			case !now.up:
+				changed = ch // wait for the session to come back
+			default:
+				return ownWatch, nil // reconnected: look again
+			}
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-b.done:
+			return nil, errClosed
 		}
 	}
 }

@@ -15,7 +15,7 @@ import (
 
 // Curator's classpath from Debian's libcurator-recipes-java (the jar
 // manifests chain to curator-framework, curator-client, guava and
-// zookeeper); see notes/test-servers.md.
+// zookeeper), with slf4j-nop to silence its logging.
 const curatorClasspath = "/usr/share/java/curator-recipes.jar:/usr/share/java/slf4j-nop.jar"
 
 // latchPeer is a running testdata/LatchPeer.java: one Curator client and
@@ -146,7 +146,7 @@ func TestCurator(t *testing.T) {
 		}
 		ch := make(chan result, 1)
 		go func() {
-			l, err := b.Campaign(ctx, backend.Candidate{Election: election, Identity: "go-1"})
+			l, err := b.Campaign(ctx, backend.Candidate{Election: election, Identity: "go-1", TTL: testTTL})
 			ch <- result{l, err, time.Now()}
 		}()
 		select {
@@ -192,7 +192,7 @@ func TestCurator(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer b.Close()
-		l, err := b.Campaign(ctx, backend.Candidate{Election: election, Identity: "go-1"})
+		l, err := b.Campaign(ctx, backend.Candidate{Election: election, Identity: "go-1", TTL: testTTL})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -217,7 +217,7 @@ func TestCurator(t *testing.T) {
 		// elector now waits behind Curator and is handed the election back.
 		ch := make(chan result, 1)
 		go func() {
-			l, err := b.Campaign(ctx, backend.Candidate{Election: election, Identity: "go-2"})
+			l, err := b.Campaign(ctx, backend.Candidate{Election: election, Identity: "go-2", TTL: testTTL})
 			ch <- result{l, err, time.Now()}
 		}()
 		peer.send("close")

@@ -5,11 +5,12 @@
 //
 //	b, _ := zookeeper.New([]string{"zk1:2181", "zk2:2181", "zk3:2181"}, nil)
 //	defer b.Close()
-//	e, _ := elector.New(b, "send-invoices", &elector.Options{OnElected: lead})
+//	e, _ := elector.New(b, "send-invoices", &elector.Options{TTL: 5 * time.Second, OnElected: lead})
 //
-// The [Backend] owns its ZooKeeper session (one go-zookeeper zk.Conn), so it
-// sees every connection-state change; all elections and candidates of a
-// Backend share that session.
+// The [Backend] owns its ZooKeeper sessions (one go-zookeeper zk.Conn each),
+// so it sees every connection-state change: a ZooKeeper session timeout is
+// fixed when the session is made, and a lease's TTL is its session's
+// timeout, so the Backend makes one session per distinct Candidate.TTL.
 //
 // # Znode layout and compatibility
 //
@@ -19,8 +20,10 @@
 //
 // holding its identity (UTF-8), where <uuid> is a random 36-character
 // version-4 UUID and <seq> ZooKeeper's 10-digit sequence suffix: exactly
-// what LeaderLatch on latch path <Options.Root>/E writes with its id
-// (research/election-anchors.md § 3.2 and § D.2). Missing parents are
+// what LeaderLatch on latch path <Options.Root>/E writes with its id (see
+// LeaderLatch.java and LockInternals.java in
+// https://github.com/apache/curator/tree/master/curator-recipes/src/main/java/org/apache/curator/framework/recipes).
+// Missing parents are
 // created as container nodes, as Curator does, so the server removes them
 // once empty (ZooKeeper 3.5.3 or later is required). Candidates are sorted
 // by the text after the last "latch-", and the first one leads, provided its
@@ -45,23 +48,54 @@
 // is reachable: Curator's "guaranteed delete", and the only work the driver
 // does unasked.
 //
+// # Sessions
+//
+// A Campaign with Candidate.TTL t uses the Backend's session of timeout t,
+// made at the first Campaign with that TTL (requested session timeout = t)
+// and shared by every candidate and lease of that TTL: the session's
+// liveness (go-zookeeper's pings) keeps all of them, with no request per
+// election. Two TTLs make two sessions, each on its own TCP connection.
+//
+// The servers clamp a requested session timeout to [minSessionTimeout,
+// maxSessionTimeout], by default 2×tickTime to 20×tickTime
+// (https://zookeeper.apache.org/doc/current/zookeeperProgrammers.html#ch_zkSessions).
+// When the ensemble grants a timeout other than the TTL asked, that first
+// Campaign returns an error wrapping [backend.ErrInvalid] that names what
+// was asked, what was granted and the range that implies, for example
+// "TTL 500ms: the ensemble granted a 1s session; it accepts session
+// timeouts from 1s", and the session is closed. The driver itself asks only
+// for TTLs between [MinTTL] and [MaxTTL], truncated to whole milliseconds
+// (the unit of session timeouts); a TTL outside them is refused the same way
+// without a session.
+//
+// [Backend.Leader] and [Backend.Watch] read on the oldest session that
+// campaigns use, so a process that campaigns holds no extra session (each
+// session is a TCP connection, and servers cap connections per client
+// address with maxClientCnxns), and reads its own writes in order, as
+// ZooKeeper orders the requests of one session. A Backend that has not
+// campaigned yet reads on a session of its own (requested timeout 10s),
+// kept until Close; a Watch stays on the session it started on.
+//
 // # Connection states
 //
-//   - Disconnected: by default every lease of the Backend is lost at once
+// Each session follows its own connection:
+//
+//   - Disconnected: by default every lease of the session is lost at once
 //     (Curator's standard error policy: SUSPENDED means not leader), and its
 //     znode is deleted once the session reconnects, so the next candidate
 //     leads. With [Options.DisconnectGrace] leases ride out a disconnection
 //     for up to that long; on reconnection each checks that its znode is
 //     still there (and so still first) and owned by the session.
 //   - Expired: every lease of the old session is lost; go-zookeeper opens a
-//     new session at once, and later Campaigns use it. A Campaign waiting
+//     new session with the same timeout at once, and later Campaigns of
+//     that TTL use it. A Campaign waiting
 //     when the session ends returns an error wrapping [backend.ErrLost].
 //   - Reconnected with the session intact: waiting Campaigns look at the
 //     children again; watches are restored by go-zookeeper.
 //
-// Close ends the session: the servers delete its ephemeral znodes at once,
-// so waiting candidates elsewhere are elected without waiting for a session
-// timeout.
+// Close ends every session: the servers delete their ephemeral znodes at
+// once, so waiting candidates elsewhere are elected without waiting for a
+// session timeout.
 //
 // # Fencing
 //
@@ -75,30 +109,36 @@
 //
 // # Timing
 //
-// A lease's TTL is the session timeout the servers negotiated
-// ([Options.SessionTimeout], clamped by the servers; Candidate.TTL is
-// ignored). The driver reads the negotiated timeout and the send time of
+// A lease's TTL is Candidate.TTL, which is its session's negotiated
+// timeout. The driver reads the negotiated timeout and the send time of
 // every request the servers answer, pings included, off the wire.
-// [backend.Lease.Deadline] is the send time of the newest answered request
-// plus the negotiated timeout, less 1% of it plus 2 ms for clock drift: a
-// server extends a session from when it receives a packet, which is later,
-// so a leader cut off from the ensemble reaches its Deadline before its
-// session can expire. go-zookeeper pings every third of the session timeout
-// and drops a connection silent for two thirds of it, so the default policy
-// steps down at the latest two thirds of a timeout after the last answer.
-// [backend.Lease.Renew] reads the candidate znode: one round trip that
-// proves the session alive and the znode its own.
+// [backend.Lease.Deadline] is [backend.LeaseDeadline] of the send time of
+// the newest request answered on the lease's session and the TTL: that
+// time plus the TTL, less TTL × [Options.DriftFactor] (1% by default) plus
+// 2 ms for clock drift. A server extends a session from when it receives a
+// packet, which is later, so a leader cut off from the ensemble reaches its
+// Deadline before its session can expire. go-zookeeper pings every third of
+// the session timeout and drops a connection silent for two thirds of it,
+// so the default policy steps down at the latest two thirds of a TTL after
+// the last answer. [backend.Lease.Renew] reads the candidate znode: one
+// round trip that proves the session alive and the znode its own.
+//
+// [Options.DisconnectGrace] applies to every session, and must be at most
+// half of every TTL campaigned with: a Campaign with a shorter TTL is
+// refused with an error wrapping [backend.ErrInvalid], rather than let a
+// grace outlast the time go-zookeeper gives a silent connection.
 //
 // The servers expire sessions in tickTime buckets, so a crashed leader's
-// successor is elected between one session timeout and one timeout plus a
-// tick after its last packet.
+// successor is elected between one TTL and one TTL plus a tick after its
+// last packet.
 //
 // # Errors
 //
-// Election names that ZooKeeper paths cannot hold wrap [backend.ErrInvalid]:
-// beyond [backend.ValidateElection], the characters U+007F-U+009F,
-// U+D800-U+F8FF and U+FFF0-U+FFFF and characters outside the Basic
-// Multilingual Plane (the Java server sees them as surrogates), and
+// Invalid options (from New) and TTLs (from Campaign, as above) wrap
+// [backend.ErrInvalid], and so do election names that ZooKeeper paths
+// cannot hold: beyond [backend.ValidateElection], the characters
+// U+007F-U+009F, U+D800-U+F8FF and U+FFF0-U+FFFF and characters outside the
+// Basic Multilingual Plane (the Java server sees them as surrogates), and
 // segments starting with "_c_". Calls after Close wrap [backend.ErrClosed];
 // a lease known to be gone wraps [backend.ErrLost]; Leader of an election
 // without candidates wraps [backend.ErrNoLeader]. Context errors are
@@ -108,15 +148,17 @@
 // # Safety
 //
 // Mutual exclusion rests on ZooKeeper's ordered, quorum-committed writes and
-// on session expiry, and on these assumptions:
+// on session expiry (each lease on the expiry of its own TTL's session), and
+// on these assumptions:
 //
-//   - this process's monotonic clock runs no more than 1% slower than the
-//     ZooKeeper leader's over one session timeout;
+//   - this process's monotonic clock runs no more than
+//     [Options.DriftFactor] (1% by default) slower than the ZooKeeper
+//     leader's over one TTL;
 //   - the server a Backend talks to is part of the quorum. A follower cut
 //     off from its leader keeps answering pings for up to
 //     syncLimit × tickTime before it drops its clients, while the leader may
-//     expire the session after one session timeout; the Deadline cannot see
-//     that, so keep syncLimit × tickTime well below the session timeout;
+//     expire the session after one TTL; the Deadline cannot see that, so
+//     keep syncLimit × tickTime well below the shortest TTL;
 //   - nobody deletes a leader's znode by hand: that ends the term at the
 //     store at once, and the leader learns it only through its watch.
 //

@@ -19,8 +19,9 @@ import (
 // testRoot is the root znode of every election the tests make.
 const testRoot = "/elector-test"
 
-// testTTL is the session timeout tests ask for (the ensemble of
-// scripts/servers.sh has tickTime 500ms, so 1s-10s are granted as asked).
+// testTTL is the TTL tests campaign with (the ensemble of scripts/servers.sh
+// has tickTime 500ms and accepts session timeouts from 1s to 30s, so it is
+// granted as asked).
 const testTTL = 2 * time.Second
 
 // faultDialer dials ZooKeeper for one Backend and can cut it off without
@@ -135,7 +136,7 @@ func newHarness(t testing.TB) *harness {
 // newBackend makes a Backend with a fault dialer and the test options.
 func (h *harness) newBackend(opts *Options) (*Backend, *faultDialer, error) {
 	d := &faultDialer{}
-	o := Options{Root: testRoot, SessionTimeout: testTTL}
+	o := Options{Root: testRoot}
 	if opts != nil {
 		o = *opts
 	}

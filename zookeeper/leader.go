@@ -13,11 +13,21 @@ import (
 // LeaderLatch.getLeader does: its identity (the znode's data) and token (its
 // czxid). TTL is 0: a ZooKeeper lease has no remaining time to read. It
 // returns an error wrapping [backend.ErrNoLeader] when there is no candidate.
+//
+// Leader and Watch read on the oldest session of b that campaigns use, so a
+// process that campaigns holds no extra session for its reads and reads
+// after its own writes (ZooKeeper orders a session's requests). A Backend
+// that has not campaigned yet reads on a session of its own, asked for a
+// 10s timeout, which it keeps until Close.
 func (b *Backend) Leader(ctx context.Context, election string) (backend.Holder, error) {
 	if err := validateElection(election); err != nil {
 		return backend.Holder{}, err
 	}
-	h, _, err := b.holder(ctx, election, false)
+	s, err := b.reader(ctx)
+	if err != nil {
+		return backend.Holder{}, wrap("leader", election, err)
+	}
+	h, _, err := b.holder(ctx, s, election, false)
 	if err != nil {
 		return backend.Holder{}, wrap("leader", election, err)
 	}
@@ -29,10 +39,10 @@ func (b *Backend) Leader(ctx context.Context, election string) (backend.Holder, 
 
 // holder reads the first readable candidate of election, with a watch on its
 // znode when watch is set.
-func (b *Backend) holder(ctx context.Context, election string, watch bool) (backend.Holder, <-chan zk.Event, error) {
+func (b *Backend) holder(ctx context.Context, s *session, election string, watch bool) (backend.Holder, <-chan zk.Event, error) {
 	dir := b.electionPath(election)
 	kids, err := do(b, ctx, func() ([]string, error) {
-		kids, _, err := b.conn.Children(dir)
+		kids, _, err := s.conn.Children(dir)
 		return kids, err
 	}, nil)
 	if errors.Is(err, zk.ErrNoNode) {
@@ -49,10 +59,10 @@ func (b *Backend) holder(ctx context.Context, election string, watch bool) (back
 	for _, c := range sortCandidates(kids) {
 		n, err := do(b, ctx, func() (node, error) {
 			if watch {
-				data, st, ch, err := b.conn.GetW(dir + "/" + c.name)
+				data, st, ch, err := s.conn.GetW(dir + "/" + c.name)
 				return node{data, st, ch}, err
 			}
-			data, st, err := b.conn.Get(dir + "/" + c.name)
+			data, st, err := s.conn.Get(dir + "/" + c.name)
 			return node{data: data, stat: st}, err
 		}, nil)
 		if errors.Is(err, zk.ErrNoNode) {
@@ -69,27 +79,31 @@ func (b *Backend) holder(ctx context.Context, election string, watch bool) (back
 // Watch implements [backend.Watcher] with ZooKeeper watches: while there is a
 // holder it watches the holder's znode only; while there is none, the
 // election's children (or, before the election znode exists, its creation).
-// It returns an error when the session expires, since its watches end with
-// it.
+// It reads on one session for its whole run (see Leader for which) and
+// returns an error when that session expires, since its watches end with it.
 func (b *Backend) Watch(ctx context.Context, election string, fn func(backend.Holder)) error {
 	if err := validateElection(election); err != nil {
 		return err
+	}
+	s, err := b.reader(ctx)
+	if err != nil {
+		return wrap("watch", election, err)
 	}
 	dir := b.electionPath(election)
 	var last backend.Holder
 	first := true
 	for {
-		h, ch, err := b.holder(ctx, election, true)
+		h, ch, err := b.holder(ctx, s, election, true)
 		if err != nil {
 			return wrap("watch", election, err)
 		}
 		if h.IsZero() {
 			// Nobody leads: watch for a candidate to appear, then look again.
 			ch, err = do(b, ctx, func() (<-chan zk.Event, error) {
-				kids, _, ch, err := b.conn.ChildrenW(dir)
+				kids, _, ch, err := s.conn.ChildrenW(dir)
 				if errors.Is(err, zk.ErrNoNode) {
 					var ok bool
-					ok, _, ch, err = b.conn.ExistsW(dir)
+					ok, _, ch, err = s.conn.ExistsW(dir)
 					if err == nil && ok {
 						return nil, nil // created meanwhile: look again
 					}

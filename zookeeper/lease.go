@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -13,77 +14,139 @@ import (
 // lease is a candidate znode that is first in its election.
 type lease struct {
 	b        *Backend
+	s        *session // the session of the lease's TTL
 	election string
 	path     string
 	token    uint64
-	session  int64
+	session  int64 // the session id that owns the znode
 	lost     chan struct{}
 
-	// Guarded by b.mu.
+	mu       sync.Mutex
 	gone     bool      // lost, released or closed; lost is closed
 	released bool      // gone through Release
-	verify   bool      // reconnected: check the znode before trusting it
 	deadline time.Time // latest Deadline reported
 }
 
 var _ backend.Lease = (*lease)(nil)
 
-// newLease registers the lease of a candidate that found itself first, and
-// starts the goroutine that watches its znode (armed by watch).
-func (b *Backend) newLease(c backend.Candidate, path string, token uint64, id int64, watch <-chan zk.Event) (*lease, error) {
-	l := &lease{b: b, election: c.Election, path: path, token: token, session: id, lost: make(chan struct{})}
-	b.mu.Lock()
-	defer b.mu.Unlock()
+// newLease registers the lease of a candidate that found its znode first,
+// and starts the goroutine that watches its znode (armed by watch) and its
+// session.
+func (b *Backend) newLease(s *session, c backend.Candidate, path string, token uint64, id int64, watch <-chan zk.Event) (*lease, error) {
+	l := &lease{b: b, s: s, election: c.Election, path: path, token: token, session: id, lost: make(chan struct{})}
+	st, changed := s.state()
 	switch {
-	case b.closed:
+	case st.closed:
 		return nil, errClosed
-	case b.sess.id != id:
+	case st.id != id:
 		return nil, errSessionEnded
-	case !b.sess.up && b.cfg.grace == 0:
+	case !st.up && s.grace == 0:
 		// Disconnected after the check: under the default policy that ends
 		// the lease before it starts.
 		return nil, zk.ErrConnectionClosed
 	}
-	l.deadline = b.deadlineLocked()
-	b.leases[l] = struct{}{}
-	b.wg.Add(1)
-	go l.watch(watch)
+	l.deadline, _ = s.deadline(id, b.cfg.drift)
+	if err := b.track(l); err != nil {
+		return nil, err
+	}
+	go l.watch(watch, st.epoch, changed)
 	return l, nil
 }
 
-// deadlineLocked is the latest instant the current session can still be alive
-// at the servers: the send time of the last request they answered, plus the
-// negotiated timeout, minus [driftAllowance].
-func (b *Backend) deadlineLocked() time.Time {
-	t := b.sess.timeout
-	return b.sess.heard.Add(t - driftAllowance(t))
-}
-
 // watch ends the lease when its znode is deleted behind its back (by another
-// client, or with the session), re-arming the watch after data changes.
-func (l *lease) watch(ch <-chan zk.Event) {
+// client, or with the session), and when its session says so: expired,
+// disconnected (at once, or past the grace), or reconnected without the
+// znode.
+func (l *lease) watch(znode <-chan zk.Event, epoch uint64, changed <-chan struct{}) {
 	defer l.b.wg.Done()
 	for {
-		var ev zk.Event
 		select {
 		case <-l.lost:
 			return
-		case ev = <-ch:
-		}
-		if ev.Type != zk.EventNotWatching && ev.Type != zk.EventNodeDeleted {
-			var err error
-			_, _, ch, err = l.b.conn.GetW(l.path)
-			if err == nil {
-				continue
+		case ev := <-znode:
+			var held bool
+			if znode, held = l.rearm(ev); !held {
+				l.end(false, false)
+				return
 			}
-			if !errors.Is(err, zk.ErrNoNode) {
-				return // cannot tell; Renew and reconnection checks still can
+		case <-changed:
+			var st state
+			st, changed = l.s.state()
+			var held bool
+			if epoch, held = l.follow(st, epoch); !held {
+				return
 			}
 		}
-		l.b.mu.Lock()
-		l.b.loseLocked(l, false)
-		l.b.mu.Unlock()
+	}
+}
+
+// rearm handles an event of the znode's watch and returns the next watch
+// channel (nil when it cannot tell: Renew and reconnection checks still
+// can), or false when the znode is gone.
+func (l *lease) rearm(ev zk.Event) (<-chan zk.Event, bool) {
+	if ev.Type == zk.EventNotWatching || ev.Type == zk.EventNodeDeleted {
+		return nil, false
+	}
+	_, _, ch, err := l.s.conn.GetW(l.path)
+	switch {
+	case err == nil:
+		return ch, true
+	case errors.Is(err, zk.ErrNoNode):
+		return nil, false
+	default:
+		return nil, true
+	}
+}
+
+// follow applies a change of the session to the lease, whose znode was last
+// known to be there in disconnection epoch, and returns the epoch it is now
+// known in, or false once the lease has ended.
+func (l *lease) follow(st state, epoch uint64) (uint64, bool) {
+	switch {
+	case st.closed || st.id != l.session:
+		// Closed or expired: the znode went with the session.
+		l.end(false, false)
+		return epoch, false
+	case !st.up && (l.s.grace == 0 || st.lapsed):
+		// The session may still be alive: have the znode deleted once it
+		// is reachable, so that a candidate told it lost keeps nobody
+		// waiting.
+		l.end(false, true)
+		return epoch, false
+	case st.up && st.epoch != epoch:
+		// Reconnected within the grace: check that the znode is still
+		// there and ours before trusting it again.
+		if !l.s.settle() {
+			return epoch, true // closed: the next change ends the lease
+		}
+		ok, stat, err := l.s.conn.Exists(l.path)
+		switch {
+		case err != nil:
+			return epoch, true // the next change checks again
+		case !ok || stat.EphemeralOwner != l.session:
+			l.end(false, false)
+			return epoch, false
+		}
+		return st.epoch, true
+	}
+	return epoch, true
+}
+
+// end ends the lease once: it closes Lost and unregisters the lease. With
+// keep set its znode may still exist (the session may be alive) and is
+// deleted as soon as the session is reachable.
+func (l *lease) end(released, keep bool) {
+	l.mu.Lock()
+	if l.gone {
+		l.mu.Unlock()
 		return
+	}
+	l.gone, l.released = true, released
+	close(l.lost)
+	l.mu.Unlock()
+	l.b.forget(l)
+	if keep {
+		l.s.janitor.abandon(l.path, l.session, false)
 	}
 }
 
@@ -91,15 +154,15 @@ func (l *lease) watch(ch <-chan zk.Event) {
 // transaction that created it, unique and increasing across the ensemble.
 func (l *lease) Token() uint64 { return l.token }
 
-// Deadline returns the session's last-heard-from-server instant plus its
-// negotiated timeout minus [driftAllowance]. Pings move it forward while the
-// lease is held; it stops moving once the lease is gone.
+// Deadline returns [backend.LeaseDeadline] of the send time of the last
+// request the servers answered on the lease's session and the session's
+// negotiated timeout (the TTL). Pings move it forward while the lease is
+// held; it stops moving once the lease is gone.
 func (l *lease) Deadline() time.Time {
-	b := l.b
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if !l.gone && b.sess.id == l.session {
-		if d := b.deadlineLocked(); d.After(l.deadline) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.gone {
+		if d, ok := l.s.deadline(l.session, l.b.cfg.drift); ok && d.After(l.deadline) {
 			l.deadline = d
 		}
 	}
@@ -109,19 +172,22 @@ func (l *lease) Deadline() time.Time {
 // Lost returns a channel closed when the lease ends.
 func (l *lease) Lost() <-chan struct{} { return l.lost }
 
+// state reports whether the lease is gone, and whether through Release.
+func (l *lease) state() (gone, released bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.gone, l.released
+}
+
 // Renew makes one round trip that reads the candidate znode, proving that the
 // session is alive and the znode still its own; the Deadline moves to the
-// send time of that read plus the session timeout.
+// send time of that read plus the TTL.
 func (l *lease) Renew(ctx context.Context) error {
-	b := l.b
-	b.mu.Lock()
-	gone := l.gone
-	b.mu.Unlock()
-	if gone {
+	if gone, _ := l.state(); gone {
 		return fmt.Errorf("zookeeper: renew %q: %w", l.election, backend.ErrLost)
 	}
-	st, err := do(b, ctx, func() (*zk.Stat, error) {
-		ok, st, err := b.conn.Exists(l.path)
+	st, err := do(l.b, ctx, func() (*zk.Stat, error) {
+		ok, st, err := l.s.conn.Exists(l.path)
 		if err == nil && !ok {
 			err = zk.ErrNoNode
 		}
@@ -131,9 +197,7 @@ func (l *lease) Renew(ctx context.Context) error {
 	case err == nil && st.EphemeralOwner == l.session:
 		return nil
 	case err == nil, errors.Is(err, zk.ErrNoNode):
-		b.mu.Lock()
-		b.loseLocked(l, false)
-		b.mu.Unlock()
+		l.end(false, false)
 		return fmt.Errorf("zookeeper: renew %q: %w", l.election, backend.ErrLost)
 	default:
 		return wrap("renew", l.election, err)
@@ -143,27 +207,18 @@ func (l *lease) Renew(ctx context.Context) error {
 // Release deletes the candidate znode, so that the next candidate, watching
 // it, is elected at once.
 func (l *lease) Release(ctx context.Context) error {
-	b := l.b
-	b.mu.Lock()
-	gone, released := l.gone, l.released
-	b.mu.Unlock()
-	switch {
+	switch gone, released := l.state(); {
 	case released:
 		return nil
 	case gone:
 		return fmt.Errorf("zookeeper: release %q: %w", l.election, backend.ErrLost)
 	}
-	_, err := do(b, ctx, func() (struct{}, error) {
-		return struct{}{}, b.conn.Delete(l.path, -1)
+	_, err := do(l.b, ctx, func() (struct{}, error) {
+		return struct{}{}, l.s.conn.Delete(l.path, -1)
 	}, nil)
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return wrap("release", l.election, err)
 	}
-	b.mu.Lock()
-	if !l.gone {
-		l.released = true
-	}
-	b.loseLocked(l, false)
-	b.mu.Unlock()
+	l.end(true, false)
 	return nil
 }

@@ -3,19 +3,34 @@ package zookeeper
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/leaderkit/elector/backend"
 )
 
-// Defaults for [Options].
+// Defaults and limits for [Options] and [backend.Candidate].
 const (
 	// DefaultRoot is the znode under which elections live when
 	// [Options.Root] is empty.
 	DefaultRoot = "/elector"
-	// DefaultSessionTimeout is the session timeout requested when
-	// [Options.SessionTimeout] is zero.
-	DefaultSessionTimeout = 10 * time.Second
+
+	// MinTTL is the shortest Candidate.TTL the driver asks an ensemble for:
+	// go-zookeeper bounds a connection handshake by 20/3 of the requested
+	// session timeout, too short below this to connect reliably. The
+	// ensemble's own range (by default 2×tickTime to 20×tickTime) is
+	// narrower still.
+	MinTTL = 100 * time.Millisecond
+
+	// MaxTTL is the longest Candidate.TTL the driver asks for: the
+	// protocol carries a session timeout as a 32-bit count of
+	// milliseconds.
+	MaxTTL = math.MaxInt32 * time.Millisecond
+
+	// readTimeout is the session timeout Leader and Watch ask for when the
+	// Backend has no campaign session to read on.
+	readTimeout = 10 * time.Second
 )
 
 // Options configures a [Backend]. A nil *Options means all defaults.
@@ -27,20 +42,14 @@ type Options struct {
 	// its latch path is Root+"/"+E.
 	Root string
 
-	// SessionTimeout is the session timeout requested from the ensemble,
-	// between 100ms and 1h; the servers clamp it to their own range
-	// (2×tickTime to 20×tickTime by default) and every lease uses the
-	// negotiated value as its TTL. Zero means [DefaultSessionTimeout].
-	SessionTimeout time.Duration
-
 	// ACL is set on every znode the Backend creates (election parents and
 	// candidates). Nil means zk.WorldACL(zk.PermAll), Curator's default.
 	ACL []zk.ACL
 
-	// Auth holds credentials added to the session before it is used, for
-	// example {Scheme: "digest", Secret: []byte("user:password")} together
-	// with ACL zk.DigestACL(zk.PermAll, "user", "password"). When set, New
-	// blocks until the servers accept them.
+	// Auth holds credentials added to every session of the Backend before
+	// it is used, for example {Scheme: "digest", Secret:
+	// []byte("user:password")} together with ACL zk.DigestACL(zk.PermAll,
+	// "user", "password").
 	Auth []Auth
 
 	// Dialer opens the TCP connection to one server, for example through a
@@ -48,14 +57,23 @@ type Options struct {
 	Dialer zk.Dialer
 
 	// DisconnectGrace is how long a lease survives a lost connection while
-	// the session may still be alive. Zero (the default, Curator's standard
-	// policy) ends every lease at once on disconnection. A positive grace,
-	// at most half the session timeout, keeps leases across a short blip:
-	// if the session reconnects within the grace, each lease checks that
-	// its znode is still there and first before it counts as held again;
-	// otherwise it is lost when the grace ends. The local
-	// [backend.Lease.Deadline] bounds it either way.
+	// its session may still be alive. Zero (the default, Curator's standard
+	// policy) ends every lease of a session at once when its connection
+	// drops. A positive grace keeps leases across a short blip: if the
+	// session reconnects within the grace, each lease checks that its znode
+	// is still there and first before it counts as held again; otherwise it
+	// is lost when the grace ends. The grace must be at most half of every
+	// Candidate.TTL campaigned with: Campaign refuses a TTL shorter than
+	// twice the grace with an error wrapping [backend.ErrInvalid]. The local
+	// [backend.Lease.Deadline] bounds a lease either way.
 	DisconnectGrace time.Duration
+
+	// DriftFactor is the fraction of a TTL by which the ZooKeeper leader's
+	// clock may run ahead of this process's during one lease: every
+	// Deadline is [backend.LeaseDeadline] of it. Zero means
+	// [backend.DefaultDriftFactor]; the allowed range is (0,
+	// [backend.MaxDriftFactor]].
+	DriftFactor float64
 
 	// Logger receives go-zookeeper's own diagnostics (connection failures)
 	// at level Warn. Nil discards them; the driver itself never logs.
@@ -72,13 +90,13 @@ type Auth struct {
 
 // config is Options validated, with defaults applied.
 type config struct {
-	root    string
-	timeout time.Duration
-	acl     []zk.ACL
-	auth    []Auth
-	dialer  zk.Dialer
-	grace   time.Duration
-	logger  *slog.Logger
+	root   string
+	acl    []zk.ACL
+	auth   []Auth
+	dialer zk.Dialer
+	grace  time.Duration
+	drift  float64
+	logger *slog.Logger
 }
 
 func (o *Options) config() (config, error) {
@@ -86,13 +104,12 @@ func (o *Options) config() (config, error) {
 		o = &Options{}
 	}
 	c := config{
-		root:    o.Root,
-		timeout: o.SessionTimeout,
-		acl:     o.ACL,
-		auth:    o.Auth,
-		dialer:  o.Dialer,
-		grace:   o.DisconnectGrace,
-		logger:  o.Logger,
+		root:   o.Root,
+		acl:    o.ACL,
+		auth:   o.Auth,
+		dialer: o.Dialer,
+		grace:  o.DisconnectGrace,
+		logger: o.Logger,
 	}
 	if c.root == "" {
 		c.root = DefaultRoot
@@ -100,24 +117,39 @@ func (o *Options) config() (config, error) {
 	if err := validateRoot(c.root); err != nil {
 		return c, err
 	}
-	if c.timeout == 0 {
-		c.timeout = DefaultSessionTimeout
+	if c.grace < 0 {
+		return c, fmt.Errorf("zookeeper: %w: Options.DisconnectGrace is %v; want >= 0, at most half of every TTL campaigned with",
+			backend.ErrInvalid, c.grace)
 	}
-	if c.timeout < 100*time.Millisecond || c.timeout > time.Hour {
-		return c, fmt.Errorf("zookeeper: Options.SessionTimeout is %v; want between 100ms and 1h", c.timeout)
+	drift, err := backend.ValidateDriftFactor(o.DriftFactor)
+	if err != nil {
+		return c, fmt.Errorf("zookeeper: %w", err)
 	}
-	if c.grace < 0 || c.grace > c.timeout/2 {
-		return c, fmt.Errorf("zookeeper: Options.DisconnectGrace is %v; want between 0 and half the session timeout (%v)", c.grace, c.timeout/2)
-	}
+	c.drift = drift
 	if c.acl == nil {
 		c.acl = zk.WorldACL(zk.PermAll)
 	}
 	for i, a := range c.auth {
 		if a.Scheme == "" {
-			return c, fmt.Errorf("zookeeper: Options.Auth[%d].Scheme is empty", i)
+			return c, fmt.Errorf("zookeeper: %w: Options.Auth[%d].Scheme is empty; want a scheme such as \"digest\"", backend.ErrInvalid, i)
 		}
 	}
 	return c, nil
+}
+
+// sessionTimeout returns the session timeout to ask for a Candidate.TTL:
+// the TTL truncated to whole milliseconds, the unit of ZooKeeper session
+// timeouts. It refuses a TTL the driver cannot ask an ensemble for, or one
+// too short for the configured DisconnectGrace.
+func (c *config) sessionTimeout(ttl time.Duration) (time.Duration, error) {
+	switch {
+	case ttl < MinTTL || ttl > MaxTTL:
+		return 0, fmt.Errorf("%w: TTL is %v; want between %v and %v, within the session timeouts the ensemble accepts (by default 2×tickTime to 20×tickTime)",
+			backend.ErrInvalid, ttl, MinTTL, MaxTTL)
+	case c.grace > ttl/2:
+		return 0, fmt.Errorf("%w: TTL is %v; want at least twice Options.DisconnectGrace (%v)", backend.ErrInvalid, ttl, c.grace)
+	}
+	return ttl.Truncate(time.Millisecond), nil
 }
 
 // zkLogger adapts go-zookeeper's Printf logging to slog, or discards it.

@@ -8,7 +8,9 @@ import (
 	"github.com/leaderkit/elector/backend"
 )
 
-// Curator LeaderLatch's node format (research/election-anchors.md § D.2):
+// Curator LeaderLatch's node format (LeaderLatch.java, LOCK_NAME, and
+// LockInternals.standardFixForSorting in
+// https://github.com/apache/curator/tree/master/curator-recipes):
 // <latchPath>/_c_<uuid36>-latch-<seq>, sorted by the text after the last
 // "latch-".
 const (
@@ -42,13 +44,13 @@ func validateElection(name string) error {
 // segment, outside /zookeeper.
 func validateRoot(root string) error {
 	if root == "" || root[0] != '/' || root == "/" || strings.HasSuffix(root, "/") {
-		return fmt.Errorf("zookeeper: Options.Root %q must be an absolute path such as \"/elector\", not \"/\" and without a trailing '/'", root)
+		return fmt.Errorf("zookeeper: %w: Options.Root is %q; want an absolute path such as \"/elector\", not \"/\" and without a trailing '/'", backend.ErrInvalid, root)
 	}
 	if root == "/zookeeper" || strings.HasPrefix(root, "/zookeeper/") {
-		return fmt.Errorf("zookeeper: Options.Root %q lies under /zookeeper, which the server reserves", root)
+		return fmt.Errorf("zookeeper: %w: Options.Root is %q; want a path outside /zookeeper, which the server reserves", backend.ErrInvalid, root)
 	}
 	if err := validateElection(root[1:]); err != nil {
-		return fmt.Errorf("zookeeper: Options.Root %q is not a valid path: %w", root, err)
+		return fmt.Errorf("zookeeper: Options.Root is %q; want a valid ZooKeeper path: %w", root, err)
 	}
 	return nil
 }

@@ -35,25 +35,24 @@ func TestOptionsValidation(t *testing.T) {
 		{Root: "/zookeeper"},
 		{Root: "/zookeeper/x"},
 		{Root: "/a//b"},
-		{SessionTimeout: 50 * time.Millisecond},
-		{SessionTimeout: 2 * time.Hour},
-		{SessionTimeout: 2 * time.Second, DisconnectGrace: 1500 * time.Millisecond},
 		{DisconnectGrace: -time.Second},
+		{DriftFactor: -0.1},
+		{DriftFactor: 0.6},
 		{Auth: []Auth{{Secret: []byte("u:p")}}},
 	}
 	for _, o := range bad {
 		if b, err := New([]string{"127.0.0.1:1"}, &o); err == nil {
 			b.Close()
 			t.Errorf("New(%+v): got nil error, want a message naming the field", o)
-		} else if !strings.Contains(err.Error(), "Options.") {
-			t.Errorf("New(%+v): got %q, want it to name the Options field", o, err)
+		} else if !strings.Contains(err.Error(), "Options.") || !errors.Is(err, backend.ErrInvalid) {
+			t.Errorf("New(%+v): got %q, want it to name the Options field and wrap ErrInvalid", o, err)
 		}
 	}
-	if _, err := New(nil, nil); err == nil {
-		t.Error("New(nil servers): got nil error, want one")
+	if _, err := New(nil, nil); !errors.Is(err, backend.ErrInvalid) {
+		t.Errorf("New(nil servers): got %v, want an error wrapping ErrInvalid", err)
 	}
 	cfg, err := (*Options)(nil).config()
-	if err != nil || cfg.root != DefaultRoot || cfg.timeout != DefaultSessionTimeout || cfg.grace != 0 || len(cfg.acl) != 1 {
+	if err != nil || cfg.root != DefaultRoot || cfg.drift != backend.DefaultDriftFactor || cfg.grace != 0 || len(cfg.acl) != 1 {
 		t.Errorf("nil Options: got (%+v, %v), want the documented defaults", cfg, err)
 	}
 }

@@ -28,7 +28,7 @@ func openURL(_ context.Context, u *url.URL) (backend.Backend, io.Closer, error) 
 		return nil, nil, err
 	}
 	opts := &Options{
-		SessionTimeout:  p.Duration("session_timeout"),
+		DriftFactor:     p.Float("drift_factor"),
 		DisconnectGrace: p.Duration("disconnect_grace"),
 	}
 	if err := p.Finish(); err != nil {

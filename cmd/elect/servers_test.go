@@ -35,7 +35,7 @@ func backendURL(t *testing.T, name string, via func(addr string) string) string 
 	case "etcd":
 		return "etcd://" + list(testenv.EtcdEndpoints(t)) + "?prefix=/elect-test/"
 	case "zk":
-		return "zk://" + list(testenv.ZKServers(t)) + "/elect-test?session_timeout=2s"
+		return "zk://" + list(testenv.ZKServers(t)) + "/elect-test"
 	}
 	t.Fatalf("no backend %q", name)
 	return ""

@@ -36,12 +36,12 @@ func TestUsageErrors(t *testing.T) {
 		{"run " + ok + " -- /no/such/command", nil, exitNotFound, "/no/such/command"},
 		{"run " + ok + " -- /dev/null", nil, exitCannotRun, "permission denied"},
 		{"run --election=e -- true", []string{"ELECT_BACKEND=zk://h/zookeeper"}, exitUsage, "zookeeper"},
-		{"run --election=e --backend=zk://h/x?session_timeout=soon -- true", nil, exitUsage, `session_timeout="soon"`},
+		{"run --election=e --backend=zk://h/x?disconnect_grace=soon -- true", nil, exitUsage, `disconnect_grace="soon"`},
 		{"run " + ok + " -- true", []string{"ELECT_TTL=soon"}, exitUsage, `environment variable ELECT_TTL="soon"`},
 		{"run --election= --backend=etcd://h -- true", nil, exitUsage, "set --election"},
 		{"status " + ok + " extra", nil, exitUsage, `status: unexpected argument "extra"`},
 		{"watch " + ok + " --json=maybe", nil, exitUsage, "watch: invalid boolean value"},
-		{"status --election=e --backend=redis://u:s3cret@h?x=1", nil, exitUsage, "redis://u:xxxxx@h?x=1"},
+		{"status --election=e --backend=redis://u:s3cret@h?x=1", nil, exitUsage, "redis://xxxxx@h?x=1"},
 	} {
 		code, out := runElect(t, tc.env, strings.Fields(tc.args)...)
 		if code != tc.code || !strings.Contains(out, tc.want) {

@@ -103,7 +103,7 @@ func redisStore(addrs []string) *store {
 
 func zkStore(servers []string, ttl time.Duration) *store {
 	return &store{desc: "ZooKeeper at " + strings.Join(servers, ","), close: func() {}, join: func() (*member, error) {
-		b, err := zookeeper.New(servers, &zookeeper.Options{SessionTimeout: ttl})
+		b, err := zookeeper.New(servers, nil)
 		if err != nil {
 			return nil, err
 		}

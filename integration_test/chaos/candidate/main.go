@@ -124,7 +124,7 @@ func open(driver string, addrs []string, ttl time.Duration) (backend.Backend, fu
 		}
 		return b, func() { _ = b.Close(); _ = cli.Close() }, nil
 	case "zookeeper":
-		b, err := zookeeper.New(addrs, &zookeeper.Options{SessionTimeout: ttl})
+		b, err := zookeeper.New(addrs, nil)
 		if err != nil {
 			return nil, nil, err
 		}
