@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/leaderkit/elector"
-	"github.com/leaderkit/elector/backend"
 	"github.com/leaderkit/elector/internal/wait"
 )
 
@@ -41,7 +40,7 @@ type runner struct {
 	code     int    // the exit code decided so far
 	stopping bool   // SIGINT or SIGTERM received
 	state    onceState
-	other    backend.Holder // --once: the replica that leads instead
+	other    elector.Holder // --once: the replica that leads instead
 }
 
 // run runs the elector until the command's outcome or a signal ends it,
@@ -81,8 +80,9 @@ func (r *runner) run(ctx context.Context) error {
 func (r *runner) notElected() error {
 	h := r.other
 	if h.IsZero() {
-		// --wait passed: is anyone leading?
-		ctx, cancel := context.WithTimeout(context.Background(), max(r.cfg.wait, time.Second))
+		// --wait passed: is anyone leading? A last look, short enough
+		// that --once ends about --wait after it started.
+		ctx, cancel := context.WithTimeout(context.Background(), min(max(r.cfg.wait/10, 100*time.Millisecond), time.Second))
 		defer cancel()
 		var err error
 		if h, err = r.e.Leader(ctx); err != nil {
@@ -136,7 +136,7 @@ func (r *runner) giveUp() {
 
 // onLeaderChange logs leader changes, and ends a --once campaign as soon
 // as another replica leads.
-func (r *runner) onLeaderChange(h backend.Holder) {
+func (r *runner) onLeaderChange(h elector.Holder) {
 	if h.IsZero() {
 		r.log.Debug("no leader")
 		return
