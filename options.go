@@ -21,6 +21,10 @@ const (
 	// MinTTL is the shortest TTL [New] accepts. Drivers may require more
 	// (etcd leases are whole seconds).
 	MinTTL = 100 * time.Millisecond
+	// MaxTTL is the longest TTL [New] accepts: a crashed leader blocks its
+	// election for up to a TTL, and a TTL above an hour is almost always a
+	// unit mistake (876000h for 876000ms) rather than a wish.
+	MaxTTL = time.Hour
 )
 
 // Options configure an [Elector]. A nil *Options means all defaults. Every
@@ -33,7 +37,7 @@ type Options struct {
 
 	// TTL is how long a lease lives at the backend without a renewal: after
 	// a leader crashes, another candidate is elected within about TTL.
-	// Default [DefaultTTL] (15 s); at least [MinTTL].
+	// Default [DefaultTTL] (15 s); at least [MinTTL], at most [MaxTTL].
 	TTL time.Duration
 
 	// RenewInterval is the time between renewals while leading. A failed
@@ -100,8 +104,8 @@ func (o *Options) resolve() (Options, error) {
 	switch {
 	case r.TTL == 0:
 		r.TTL = DefaultTTL
-	case r.TTL < MinTTL:
-		return r, fmt.Errorf("elector: Options.TTL is %v; want at least %v (or 0 for the default %v)", r.TTL, MinTTL, DefaultTTL)
+	case r.TTL < MinTTL || r.TTL > MaxTTL:
+		return r, fmt.Errorf("elector: Options.TTL is %v; want between %v and %v (or 0 for the default %v)", r.TTL, MinTTL, MaxTTL, DefaultTTL)
 	}
 	switch {
 	case r.SafetyMargin == 0:

@@ -27,7 +27,7 @@ func TestUsageErrors(t *testing.T) {
 		{"run --backend=redis://h1?prefx=a --election=e -- true", nil, exitUsage, `unknown query parameter "prefx"`},
 		{"run --backend=127.0.0.1:6379 --election=e -- true", nil, exitUsage, "is not a backend URL"},
 		{"run " + ok + " --ttl=5 -- true", nil, exitUsage, `invalid value "5" for flag -ttl`},
-		{"run " + ok + " --ttl=50ms -- true", nil, exitUsage, "Options.TTL is 50ms; want at least 100ms"},
+		{"run " + ok + " --ttl=50ms -- true", nil, exitUsage, "Options.TTL is 50ms; want between 100ms and 1h0m0s"},
 		{"run " + ok + " --bogus -- true", nil, exitUsage, "flag provided but not defined: -bogus"},
 		{"run " + ok + " --on-exit=retry -- true", nil, exitUsage, `--on-exit "retry": want exit, restart or resign`},
 		{"run " + ok + " --once --hold=1s --wait=5s -- true", nil, exitUsage, "want --hold >= --wait"},
