@@ -70,7 +70,7 @@ report=$(apidiff -m "$SNAPSHOT" "$MODULE")
 incompatible=$(awk '/^Incompatible changes:/ { on = 1; next } /^[A-Z]/ { on = 0 } on' <<<"$report")
 compatible=$(awk '/^Compatible changes:/ { on = 1; next } /^[A-Z]/ { on = 0 } on' <<<"$report")
 if [[ -n $compatible ]]; then
-	echo "apicheck.sh: $(grep -c . <<<"$compatible") compatible change(s) to the API (fine; the snapshot is renewed at the next release)" >&2
+	printf 'apicheck.sh: compatible changes (fine; the snapshot is renewed at the next release):\n%s\n' "$compatible" >&2
 fi
 if [[ -z $incompatible ]]; then
 	exit 0
