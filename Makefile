@@ -1,14 +1,19 @@
 # Targets run the scripts in scripts/; each script's header says more.
-.PHONY: test lint servers servers-stop servers-status bench chaos
+.PHONY: test lint apisnapshot servers servers-stop servers-status bench chaos
 
 # Start every test server, run go vet and go test -race in each module, stop
 # the servers. TESTFLAGS/TESTPKGS/TESTP are passed through (see scripts/test.sh).
 test:
 	scripts/test.sh
 
-# gofmt, go vet and staticcheck over every module.
+# gofmt, go vet and staticcheck over every module; the API check against api/.
 lint:
 	scripts/lint.sh
+
+# Rewrite the API snapshot in api/ that make lint compares against (see
+# scripts/apicheck.sh): at a release, or to accept an incompatible change.
+apisnapshot:
+	scripts/apicheck.sh -update
 
 # Start the test servers and leave them up; print the environment to use them.
 servers:

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# lint.sh — gofmt, go vet and staticcheck over every module (what `make lint` runs).
+# lint.sh — gofmt, go vet and staticcheck over every module, and the exported
+# API against the snapshot in api/ (scripts/apicheck.sh); what `make lint` runs.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -23,4 +24,5 @@ for mod in "${MODULES[@]}"; do
 	(cd "$mod" && go vet ./...) || status=1
 	(cd "$mod" && go run "$STATICCHECK" ./...) || status=1
 done
+scripts/apicheck.sh || status=1
 exit "$status"

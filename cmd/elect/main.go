@@ -49,6 +49,7 @@ Usage:
   elect status [flags]                        print the current leader
   elect watch  [flags]                        print each change of leader
   elect help   [run|status|watch]             show help
+  elect version                               print the version and build information
 
 Every flag can also be set by an environment variable: --backend by
 ELECT_BACKEND, --metrics-addr by ELECT_METRICS_ADDR, and so on. Flags win.
@@ -87,6 +88,8 @@ func elect(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = statusMain(ctx, rest, stdout, stderr)
 	case "watch":
 		err = watchMain(ctx, rest, stdout, stderr)
+	case "version", "-version", "--version":
+		err = versionMain(rest, stdout)
 	case "help", "-h", "-help", "--help":
 		if len(rest) > 0 {
 			return elect(ctx, []string{rest[0], "--help"}, stdout, stderr)
@@ -94,7 +97,7 @@ func elect(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, topUsage)
 		return exitOK
 	default:
-		fmt.Fprintf(stderr, "elect: unknown command %q; want run, status, watch or help\n\n%s", sub, topUsage)
+		fmt.Fprintf(stderr, "elect: unknown command %q; want run, status, watch, version or help\n\n%s", sub, topUsage)
 		return exitUsage
 	}
 	var ee *exitError
