@@ -30,6 +30,8 @@ type Backend struct {
 	done   chan struct{} // closed by Close
 	wg     sync.WaitGroup
 
+	servers serverCheck // whether members can revoke leases early
+
 	mu       sync.Mutex
 	closed   bool
 	sessions map[int64][]*session // by TTL in seconds
@@ -184,7 +186,7 @@ func (b *Backend) reserve(ctx context.Context, l *lease, ttlSeconds int64) (*ses
 	kept := b.sessions[ttlSeconds][:0]
 	for _, s := range b.sessions[ttlSeconds] {
 		left := s.Deadline().Sub(now)
-		dead := s.isLost() || left <= 0
+		dead := s.isLost() || s.distrusted() != nil || left <= 0
 		if dead && len(s.users) == 0 {
 			continue // lapsed unused: forget it
 		}
@@ -201,15 +203,22 @@ func (b *Backend) reserve(ctx context.Context, l *lease, ttlSeconds int64) (*ses
 	}
 	b.mu.Unlock()
 
+	early, err := b.serversRevokeEarly(clientv3.WithRequireLeader(ctx))
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("etcd: campaign %q: read server versions: %w", l.election, err)
+	}
 	sent := time.Now()
-	resp, err := b.cli.Grant(ctx, ttlSeconds)
+	resp, err := b.cli.Grant(clientv3.WithRequireLeader(ctx), ttlSeconds)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
 		return nil, fmt.Errorf("etcd: campaign %q: grant lease: %w", l.election, err)
 	}
-	s := b.newSession(resp.ID, resp.TTL, sent)
+	s := b.newSession(resp.ID, resp.TTL, sent, resp.GetRaftTerm(), early)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {

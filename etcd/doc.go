@@ -97,7 +97,30 @@
 //
 // Mutual exclusion rests on etcd's linearizable writes and lease expiry,
 // and on this process's monotonic clock not running more than ClockDrift
-// slower than the etcd leader's over one TTL. A process paused past its
-// Deadline may still believe it leads: fence writes with [Backend.Guard] or
-// the token.
+// slower than the etcd leader's over one TTL. The Deadline moves only on
+// acknowledgements the raft leader recorded: keepalives and campaign
+// requests carry clientv3.WithRequireLeader, and a keepalive counts only if
+// a linearizable read sent after its acknowledgement is served in the same
+// raft term. (A paused or partitioned old leader answers keepalives from its
+// own lessor until it learns of its successor; such an acknowledgement
+// shows an older term and is ignored.)
+//
+// etcd releases before 3.4.31, 3.5.13 and 3.6.0 have a server bug,
+// https://github.com/etcd-io/etcd/issues/15247 (fixed by
+// https://github.com/etcd-io/etcd/pull/16822): a raft leader that stalls
+// or is paused for longer than a lease's TTL, then runs again, revokes the
+// leases that expired by its own clock although its successor kept them
+// alive, and the keys are deleted long before their Deadline. The driver
+// reads the members' versions (Maintenance Status) once per Backend, before
+// its first etcd lease. When a member runs an affected release, or does not
+// answer, an etcd lease is no longer renewed once a keepalive shows a newer
+// raft term than the lease's previous one: Renew and Campaign return an
+// error wrapping [backend.ErrLost], the Deadline stays where the old
+// leader's clock also counts the lease alive, and the caller steps down
+// before the old leader can revoke it; the next Campaign gets a new etcd
+// lease, which the old leader never knew. On affected releases a raft
+// leader change therefore costs the current terms; upgrade to keep them.
+//
+// A process paused past its Deadline may still believe it leads: fence
+// writes with [Backend.Guard] or the token.
 package etcd
