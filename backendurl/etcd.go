@@ -29,7 +29,7 @@ func openEtcd(_ context.Context, u *url.URL) (backend.Backend, io.Closer, error)
 	}
 	opts := &etcd.Options{
 		Prefix:         p.str("prefix"),
-		ClockDrift:     p.float("clock_drift"),
+		DriftFactor:    p.float("drift_factor"),
 		CleanupTimeout: p.duration("cleanup_timeout"),
 	}
 	dial := p.duration("dial_timeout")

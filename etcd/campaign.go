@@ -16,9 +16,15 @@ import (
 // session of this Backend, then waits, watching only its immediate
 // predecessor's key, until no older candidate remains. It keeps the session
 // alive while it waits and returns an error wrapping [backend.ErrLost] as
-// soon as its key or lease is gone (upstream keeps waiting: etcd#19597).
-// When ctx ends first it deletes its key (upstream leaves it: etcd#21128)
-// and returns ctx.Err().
+// soon as its key or lease is gone (upstream keeps waiting:
+// https://github.com/etcd-io/etcd/issues/19597). When ctx ends first it
+// deletes its key (upstream leaves it:
+// https://github.com/etcd-io/etcd/issues/21128) and returns ctx.Err().
+//
+// c.TTL is rounded up to whole seconds. A TTL under one second, or one the
+// cluster would raise to its minimum lease TTL (ceil(1.5 × its election
+// timeout)), returns an error wrapping [backend.ErrInvalid] that names the
+// allowed range.
 func (b *Backend) Campaign(ctx context.Context, c backend.Candidate) (backend.Lease, error) {
 	if err := backend.ValidateElection(c.Election); err != nil {
 		return nil, fmt.Errorf("etcd: campaign: %w", err)

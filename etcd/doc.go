@@ -21,10 +21,13 @@
 // This is the layout of concurrency.NewElection(session, E) and of
 // `etcdctl elect E`: with the default empty Prefix, `etcdctl elect -l E`
 // and Election.Leader report an elector leader, and their candidates queue
-// with this driver's in one line, in both directions
-// (research/election-anchors.md § 2.2 and § D.1).
+// with this driver's in one line, in both directions (the layout is
+// upstream's
+// https://github.com/etcd-io/etcd/blob/main/client/v3/concurrency/election.go:
+// Campaign puts pfx + "/" + the lease ID in hex, then waits for the deletion
+// of the key with the next lower create revision).
 //
-// This driver fixes what upstream gets wrong (§ 2.5):
+// This driver fixes what upstream gets wrong:
 //
 //   - Election names that prefix one another ("jobs" and "jobs/eu") are
 //     distinct: only keys directly under E/ whose last segment is a lease ID
@@ -32,10 +35,12 @@
 //     candidates of "jobs", so an upstream candidate of "jobs" may wait
 //     behind a "jobs/eu" holder; keep such names apart when mixing clients.
 //   - A Campaign whose key or lease disappears while it waits returns an
-//     error wrapping [backend.ErrLost] at once (etcd#19597), and after each
-//     wait it re-reads the queue, so it never wins without its own key.
-//   - A Campaign whose ctx ends deletes its key (etcd#21128 leaves it,
-//     blocking the election until the lease ends).
+//     error wrapping [backend.ErrLost] at once
+//     (https://github.com/etcd-io/etcd/issues/19597), and after each wait it
+//     re-reads the queue, so it never wins without its own key.
+//   - A Campaign whose ctx ends deletes its key
+//     (https://github.com/etcd-io/etcd/issues/21128 leaves it, blocking the
+//     election until the lease ends).
 //   - A failed Release changes nothing locally: the lease is still held and
 //     Release can be called again.
 //
@@ -70,17 +75,20 @@
 //
 // # Timing
 //
-// etcd leases are whole seconds: a TTL is rounded up, and a TTL below one
-// second is refused with [backend.ErrInvalid]. The server raises a granted
-// TTL to its own minimum, ceil(1.5 × election timeout) (2 s with etcd's
-// defaults); the Deadline reflects what was granted.
+// etcd leases are whole seconds: a TTL is rounded up. A TTL under one
+// second, or one the cluster would raise (the server grants no lease
+// shorter than ceil(1.5 × its election timeout), 2 s with etcd's default
+// 1 s election timeout), makes Campaign return an error wrapping
+// [backend.ErrInvalid] that names the allowed range: the lease would
+// outlive what the caller asked for.
 //
 // Deadline is computed locally from keepalive acknowledgements: the send
-// time of the newest acknowledged keepalive (or of the grant) plus the
-// granted TTL less [Options.ClockDrift]. The server extends a lease by its
-// TTL from when it receives the keepalive, which is later, so a leader cut
-// off from etcd reaches its Deadline before its lease can expire at the
-// server. Upstream's Session.Done fires no earlier than the server-side
+// time of the newest trusted acknowledged keepalive (or of the grant) plus
+// the granted TTL less the drift allowance ([Options.DriftFactor],
+// [backend.LeaseDeadline]). The server extends a lease by its TTL from when
+// it receives the keepalive, which is later, so a leader cut off from etcd
+// reaches its Deadline before its lease can expire at the server (but see
+// # Safety for etcd releases that revoke leases early). Upstream's Session.Done fires no earlier than the server-side
 // expiry. The server checks for expired leases every 500 ms, so a crashed
 // leader's successor is elected between TTL and TTL + 0.5 s after its last
 // keepalive.
@@ -96,7 +104,7 @@
 // # Safety
 //
 // Mutual exclusion rests on etcd's linearizable writes and lease expiry,
-// and on this process's monotonic clock not running more than ClockDrift
+// and on this process's monotonic clock not running more than DriftFactor
 // slower than the etcd leader's over one TTL. The Deadline moves only on
 // acknowledgements the raft leader recorded: keepalives and campaign
 // requests carry clientv3.WithRequireLeader, and a keepalive counts only if

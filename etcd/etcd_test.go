@@ -20,10 +20,22 @@ func TestNewValidatesOptions(t *testing.T) {
 		t.Errorf("New(nil client): got %v, want ErrInvalid", err)
 	}
 	cli := &clientv3.Client{} // never used: New fails before
-	for _, o := range []*Options{{ClockDrift: -0.1}, {ClockDrift: 0.5}, {CleanupTimeout: -time.Second}} {
-		_, err := New(cli, o)
-		if !errors.Is(err, backend.ErrInvalid) || !strings.Contains(err.Error(), "Options.") {
-			t.Errorf("New(%+v): got %v, want ErrInvalid naming the field", *o, err)
+	for _, tc := range []struct {
+		o    Options
+		want string
+	}{
+		{Options{DriftFactor: -0.1}, "Options.DriftFactor is -0.1; want a fraction in (0, 0.5]"},
+		{Options{DriftFactor: 0.6}, "Options.DriftFactor is 0.6; want a fraction in (0, 0.5]"},
+		{Options{CleanupTimeout: -time.Second}, "Options.CleanupTimeout is -1s; want >= 0"},
+	} {
+		_, err := New(cli, &tc.o)
+		if !errors.Is(err, backend.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("New(%+v): got %v, want ErrInvalid containing %q", tc.o, err, tc.want)
+		}
+	}
+	for _, o := range []Options{{DriftFactor: 0.5}, {DriftFactor: 0}} {
+		if _, err := New(cli, &o); err != nil {
+			t.Errorf("New(%+v): %v, want success", o, err)
 		}
 	}
 }
@@ -39,8 +51,8 @@ func TestTTLSeconds(t *testing.T) {
 		}
 	}
 	for _, ttl := range []time.Duration{0, -time.Second, 999 * time.Millisecond} {
-		if _, err := ttlSeconds(ttl); !errors.Is(err, backend.ErrInvalid) || !strings.Contains(err.Error(), "minimum") {
-			t.Errorf("ttlSeconds(%v): got %v, want ErrInvalid naming the minimum", ttl, err)
+		if _, err := ttlSeconds(ttl); !errors.Is(err, backend.ErrInvalid) || !strings.Contains(err.Error(), "want 1s to") {
+			t.Errorf("ttlSeconds(%v): got %v, want ErrInvalid naming the range", ttl, err)
 		}
 	}
 }

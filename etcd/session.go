@@ -24,24 +24,25 @@ import (
 // reuses it, and concurrent renewals share one request. A session nobody
 // renews lapses at the server after its TTL, as a crashed process's would.
 type session struct {
-	b     *Backend
+	cli   *clientv3.Client
+	drift float64 // Options.DriftFactor
 	id    clientv3.LeaseID
 	ttl   time.Duration // as granted
 	lost  chan struct{} // closed when the lease is known gone
 	once  sync.Once
-	users map[string]*lease // by election; guarded by b.mu
-	// retired sessions take no new candidates: a key of theirs could not
-	// be deleted (see orphans) and must lapse with them.
-	retired bool // guarded by b.mu
 
 	// earlyRevoke: some member runs an etcd release whose old raft leader
 	// can revoke this lease by its own stale clock after a leader change
 	// (see revokesEarly).
 	earlyRevoke bool
 
-	mu       sync.Mutex
+	mu    sync.Mutex
+	users map[string]*lease // candidates on this lease, by election
+	// retired sessions take no new candidates: a key of theirs could not
+	// be deleted (see orphans) and must lapse with them.
+	retired  bool
 	sent     time.Time // send time of the newest acknowledged keepalive or grant
-	deadline time.Time // sent + TTL × (1 − drift), never moves back
+	deadline time.Time // backend.LeaseDeadline of sent; never moves back
 	term     uint64    // raft term of the newest trusted acknowledgement or grant
 	// distrust, once set, is why no acknowledgement may move the deadline
 	// any more: the raft leader changed while earlyRevoke holds.
@@ -61,9 +62,10 @@ type keepalive struct {
 	err  error
 }
 
-func (b *Backend) newSession(id clientv3.LeaseID, ttlSeconds int64, sent time.Time, term uint64, earlyRevoke bool) *session {
+func newSession(cli *clientv3.Client, drift float64, id clientv3.LeaseID, ttlSeconds int64, sent time.Time, term uint64, earlyRevoke bool) *session {
 	s := &session{
-		b:           b,
+		cli:         cli,
+		drift:       drift,
 		id:          id,
 		ttl:         time.Duration(ttlSeconds) * time.Second,
 		lost:        make(chan struct{}),
@@ -108,6 +110,35 @@ func (s *session) verify(ackTerm, readTerm uint64) error {
 	return nil
 }
 
+// take records l as the session's candidate for its election if the
+// session can carry it: it is alive, trusted, not retired, has no candidate
+// for that election yet, and at least half its TTL left at now. It reports
+// whether it took l, and whether the session is finished and unused (dead
+// and without candidates), so that its owner can forget it.
+func (s *session) take(l *lease, now time.Time) (took, unused bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	left := s.deadline.Sub(now)
+	dead := s.isLost() || s.distrust != nil || left <= 0
+	if dead {
+		return false, len(s.users) == 0
+	}
+	if s.retired || s.users[l.election] != nil || left <= s.ttl/2 {
+		return false, false
+	}
+	s.users[l.election] = l
+	return true, false
+}
+
+// drop frees l's slot on the session.
+func (s *session) drop(l *lease) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.users[l.election] == l {
+		delete(s.users, l.election)
+	}
+}
+
 // distrusted returns why acknowledgements no longer move the deadline, or
 // nil.
 func (s *session) distrusted() error {
@@ -125,7 +156,7 @@ func (s *session) ack(sent time.Time, ttlSeconds int64) {
 		s.sent = sent
 	}
 	ttl := time.Duration(ttlSeconds) * time.Second
-	if d := sent.Add(ttl - time.Duration(float64(ttl)*s.b.set.drift)); d.After(s.deadline) {
+	if d := backend.LeaseDeadline(sent, ttl, s.drift); d.After(s.deadline) {
 		s.deadline = d
 	}
 }
@@ -160,12 +191,12 @@ func (s *session) isLost() bool {
 // markLost records that the lease is gone and finishes every candidate on it.
 func (s *session) markLost() {
 	s.once.Do(func() { close(s.lost) })
-	s.b.mu.Lock()
+	s.mu.Lock()
 	users := make([]*lease, 0, len(s.users))
 	for _, l := range s.users {
 		users = append(users, l)
 	}
-	s.b.mu.Unlock()
+	s.mu.Unlock()
 	for _, l := range users {
 		l.markLost()
 	}
@@ -222,15 +253,15 @@ func (s *session) keepAlive(ctx context.Context, key string, maxAge time.Duratio
 // orphaned keys. It returns the send time. Both requests require the
 // member to have a raft leader.
 func (s *session) send(ctx context.Context, key string) (time.Time, error) {
-	if err := s.b.clientClosed(); err != nil {
+	if err := clientClosed(s.cli); err != nil {
 		return time.Time{}, err
 	}
 	ctx = clientv3.WithRequireLeader(ctx)
 	sent := time.Now()
-	resp, err := s.b.cli.KeepAliveOnce(ctx, s.id)
+	resp, err := s.cli.KeepAliveOnce(ctx, s.id)
 	if err == nil {
 		var rr *clientv3.GetResponse
-		rr, err = s.b.cli.Get(ctx, key, clientv3.WithCountOnly())
+		rr, err = s.cli.Get(ctx, key, clientv3.WithCountOnly())
 		if err == nil {
 			err = s.verify(resp.GetRaftTerm(), rr.Header.GetRaftTerm())
 		}
@@ -256,10 +287,8 @@ func (s *session) send(ctx context.Context, key string) (time.Time, error) {
 // The session is retired so that the key lapses with it once its current
 // candidates are gone.
 func (s *session) orphan(key string, rev int64) {
-	s.b.mu.Lock()
-	s.retired = true
-	s.b.mu.Unlock()
 	s.mu.Lock()
+	s.retired = true
 	if s.orphans == nil {
 		s.orphans = make(map[string]int64)
 	}
@@ -276,7 +305,7 @@ func (s *session) deleteOrphans(ctx context.Context) {
 	}
 	s.mu.Unlock()
 	for i, k := range keys {
-		if deleteKey(ctx, s.b.cli, k, revs[i]) == nil {
+		if deleteKey(ctx, s.cli, k, revs[i]) == nil {
 			s.mu.Lock()
 			delete(s.orphans, k)
 			s.mu.Unlock()
