@@ -53,8 +53,10 @@
 // [backend.Lease.Renew] of the leases it carries and by the Campaigns
 // waiting on it, every TTL/3. Renewals share keepalives: a Renew reuses an
 // acknowledgement sent within the last TTL/5, provided it is newer than the
-// one that lease used last, and concurrent Renews share one request. So
-// hundreds of elections on one Backend cost a few keepalives per TTL, and a
+// one that lease used last, and concurrent Renews share one request. Each
+// keepalive is followed by one linearizable read that verifies it (see
+// # Safety). So hundreds of elections on one Backend cost a few keepalives
+// per TTL, and a
 // lease nobody renews really lapses at the server, as a crashed process's
 // would. While another candidate of the same Backend still renews or waits
 // on the shared etcd lease, though, the keys on it stay alive: the
