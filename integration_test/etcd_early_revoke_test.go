@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -57,7 +58,7 @@ func TestEtcdPausedRaftLeaderNoEarlyRevoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deleted := watchDelete(t, admin, name, l.Token())
+	deleted := watchDelete(t, admin, name, func(kv *mvccpb.KeyValue) bool { return uint64(kv.CreateRevision) == l.Token() })
 
 	// Renew as the elector does, every TTL/5 here, through the followers only.
 	type renewal struct {
@@ -87,7 +88,8 @@ func TestEtcdPausedRaftLeaderNoEarlyRevoke(t *testing.T) {
 			}
 		}
 	}()
-	defer func() { close(stop); <-done }()
+	stopRenewing := sync.OnceFunc(func() { close(stop); <-done })
+	defer stopRenewing()
 
 	// Leases that expire on the raft leader's clock just before the
 	// holder's: the resumed leader proposes their revocations first, at most
@@ -131,9 +133,7 @@ func TestEtcdPausedRaftLeaderNoEarlyRevoke(t *testing.T) {
 	}
 	t.Logf("paused at 0, resumed at %v; key deleted at revision %d, seen at %v; holder's Deadline at %v",
 		resumedAt.Sub(pausedAt), d.rev, d.seen.Sub(pausedAt), deadline.Sub(pausedAt))
-	close(stop)
-	<-done
-	stop = make(chan struct{})
+	stopRenewing()
 	close(renewals)
 	for r := range renewals {
 		t.Logf("  renew at %v: deadline %v, err %v", r.at.Sub(pausedAt), r.deadline.Sub(pausedAt), r.err)
@@ -149,9 +149,9 @@ type deletion struct {
 	seen time.Time
 }
 
-// watchDelete reports the deletion of the candidate key with create revision
-// token in election name.
-func watchDelete(t *testing.T, cli *clientv3.Client, name string, token uint64) <-chan deletion {
+// watchDelete reports the deletion of the candidate key in election name
+// that match selects.
+func watchDelete(t *testing.T, cli *clientv3.Client, name string, match func(*mvccpb.KeyValue) bool) <-chan deletion {
 	t.Helper()
 	ctx, cancel := context.WithCancel(etcdCtx(t))
 	t.Cleanup(cancel)
@@ -161,12 +161,12 @@ func watchDelete(t *testing.T, cli *clientv3.Client, name string, token uint64) 
 	}
 	var key string
 	for _, kv := range resp.Kvs {
-		if uint64(kv.CreateRevision) == token {
+		if match(kv) {
 			key = string(kv.Key)
 		}
 	}
 	if key == "" {
-		t.Fatalf("no candidate key with create revision %d in %q", token, name)
+		t.Fatalf("no such candidate key in %q", name)
 	}
 	wch := cli.Watch(ctx, key, clientv3.WithRev(resp.Header.Revision+1), clientv3.WithFilterPut())
 	ch := make(chan deletion, 1)
