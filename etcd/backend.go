@@ -32,6 +32,8 @@ type Backend struct {
 
 	servers serverCheck // whether members can revoke leases early
 
+	// mu guards the fields below; each session guards its own state, and
+	// b.mu is never taken while a session's lock is held.
 	mu       sync.Mutex
 	closed   bool
 	sessions map[int64][]*session // by TTL in seconds
