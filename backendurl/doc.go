@@ -37,7 +37,7 @@
 //
 //	redis, rediss  prefix, no_prefix (bool), node_timeout, drift_factor,
 //	               dial_timeout
-//	etcd, etcds    prefix, clock_drift, cleanup_timeout, dial_timeout
+//	etcd, etcds    prefix, drift_factor, cleanup_timeout, dial_timeout
 //	zk             disconnect_grace, drift_factor
 //	rediss, etcds  ca, cert, key (PEM file paths), server_name,
 //	               insecure_skip_verify (bool)

@@ -84,7 +84,7 @@ func TestOpenRefusesBadURLs(t *testing.T) {
 		{"rediss://h1?cert=/x", "go together"},
 		{"rediss://h1?ca=/does/not/exist", "no such file"},
 		{"etcd://h1/elector", "?prefix="},
-		{"etcd://h1?clock_drift=0.7", "ClockDrift"},
+		{"etcd://h1?drift_factor=0.7", "DriftFactor"},
 		{"etcd://h1?session_timeout=1s", `unknown query parameter "session_timeout"`},
 		{"zk://h1/a?session_timeout=1s", `unknown query parameter "session_timeout"`},
 		{"zk://h1/a?drift_factor=0.7", "DriftFactor"},

@@ -30,6 +30,10 @@ type Backend struct {
 	done   chan struct{} // closed by Close
 	wg     sync.WaitGroup
 
+	servers serverCheck // whether members can revoke leases early
+
+	// mu guards the fields below; each session guards its own state, and
+	// b.mu is never taken while a session's lock is held.
 	mu       sync.Mutex
 	closed   bool
 	sessions map[int64][]*session // by TTL in seconds
@@ -46,8 +50,10 @@ var (
 	_ backend.Watcher = (*Backend)(nil)
 )
 
-// New returns a Backend using cli, which stays the caller's: Close does not
-// close it. opts may be nil for the defaults.
+// New returns a Backend using cli. opts may be nil for the defaults.
+//
+// New does not take ownership of cli: Close closes only what New created;
+// close cli yourself after Close.
 func New(cli *clientv3.Client, opts *Options) (*Backend, error) {
 	if cli == nil {
 		return nil, fmt.Errorf("etcd: %w: client is nil", backend.ErrInvalid)
@@ -108,7 +114,7 @@ func (b *Backend) Leader(ctx context.Context, election string) (backend.Holder, 
 // makes waiting Campaigns return, and revokes the Backend's etcd leases,
 // which deletes their keys so successors are elected at once. Revocation is
 // bounded by [Options.CleanupTimeout]; leases it cannot revoke expire after
-// their TTL. Close does not close the client. It is idempotent.
+// their TTL. Close does not close the client (see [New]). It is idempotent.
 func (b *Backend) Close() error {
 	b.mu.Lock()
 	if b.closed {
@@ -146,8 +152,11 @@ func (b *Backend) Close() error {
 var errClientClosed = errors.New("the etcd client is closed")
 
 // clientClosed returns errClientClosed if the client was closed.
-func (b *Backend) clientClosed() error {
-	if b.cli.Ctx().Err() != nil {
+func (b *Backend) clientClosed() error { return clientClosed(b.cli) }
+
+// clientClosed returns errClientClosed if cli was closed.
+func clientClosed(cli *clientv3.Client) error {
+	if cli.Ctx().Err() != nil {
 		return errClientClosed
 	}
 	return nil
@@ -180,36 +189,50 @@ func (b *Backend) reserve(ctx context.Context, l *lease, ttlSeconds int64) (*ses
 		b.mu.Unlock()
 		return nil, fmt.Errorf("etcd: campaign %q: %w", l.election, backend.ErrClosed)
 	}
-	var pick *session
 	kept := b.sessions[ttlSeconds][:0]
+	var pick *session
 	for _, s := range b.sessions[ttlSeconds] {
-		left := s.Deadline().Sub(now)
-		dead := s.isLost() || left <= 0
-		if dead && len(s.users) == 0 {
-			continue // lapsed unused: forget it
+		if pick == nil {
+			took, unused := s.take(l, now)
+			if unused {
+				continue // finished and unused: forget it
+			}
+			if took {
+				pick = s
+			}
 		}
 		kept = append(kept, s)
-		if pick == nil && !dead && !s.retired && s.users[l.election] == nil && left > s.ttl/2 {
-			pick = s
-		}
 	}
 	b.sessions[ttlSeconds] = kept
+	b.mu.Unlock()
 	if pick != nil {
-		pick.users[l.election] = l
-		b.mu.Unlock()
 		return pick, nil
 	}
-	b.mu.Unlock()
 
+	early, err := b.serversRevokeEarly(clientv3.WithRequireLeader(ctx))
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("etcd: campaign %q: read server versions: %w", l.election, err)
+	}
 	sent := time.Now()
-	resp, err := b.cli.Grant(ctx, ttlSeconds)
+	resp, err := b.cli.Grant(clientv3.WithRequireLeader(ctx), ttlSeconds)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
 		return nil, fmt.Errorf("etcd: campaign %q: grant lease: %w", l.election, err)
 	}
-	s := b.newSession(resp.ID, resp.TTL, sent)
+	if resp.TTL != ttlSeconds {
+		// The server raised the TTL to its minimum, ceil(1.5 × election
+		// timeout): the lease would outlive what the caller asked for.
+		_, _ = b.cli.Revoke(ctx, resp.ID)
+		return nil, fmt.Errorf("etcd: campaign %q: %w: Candidate.TTL is %ds; the etcd cluster grants no lease shorter than %ds (1.5 × its election timeout): want %ds or more",
+			l.election, backend.ErrInvalid, ttlSeconds, resp.TTL, resp.TTL)
+	}
+	s := newSession(b.cli, b.set.drift, resp.ID, resp.TTL, sent, resp.GetRaftTerm(), early)
+	s.users[l.election] = l // not shared yet
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
@@ -217,17 +240,14 @@ func (b *Backend) reserve(ctx context.Context, l *lease, ttlSeconds int64) (*ses
 		return nil, fmt.Errorf("etcd: campaign %q: %w", l.election, backend.ErrClosed)
 	}
 	b.sessions[ttlSeconds] = append(b.sessions[ttlSeconds], s)
-	s.users[l.election] = l
 	return s, nil
 }
 
 // unregister frees l's slot on its session and forgets it for Guard.
 func (b *Backend) unregister(l *lease) {
+	l.s.drop(l)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if l.s.users[l.election] == l {
-		delete(l.s.users, l.election)
-	}
 	k := heldKey{l.election, l.Token()}
 	if b.held[k] == l {
 		delete(b.held, k)

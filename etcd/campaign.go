@@ -16,9 +16,15 @@ import (
 // session of this Backend, then waits, watching only its immediate
 // predecessor's key, until no older candidate remains. It keeps the session
 // alive while it waits and returns an error wrapping [backend.ErrLost] as
-// soon as its key or lease is gone (upstream keeps waiting: etcd#19597).
-// When ctx ends first it deletes its key (upstream leaves it: etcd#21128)
-// and returns ctx.Err().
+// soon as its key or lease is gone (upstream keeps waiting:
+// https://github.com/etcd-io/etcd/issues/19597). When ctx ends first it
+// deletes its key (upstream leaves it:
+// https://github.com/etcd-io/etcd/issues/21128) and returns ctx.Err().
+//
+// c.TTL is rounded up to whole seconds. A TTL under one second, or one the
+// cluster would raise to its minimum lease TTL (ceil(1.5 × its election
+// timeout)), returns an error wrapping [backend.ErrInvalid] that names the
+// allowed range.
 func (b *Backend) Campaign(ctx context.Context, c backend.Candidate) (backend.Lease, error) {
 	if err := backend.ValidateElection(c.Election); err != nil {
 		return nil, fmt.Errorf("etcd: campaign: %w", err)
@@ -36,6 +42,9 @@ func (b *Backend) Campaign(ctx context.Context, c backend.Candidate) (backend.Le
 	if err := b.usable("campaign", c.Election); err != nil {
 		return nil, err
 	}
+	// A member cut off from the raft leader fails these requests at once
+	// instead of serving them from its own, possibly stale, state.
+	ctx = clientv3.WithRequireLeader(ctx)
 	l := &lease{b: b, election: c.Election, lost: make(chan struct{})}
 	s, err := b.reserve(ctx, l, secs)
 	if err != nil {
@@ -67,7 +76,7 @@ func (b *Backend) campaign(ctx context.Context, l *lease, dir, identity string) 
 	if s.age() >= s.ttl/reuseFraction {
 		ka = make(chan error, 1)
 		go func() {
-			_, err := s.keepAlive(ctx, s.ttl/reuseFraction, time.Time{})
+			_, err := s.keepAlive(ctx, l.key, s.ttl/reuseFraction, time.Time{})
 			ka <- err
 		}()
 	}
@@ -119,7 +128,7 @@ func (b *Backend) campaign(ctx context.Context, l *lease, dir, identity string) 
 	}
 	// Won. Make sure the returned Deadline leaves the caller time to renew.
 	if time.Until(s.Deadline()) < s.ttl/2 {
-		if _, err := s.keepAlive(ctx, 0, time.Time{}); err != nil {
+		if _, err := s.keepAlive(ctx, l.key, 0, time.Time{}); err != nil {
 			return nil, fmt.Errorf("etcd: campaign %q: %w", l.election, err)
 		}
 	}
@@ -186,7 +195,7 @@ func (l *lease) waitDelete(ctx context.Context, pred *mvccpb.KeyValue) error {
 			// responsive while etcd is unreachable.
 			kctx, cancel := context.WithTimeout(ctx, s.ttl/3)
 			stop := context.AfterFunc(l.b.base, cancel)
-			_, err := s.keepAlive(kctx, s.ttl/3, time.Time{})
+			_, err := s.keepAlive(kctx, l.key, s.ttl/3, time.Time{})
 			stop()
 			cancel()
 			switch {

@@ -21,10 +21,13 @@
 // This is the layout of concurrency.NewElection(session, E) and of
 // `etcdctl elect E`: with the default empty Prefix, `etcdctl elect -l E`
 // and Election.Leader report an elector leader, and their candidates queue
-// with this driver's in one line, in both directions
-// (research/election-anchors.md § 2.2 and § D.1).
+// with this driver's in one line, in both directions (the layout is
+// upstream's
+// https://github.com/etcd-io/etcd/blob/main/client/v3/concurrency/election.go:
+// Campaign puts pfx + "/" + the lease ID in hex, then waits for the deletion
+// of the key with the next lower create revision).
 //
-// This driver fixes what upstream gets wrong (§ 2.5):
+// This driver fixes what upstream gets wrong:
 //
 //   - Election names that prefix one another ("jobs" and "jobs/eu") are
 //     distinct: only keys directly under E/ whose last segment is a lease ID
@@ -32,10 +35,12 @@
 //     candidates of "jobs", so an upstream candidate of "jobs" may wait
 //     behind a "jobs/eu" holder; keep such names apart when mixing clients.
 //   - A Campaign whose key or lease disappears while it waits returns an
-//     error wrapping [backend.ErrLost] at once (etcd#19597), and after each
-//     wait it re-reads the queue, so it never wins without its own key.
-//   - A Campaign whose ctx ends deletes its key (etcd#21128 leaves it,
-//     blocking the election until the lease ends).
+//     error wrapping [backend.ErrLost] at once
+//     (https://github.com/etcd-io/etcd/issues/19597), and after each wait it
+//     re-reads the queue, so it never wins without its own key.
+//   - A Campaign whose ctx ends deletes its key
+//     (https://github.com/etcd-io/etcd/issues/21128 leaves it, blocking the
+//     election until the lease ends).
 //   - A failed Release changes nothing locally: the lease is still held and
 //     Release can be called again.
 //
@@ -48,8 +53,10 @@
 // [backend.Lease.Renew] of the leases it carries and by the Campaigns
 // waiting on it, every TTL/3. Renewals share keepalives: a Renew reuses an
 // acknowledgement sent within the last TTL/5, provided it is newer than the
-// one that lease used last, and concurrent Renews share one request. So
-// hundreds of elections on one Backend cost a few keepalives per TTL, and a
+// one that lease used last, and concurrent Renews share one request. Each
+// keepalive is followed by one linearizable read that verifies it (see
+// # Safety). So hundreds of elections on one Backend cost a few keepalives
+// per TTL, and a
 // lease nobody renews really lapses at the server, as a crashed process's
 // would. While another candidate of the same Backend still renews or waits
 // on the shared etcd lease, though, the keys on it stay alive: the
@@ -70,17 +77,20 @@
 //
 // # Timing
 //
-// etcd leases are whole seconds: a TTL is rounded up, and a TTL below one
-// second is refused with [backend.ErrInvalid]. The server raises a granted
-// TTL to its own minimum, ceil(1.5 × election timeout) (2 s with etcd's
-// defaults); the Deadline reflects what was granted.
+// etcd leases are whole seconds: a TTL is rounded up. A TTL under one
+// second, or one the cluster would raise (the server grants no lease
+// shorter than ceil(1.5 × its election timeout), 2 s with etcd's default
+// 1 s election timeout), makes Campaign return an error wrapping
+// [backend.ErrInvalid] that names the allowed range: the lease would
+// outlive what the caller asked for.
 //
 // Deadline is computed locally from keepalive acknowledgements: the send
-// time of the newest acknowledged keepalive (or of the grant) plus the
-// granted TTL less [Options.ClockDrift]. The server extends a lease by its
-// TTL from when it receives the keepalive, which is later, so a leader cut
-// off from etcd reaches its Deadline before its lease can expire at the
-// server. Upstream's Session.Done fires no earlier than the server-side
+// time of the newest trusted acknowledged keepalive (or of the grant) plus
+// the granted TTL less the drift allowance ([Options.DriftFactor],
+// [backend.LeaseDeadline]). The server extends a lease by its TTL from when
+// it receives the keepalive, which is later, so a leader cut off from etcd
+// reaches its Deadline before its lease can expire at the server (but see
+// # Safety for etcd releases that revoke leases early). Upstream's Session.Done fires no earlier than the server-side
 // expiry. The server checks for expired leases every 500 ms, so a crashed
 // leader's successor is elected between TTL and TTL + 0.5 s after its last
 // keepalive.
@@ -96,8 +106,31 @@
 // # Safety
 //
 // Mutual exclusion rests on etcd's linearizable writes and lease expiry,
-// and on this process's monotonic clock not running more than ClockDrift
-// slower than the etcd leader's over one TTL. A process paused past its
-// Deadline may still believe it leads: fence writes with [Backend.Guard] or
-// the token.
+// and on this process's monotonic clock not running more than DriftFactor
+// slower than the etcd leader's over one TTL. The Deadline moves only on
+// acknowledgements the raft leader recorded: keepalives and campaign
+// requests carry clientv3.WithRequireLeader, and a keepalive counts only if
+// a linearizable read sent after its acknowledgement is served in the same
+// raft term. (A paused or partitioned old leader answers keepalives from its
+// own lessor until it learns of its successor; such an acknowledgement
+// shows an older term and is ignored.)
+//
+// etcd releases before 3.4.31, 3.5.13 and 3.6.0 have a server bug,
+// https://github.com/etcd-io/etcd/issues/15247 (fixed by
+// https://github.com/etcd-io/etcd/pull/16822): a raft leader that stalls
+// or is paused for longer than a lease's TTL, then runs again, revokes the
+// leases that expired by its own clock although its successor kept them
+// alive, and the keys are deleted long before their Deadline. The driver
+// reads the members' versions (Maintenance Status) once per Backend, before
+// its first etcd lease. When a member runs an affected release, or does not
+// answer, an etcd lease is no longer renewed once a keepalive shows a newer
+// raft term than the lease's previous one: Renew and Campaign return an
+// error wrapping [backend.ErrLost], the Deadline stays where the old
+// leader's clock also counts the lease alive, and the caller steps down
+// before the old leader can revoke it; the next Campaign gets a new etcd
+// lease, which the old leader never knew. On affected releases a raft
+// leader change therefore costs the current terms; upgrade to keep them.
+//
+// A process paused past its Deadline may still believe it leads: fence
+// writes with [Backend.Guard] or the token.
 package etcd

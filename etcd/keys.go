@@ -7,9 +7,10 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// Key layout (research/election-anchors.md § D.1): the candidates of an
-// election are the keys <dir><lease ID in lowercase hex>, where dir is
-// Prefix + election + "/", exactly as concurrency.Election writes them.
+// Key layout: the candidates of an election are the keys <dir><lease ID in
+// lowercase hex>, where dir is Prefix + election + "/", exactly as
+// concurrency.Election writes them (Campaign in
+// https://github.com/etcd-io/etcd/blob/main/client/v3/concurrency/election.go).
 //
 // Upstream ranges over the whole prefix dir, so the keys of election
 // "jobs/eu" (dir "jobs/eu/") count as candidates of "jobs". This driver

@@ -2,19 +2,13 @@ package etcd
 
 import (
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/leaderkit/elector/backend"
 )
 
-// Defaults of [Options].
-const (
-	// DefaultClockDrift is the default of [Options.ClockDrift]: 1%.
-	DefaultClockDrift = 0.01
-	// DefaultCleanupTimeout is the default of [Options.CleanupTimeout].
-	DefaultCleanupTimeout = 2 * time.Second
-)
+// DefaultCleanupTimeout is the default of [Options.CleanupTimeout].
+const DefaultCleanupTimeout = 2 * time.Second
 
 // maxTTLSeconds is etcd's MaxLeaseTTL (server/lease/lessor.go): 9,000,000,000
 // seconds.
@@ -32,12 +26,14 @@ type Options struct {
 	// their election name.
 	Prefix string
 
-	// ClockDrift bounds how much faster the etcd leader's clock may run
-	// than this process's monotonic clock, as a fraction of a lease TTL.
-	// A lease's local Deadline is the send time of its last acknowledged
-	// keepalive plus TTL × (1 − ClockDrift). The default, 0, means
-	// [DefaultClockDrift] (1%); the allowed range is [0, 0.5).
-	ClockDrift float64
+	// DriftFactor is the fraction of a lease's TTL by which the etcd
+	// leader's clock may run ahead of this process's monotonic clock
+	// during one lease. A lease's local Deadline is the send time of its
+	// last acknowledged keepalive plus the granted TTL less TTL ×
+	// DriftFactor + [backend.DriftFloor] ([backend.LeaseDeadline]). The
+	// default, 0, means [backend.DefaultDriftFactor] (1%); the allowed
+	// range is (0, [backend.MaxDriftFactor]].
+	DriftFactor float64
 
 	// CleanupTimeout bounds the work done after the caller's context has
 	// ended: deleting the key of a Campaign whose ctx ended while it waited,
@@ -54,17 +50,16 @@ type settings struct {
 }
 
 func (o *Options) settings() (settings, error) {
-	s := settings{drift: DefaultClockDrift, cleanup: DefaultCleanupTimeout}
+	s := settings{drift: backend.DefaultDriftFactor, cleanup: DefaultCleanupTimeout}
 	if o == nil {
 		return s, nil
 	}
 	s.prefix = o.Prefix
-	switch {
-	case math.IsNaN(o.ClockDrift) || o.ClockDrift < 0 || o.ClockDrift >= 0.5:
-		return s, fmt.Errorf("etcd: %w: Options.ClockDrift is %v; want a fraction in [0, 0.5)", backend.ErrInvalid, o.ClockDrift)
-	case o.ClockDrift > 0:
-		s.drift = o.ClockDrift
+	drift, err := backend.ValidateDriftFactor(o.DriftFactor)
+	if err != nil {
+		return s, fmt.Errorf("etcd: %w", err)
 	}
+	s.drift = drift
 	switch {
 	case o.CleanupTimeout < 0:
 		return s, fmt.Errorf("etcd: %w: Options.CleanupTimeout is %v; want >= 0 (0 means %v)", backend.ErrInvalid, o.CleanupTimeout, DefaultCleanupTimeout)
@@ -75,15 +70,12 @@ func (o *Options) settings() (settings, error) {
 }
 
 // ttlSeconds converts a candidate TTL to whole etcd lease seconds, rounding
-// up. etcd leases cannot be shorter than one second (and the server raises a
-// granted TTL to its own minimum, ceil(1.5 × election timeout), which the
-// Deadline then reflects).
+// up. etcd leases cannot be shorter than one second; the server may raise a
+// granted TTL further (see [Backend.Campaign]).
 func ttlSeconds(ttl time.Duration) (int64, error) {
-	switch {
-	case ttl < time.Second:
-		return 0, fmt.Errorf("%w: ttl %v is below etcd's minimum lease TTL of 1s", backend.ErrInvalid, ttl)
-	case ttl > maxTTLSeconds*time.Second:
-		return 0, fmt.Errorf("%w: ttl %v is above etcd's maximum lease TTL of %ds", backend.ErrInvalid, ttl, int64(maxTTLSeconds))
+	if ttl < time.Second || ttl > maxTTLSeconds*time.Second {
+		return 0, fmt.Errorf("%w: Candidate.TTL is %v; want 1s to %ds (etcd leases are whole seconds, rounded up)",
+			backend.ErrInvalid, ttl, int64(maxTTLSeconds))
 	}
 	return int64((ttl + time.Second - 1) / time.Second), nil
 }

@@ -24,19 +24,29 @@ import (
 // reuses it, and concurrent renewals share one request. A session nobody
 // renews lapses at the server after its TTL, as a crashed process's would.
 type session struct {
-	b     *Backend
+	cli   *clientv3.Client
+	drift float64 // Options.DriftFactor
 	id    clientv3.LeaseID
 	ttl   time.Duration // as granted
 	lost  chan struct{} // closed when the lease is known gone
 	once  sync.Once
-	users map[string]*lease // by election; guarded by b.mu
+
+	// earlyRevoke: some member runs an etcd release whose old raft leader
+	// can revoke this lease by its own stale clock after a leader change
+	// (see revokesEarly).
+	earlyRevoke bool
+
+	mu    sync.Mutex
+	users map[string]*lease // candidates on this lease, by election
 	// retired sessions take no new candidates: a key of theirs could not
 	// be deleted (see orphans) and must lapse with them.
-	retired bool // guarded by b.mu
-
-	mu       sync.Mutex
+	retired  bool
 	sent     time.Time // send time of the newest acknowledged keepalive or grant
-	deadline time.Time // sent + TTL × (1 − drift), never moves back
+	deadline time.Time // backend.LeaseDeadline of sent; never moves back
+	term     uint64    // raft term of the newest trusted acknowledgement or grant
+	// distrust, once set, is why no acknowledgement may move the deadline
+	// any more: the raft leader changed while earlyRevoke holds.
+	distrust error
 	inflight *keepalive
 	orphans  map[string]int64 // key → create revision of keys to delete
 }
@@ -52,16 +62,89 @@ type keepalive struct {
 	err  error
 }
 
-func (b *Backend) newSession(id clientv3.LeaseID, ttlSeconds int64, sent time.Time) *session {
+func newSession(cli *clientv3.Client, drift float64, id clientv3.LeaseID, ttlSeconds int64, sent time.Time, term uint64, earlyRevoke bool) *session {
 	s := &session{
-		b:     b,
-		id:    id,
-		ttl:   time.Duration(ttlSeconds) * time.Second,
-		lost:  make(chan struct{}),
-		users: make(map[string]*lease),
+		cli:         cli,
+		drift:       drift,
+		id:          id,
+		ttl:         time.Duration(ttlSeconds) * time.Second,
+		lost:        make(chan struct{}),
+		users:       make(map[string]*lease),
+		earlyRevoke: earlyRevoke,
+		term:        term,
 	}
 	s.ack(sent, ttlSeconds)
 	return s
+}
+
+// errEarlyRevoke explains a distrusted session.
+var errEarlyRevoke = errors.New("the etcd raft leader changed, and a member runs an etcd release " +
+	"(before 3.4.31, 3.5.13 or 3.6.0) whose old leader may still revoke this lease by its own stale clock " +
+	"(https://github.com/etcd-io/etcd/issues/15247); the lease is no longer renewed")
+
+// verify decides whether a keepalive acknowledged in raft term ackTerm, and
+// followed by a linearizable read served in term readTerm, may move the
+// deadline. An acknowledgement is trusted only when the read, which a
+// quorum confirmed after it, saw the same term: then no newer leader existed
+// when the keepalive was answered, so it was recorded by the lessor that
+// decides the lease's expiry (a paused or partitioned old leader answers
+// keepalives from its own lessor until it learns of its successor). A newer
+// term on a cluster that can revoke early distrusts the session for good:
+// the old leader's lessor, which never saw the later keepalives, may still
+// revoke the lease when it runs again.
+func (s *session) verify(ackTerm, readTerm uint64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.distrust != nil {
+		return s.distrust
+	}
+	term := max(ackTerm, readTerm)
+	if s.earlyRevoke && s.term != 0 && term > s.term {
+		s.distrust = fmt.Errorf("lease %x: raft term %d after %d: %w: %w", int64(s.id), term, s.term, errEarlyRevoke, backend.ErrLost)
+		return s.distrust
+	}
+	s.term = max(s.term, term)
+	if ackTerm != readTerm {
+		return fmt.Errorf("lease %x: keepalive acknowledged in raft term %d, but the cluster is at term %d: not trusted", int64(s.id), ackTerm, readTerm)
+	}
+	return nil
+}
+
+// take records l as the session's candidate for its election if the
+// session can carry it: it is alive, trusted, not retired, has no candidate
+// for that election yet, and at least half its TTL left at now. It reports
+// whether it took l, and whether the session is finished and unused (dead
+// and without candidates), so that its owner can forget it.
+func (s *session) take(l *lease, now time.Time) (took, unused bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	left := s.deadline.Sub(now)
+	dead := s.isLost() || s.distrust != nil || left <= 0
+	if dead {
+		return false, len(s.users) == 0
+	}
+	if s.retired || s.users[l.election] != nil || left <= s.ttl/2 {
+		return false, false
+	}
+	s.users[l.election] = l
+	return true, false
+}
+
+// drop frees l's slot on the session.
+func (s *session) drop(l *lease) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.users[l.election] == l {
+		delete(s.users, l.election)
+	}
+}
+
+// distrusted returns why acknowledgements no longer move the deadline, or
+// nil.
+func (s *session) distrusted() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.distrust
 }
 
 // ack records an acknowledgement of a request sent at sent that left the
@@ -73,7 +156,7 @@ func (s *session) ack(sent time.Time, ttlSeconds int64) {
 		s.sent = sent
 	}
 	ttl := time.Duration(ttlSeconds) * time.Second
-	if d := sent.Add(ttl - time.Duration(float64(ttl)*s.b.set.drift)); d.After(s.deadline) {
+	if d := backend.LeaseDeadline(sent, ttl, s.drift); d.After(s.deadline) {
 		s.deadline = d
 	}
 }
@@ -108,12 +191,12 @@ func (s *session) isLost() bool {
 // markLost records that the lease is gone and finishes every candidate on it.
 func (s *session) markLost() {
 	s.once.Do(func() { close(s.lost) })
-	s.b.mu.Lock()
+	s.mu.Lock()
 	users := make([]*lease, 0, len(s.users))
 	for _, l := range s.users {
 		users = append(users, l)
 	}
-	s.b.mu.Unlock()
+	s.mu.Unlock()
 	for _, l := range users {
 		l.markLost()
 	}
@@ -124,10 +207,13 @@ func (s *session) markLost() {
 // with concurrent callers). It returns the send time of that
 // acknowledgement, or an error wrapping [backend.ErrLost] when the server no
 // longer knows the lease.
-func (s *session) keepAlive(ctx context.Context, maxAge time.Duration, after time.Time) (time.Time, error) {
+func (s *session) keepAlive(ctx context.Context, key string, maxAge time.Duration, after time.Time) (time.Time, error) {
 	for {
 		if s.isLost() {
 			return time.Time{}, fmt.Errorf("lease %x: %w", int64(s.id), backend.ErrLost)
+		}
+		if err := s.distrusted(); err != nil {
+			return time.Time{}, err
 		}
 		s.mu.Lock()
 		if sent := s.sent; sent.After(after) && time.Since(sent) < maxAge {
@@ -139,7 +225,7 @@ func (s *session) keepAlive(ctx context.Context, maxAge time.Duration, after tim
 			k = &keepalive{done: make(chan struct{})}
 			s.inflight = k
 			s.mu.Unlock()
-			k.sent, k.err = s.send(ctx)
+			k.sent, k.err = s.send(ctx, key)
 			s.mu.Lock()
 			s.inflight = nil
 			s.mu.Unlock()
@@ -162,18 +248,30 @@ func (s *session) keepAlive(ctx context.Context, maxAge time.Duration, after tim
 	}
 }
 
-// send sends one keepalive and, after it, deletes orphaned keys. It
-// returns the send time.
-func (s *session) send(ctx context.Context) (time.Time, error) {
-	if err := s.b.clientClosed(); err != nil {
+// send sends one keepalive, verifies its acknowledgement with a
+// linearizable read of key (any key the client may read), and then deletes
+// orphaned keys. It returns the send time. Both requests require the
+// member to have a raft leader.
+func (s *session) send(ctx context.Context, key string) (time.Time, error) {
+	if err := clientClosed(s.cli); err != nil {
 		return time.Time{}, err
 	}
+	ctx = clientv3.WithRequireLeader(ctx)
 	sent := time.Now()
-	resp, err := s.b.cli.KeepAliveOnce(ctx, s.id)
+	resp, err := s.cli.KeepAliveOnce(ctx, s.id)
+	if err == nil {
+		var rr *clientv3.GetResponse
+		rr, err = s.cli.Get(ctx, key, clientv3.WithCountOnly())
+		if err == nil {
+			err = s.verify(resp.GetRaftTerm(), rr.Header.GetRaftTerm())
+		}
+	}
 	switch {
 	case isLeaseNotFound(err):
 		s.markLost()
 		return time.Time{}, fmt.Errorf("lease %x: %w", int64(s.id), backend.ErrLost)
+	case errors.Is(err, backend.ErrLost):
+		return time.Time{}, err
 	case err != nil:
 		if ctx.Err() != nil {
 			return time.Time{}, ctx.Err()
@@ -189,10 +287,8 @@ func (s *session) send(ctx context.Context) (time.Time, error) {
 // The session is retired so that the key lapses with it once its current
 // candidates are gone.
 func (s *session) orphan(key string, rev int64) {
-	s.b.mu.Lock()
-	s.retired = true
-	s.b.mu.Unlock()
 	s.mu.Lock()
+	s.retired = true
 	if s.orphans == nil {
 		s.orphans = make(map[string]int64)
 	}
@@ -209,7 +305,7 @@ func (s *session) deleteOrphans(ctx context.Context) {
 	}
 	s.mu.Unlock()
 	for i, k := range keys {
-		if deleteKey(ctx, s.b.cli, k, revs[i]) == nil {
+		if deleteKey(ctx, s.cli, k, revs[i]) == nil {
 			s.mu.Lock()
 			delete(s.orphans, k)
 			s.mu.Unlock()

@@ -55,8 +55,12 @@ func TestTLSAndAuth(t *testing.T) {
 
 	a, b := testBackend(t, cli, nil), testBackend(t, cli, nil)
 	name := testName(t)
-	la := mustCampaign(t, a, cand(name, "alice"))
-	ch := campaignAsync(testCtx(t), b, cand(name, "bob"))
+	// A keepalive to this member takes 0.2-0.3 s (password auth), against
+	// 2 ms for a read: a 1 s TTL, renewed every TTL/3 with that bound,
+	// leaves no slack on a loaded machine.
+	const ttl = 3 * time.Second
+	la := mustCampaign(t, a, backend.Candidate{Election: name, Identity: "alice", TTL: ttl})
+	ch := campaignAsync(testCtx(t), b, backend.Candidate{Election: name, Identity: "bob", TTL: ttl})
 	pending(t, ch, 200*time.Millisecond)
 	if err := la.Renew(testCtx(t)); err != nil {
 		t.Fatalf("Renew over TLS: %v", err)

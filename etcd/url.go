@@ -36,7 +36,7 @@ func openURL(_ context.Context, u *url.URL) (backend.Backend, io.Closer, error) 
 	}
 	opts := &Options{
 		Prefix:         p.String("prefix"),
-		ClockDrift:     p.Float("clock_drift"),
+		DriftFactor:    p.Float("drift_factor"),
 		CleanupTimeout: p.Duration("cleanup_timeout"),
 	}
 	dial := p.Duration("dial_timeout")

@@ -144,29 +144,8 @@ func waitQueued(t *testing.T, cli *clientv3.Client, name, who string) {
 // an admin watch sees it deleted.
 func watchExpiry(t *testing.T, cli *clientv3.Client, name, who string) <-chan time.Time {
 	t.Helper()
-	ctx := etcdCtx(t)
-	resp, err := cli.Get(ctx, name+"/", clientv3.WithPrefix())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var key string
-	for _, kv := range resp.Kvs {
-		if string(kv.Value) == who {
-			key = string(kv.Key)
-		}
-	}
-	if key == "" {
-		t.Fatalf("no key of %s in %q", who, name)
-	}
-	wch := cli.Watch(ctx, key, clientv3.WithRev(resp.Header.Revision+1), clientv3.WithFilterPut())
+	d := watchDelete(t, cli, name, func(kv *mvccpb.KeyValue) bool { return string(kv.Value) == who })
 	ch := make(chan time.Time, 1)
-	go func() {
-		for wr := range wch {
-			if len(wr.Events) > 0 {
-				ch <- time.Now()
-				return
-			}
-		}
-	}()
+	go func() { ch <- (<-d).seen }()
 	return ch
 }
