@@ -11,7 +11,9 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -141,4 +143,49 @@ func configEnv() []string {
 		fs.VisitAll(func(f *flag.Flag) { names = append(names, envName(f.Name)) })
 	}
 	return names
+}
+
+// durationValue is a time.Duration flag whose parse error names the format,
+// for the command line and the environment alike.
+type durationValue time.Duration
+
+func (d *durationValue) Set(s string) error {
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return errors.New("want a duration such as 10s, 1m30s or 500ms")
+	}
+	*d = durationValue(v)
+	return nil
+}
+
+func (d *durationValue) String() string { return time.Duration(*d).String() }
+
+// durationVar defines a duration flag like flag.DurationVar, with
+// durationValue's error.
+func durationVar(fs *flag.FlagSet, p *time.Duration, name string, value time.Duration, usage string) {
+	*p = value
+	fs.Var((*durationValue)(p), name, usage)
+}
+
+// boolValue is a bool flag whose parse error names the values it takes.
+type boolValue bool
+
+func (b *boolValue) Set(s string) error {
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return errors.New("want true or false")
+	}
+	*b = boolValue(v)
+	return nil
+}
+
+func (b *boolValue) String() string { return strconv.FormatBool(bool(*b)) }
+
+// IsBoolFlag lets --flag alone mean --flag=true.
+func (b *boolValue) IsBoolFlag() bool { return true }
+
+// boolVar defines a bool flag like flag.BoolVar, with boolValue's error.
+func boolVar(fs *flag.FlagSet, p *bool, name string, value bool, usage string) {
+	*p = value
+	fs.Var((*boolValue)(p), name, usage)
 }

@@ -41,8 +41,10 @@ type statusConfig struct {
 func statusFlags(c *statusConfig, name string) *flag.FlagSet {
 	fs := newFlagSet(name)
 	c.register(fs)
-	fs.BoolVar(&c.json, "json", false, "print JSON (one object per line) instead of text")
-	fs.DurationVar(&c.timeout, "timeout", 5*time.Second, "status: give up on the backend after this long")
+	boolVar(fs, &c.json, "json", false, "print JSON (one object per line) instead of text")
+	if name == "status" { // watch retries until interrupted: no timeout
+		durationVar(fs, &c.timeout, "timeout", 5*time.Second, "give up on the backend after this long, connecting included")
+	}
 	return fs
 }
 
@@ -103,13 +105,13 @@ func statusMain(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
 	b, closer, err := c.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer closer.Close()
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
 	h, err := b.Leader(ctx, c.election)
 	switch {
 	case errors.Is(err, backend.ErrNoLeader):
