@@ -19,22 +19,25 @@ import "github.com/redis/go-redis/v9"
 // reports it, -1 for a key without expiry).
 //
 // ARGV: id prefix, identity, ttl in ms.
-var acquireScript = redis.NewScript(`
+var acquireScript = redis.NewScript(acquireSource)
+
+const acquireSource = `
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return {0, redis.call('PTTL', KEYS[1])}
 end
 local t = redis.call('INCR', KEYS[2])
 redis.call('SET', KEYS[1], ARGV[1] .. string.format('%d', t) .. ' ' .. ARGV[2], 'PX', ARGV[3])
 return {1, t}
-`)
+`
 
-// fenceScript writes the agreed token m back: it raises the counter to at
-// least m (comparing decimal strings, exact beyond Lua's 2^53) on every node it reaches and, where the key still holds our lease,
-// rewrites the value with token m (keeping the TTL). Replies 1 when the key
-// is ours, else 0.
+// writeBackScript writes the agreed token m back: it raises the counter to
+// at least m (comparing decimal strings, exact beyond Lua's 2^53) on every
+// node it reaches and, where the key still holds our lease, rewrites the
+// value with token m (keeping the TTL). Replies 1 when the key is ours,
+// else 0.
 //
 // ARGV: id prefix, m, new value.
-var fenceScript = redis.NewScript(`
+var writeBackScript = redis.NewScript(`
 local c = redis.call('GET', KEYS[2]) or '0'
 local m = ARGV[2]
 if #c < #m or (#c == #m and c < m) then
