@@ -16,15 +16,16 @@ import (
 type acquireResult struct {
 	lease *lease
 	err   error         // too few nodes answered, or a late quorum
-	wait  time.Duration // held: when a quorum of nodes can be free
-	split bool          // held, but by no single holder on a quorum
+	wait  time.Duration // held: when enough of the holder's keys can have expired to free a quorum
+	split bool          // lost, but no single holder has a quorum: rivals split the nodes
 }
 
 // acquired is one node's reply to acquireScript.
 type acquired struct {
-	won   bool
-	token uint64        // won: the node's counter, just INCRed
-	pttl  time.Duration // held: the key's PTTL; never for a key without expiry
+	won    bool
+	token  uint64        // won: the node's counter, just INCRed
+	pttl   time.Duration // held: the key's PTTL; never for a key without expiry
+	holder string        // held: the first word of the key's value
 }
 
 func (a acquired) status() status {
@@ -34,7 +35,7 @@ func (a acquired) status() status {
 	return no
 }
 
-// parseAcquired reads acquireScript's reply: {1, token} or {0, pttl}.
+// parseAcquired reads acquireScript's reply: {1, token} or {0, pttl, holder}.
 func parseAcquired(v []any, err error) (acquired, error) {
 	if err != nil {
 		return acquired{}, err
@@ -51,6 +52,9 @@ func parseAcquired(v []any, err error) (acquired, error) {
 	if n >= 0 {
 		a.pttl = time.Duration(n) * time.Millisecond
 	}
+	if len(v) > 2 {
+		a.holder, _ = v[2].(string)
+	}
 	return a, nil
 }
 
@@ -66,7 +70,7 @@ func (b *Backend) acquire(ctx context.Context, key, id string, c backend.Candida
 		return parseAcquired(acquireScript.Run(ctx, cl, []string{key, counter}, id, c.Identity, ttlArg).Slice())
 	})
 	// Wait for every node unless the round is decided: a quorum is ours,
-	// or one rival holds one (failed nodes alone do not decide it, so that
+	// or others hold one (failed nodes alone do not decide it, so that
 	// lost sees the holder's PTTLs).
 	got, t := r.collect(ctx, func(t tally) bool { return t.yes >= q || t.no >= q })
 	if t.yes >= q {
@@ -128,26 +132,40 @@ func countEqual(tokens []uint64, t uint64) int {
 	return n
 }
 
-// lost reads a round that others won: when a quorum of nodes can be free
-// for us, and whether rivals split the nodes (fewer than a quorum held).
+// lost reads a round that others won: when one holder (one value's first
+// word) has a quorum, the wait until enough of its keys can have expired to
+// free a quorum; otherwise a split. Nodes that are ours or held by another
+// rival count as free at once (their keys are being deleted), nodes that
+// failed or did not reply as never free.
 func lost(got []*reply[acquired], q int) acquireResult {
-	held := 0
-	free := make([]time.Duration, 0, len(got)) // when each node can be free for us
+	holders := make(map[string]int)
+	for _, g := range got {
+		if g != nil && g.status() == no {
+			holders[g.val.holder]++
+		}
+	}
+	holder, most := "", 0
+	for h, k := range holders {
+		if k > most {
+			holder, most = h, k
+		}
+	}
+	if most < q {
+		return acquireResult{split: true}
+	}
+	free := make([]time.Duration, 0, len(got))
 	for _, g := range got {
 		switch {
 		case g == nil || g.status() == failed:
 			free = append(free, never)
-		case g.status() == yes:
-			free = append(free, 0)
-		default:
-			held++
+		case g.status() == no && g.val.holder == holder:
 			free = append(free, g.val.pttl)
+		default:
+			free = append(free, 0)
 		}
 	}
 	slices.Sort(free)
-	// A rival can hold a quorum only if at least q nodes are held; fewer
-	// means rival candidates split the nodes (or a holder lost some).
-	return acquireResult{wait: free[q-1], split: held < q}
+	return acquireResult{wait: free[q-1]}
 }
 
 // writeBack writes token back to the nodes (writeBackScript) and needs a
@@ -169,7 +187,8 @@ func (b *Backend) writeBack(ctx context.Context, key, id string, token uint64, i
 	return nil
 }
 
-// cleanup sends compare-and-delete (releaseScript) for lease id to every node of an acquire round whose reply was not a
+// cleanup sends compare-and-delete without a notification (cleanupScript)
+// for lease id to every node of an acquire round whose reply was not a
 // definite "held by another": those that granted it, failed or had not
 // answered. Each node's delete is sent after that node's acquire request
 // has finished, so it cannot overtake it. It runs in the background with a
@@ -184,7 +203,7 @@ func (b *Backend) cleanup(key, id string, r *round[acquired]) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), b.cfg.nodeTimeout)
 			defer cancel()
-			releaseScript.Run(ctx, cl, []string{key}, id)
+			cleanupScript.Run(ctx, cl, []string{key}, id)
 		})
 	}
 }

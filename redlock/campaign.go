@@ -18,7 +18,8 @@ const never = time.Duration(math.MaxInt64)
 // algorithm. While another candidate holds the election it sleeps until the
 // holder's keys can have expired (the remaining PTTL the nodes reported,
 // plus a few milliseconds of jitter) and wakes at once when a release is
-// announced on the nodes.
+// announced on the nodes; while rival candidates split the nodes among
+// themselves it backs off at random.
 //
 // It returns ctx.Err() when ctx ends first, after sending compare-and-delete
 // to every node its last round may have reached. It returns an error wrapping
@@ -72,11 +73,7 @@ func (b *Backend) Campaign(ctx context.Context, c backend.Candidate) (backend.Le
 			continue
 		}
 		splits = r.splits(splits)
-		wake := w.ch
-		if r.split {
-			wake = nil // rivals are cleaning up: deaf to their release notifications
-		}
-		if err := b.pause(ctx, wake, r.backoff(splits, c.TTL)); err == backend.ErrClosed {
+		if err := b.pause(ctx, w, r.backoff(splits, c.TTL)); err == backend.ErrClosed {
 			return nil, fmt.Errorf("redlock: campaign %q: %w", c.Election, err)
 		} else if err != nil {
 			return nil, err
@@ -96,14 +93,15 @@ func (r acquireResult) splits(before int) int {
 // backoff returns how long a candidate waits after losing round r, the
 // splits-th split in a row.
 //
-// Behind a holder it waits until a quorum of nodes can be free (at most a
-// TTL, for a holder whose keys do not expire), plus 1 ms and up to 10 ms
-// (TTL/50 at most) of jitter. When rival candidates split the nodes and are
-// cleaning up, it backs off at random for up to 2^splits ms (at most 64 ms
-// and TTL/4), so the next round is not a tie again.
+// Behind a holder it waits until the holder's keys can have expired on
+// enough nodes to leave a quorum free (at most a TTL, for a holder whose
+// keys do not expire), plus 1 ms and up to 10 ms (TTL/50 at most) of jitter.
+// When rivals split the nodes, their failed rounds delete their keys at
+// once (without a notification), so it backs off at random for up to
+// 2^splits ms (at most TTL/4), and the next round is unlikely to tie again.
 func (r acquireResult) backoff(splits int, ttl time.Duration) time.Duration {
 	if r.split {
-		return time.Duration(rand.Int64N(int64(min(time.Millisecond<<min(splits, 6), ttl/4)) + 1))
+		return time.Duration(rand.Int64N(int64(min(time.Millisecond<<min(splits, 16), ttl/4)) + 1))
 	}
 	wait := r.wait
 	if wait == never || wait > ttl {
@@ -112,10 +110,10 @@ func (r acquireResult) backoff(splits int, ttl time.Duration) time.Duration {
 	return wait + time.Millisecond + time.Duration(rand.Int64N(int64(min(ttl/50, 10*time.Millisecond))+1))
 }
 
-// pause waits for d, or until wake (nil: never) fires. It returns
+// pause waits for d, or until a release is announced on w. It returns
 // ctx.Err() when ctx ends first, and [backend.ErrClosed] when the Backend
 // closes.
-func (b *Backend) pause(ctx context.Context, wake <-chan struct{}, d time.Duration) error {
+func (b *Backend) pause(ctx context.Context, w *waiter, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -123,7 +121,7 @@ func (b *Backend) pause(ctx context.Context, wake <-chan struct{}, d time.Durati
 		return ctx.Err()
 	case <-b.done:
 		return backend.ErrClosed
-	case <-wake:
+	case <-w.ch:
 	case <-t.C:
 	}
 	return nil

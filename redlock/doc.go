@@ -25,16 +25,21 @@
 // is still positive; a late quorum is a failure. After a failed round the
 // candidate sends compare-and-delete to every node it may have reached,
 // including those that errored or timed out, each after that node's acquire
-// request has finished. A round answered by too few nodes makes Campaign
-// return an error (the portable layer retries); a round lost to a holder
-// makes it wait: until the holder's keys can have expired on a quorum (the
-// PTTLs the nodes reported, plus 1 ms and a little jitter), or until a
-// release is announced, whichever comes first. Releases are PUBLISHed on the
-// channel lock key + "//released" on every node; a Backend subscribes to an
-// election's channel only while one of its candidates waits on it (and
-// tries once more right after subscribing, so no release is missed), so an
-// uncontended election costs no pub/sub traffic. Candidates that split the
-// nodes among themselves back off at random for a few milliseconds.
+// request has finished; these deletions announce nothing, since the key was
+// never a term. A round answered by too few nodes makes Campaign return an
+// error (the portable layer retries). A round lost to a holder (one value on
+// a quorum of the nodes) makes it wait: until enough of the holder's keys
+// can have expired to free a quorum (the PTTLs the nodes reported, plus 1 ms
+// and a little jitter), or until a release is announced, whichever comes
+// first. Releases of terms are PUBLISHed on the channel lock key +
+// "//released" on every node; a Backend subscribes to an election's channel
+// only while one of its candidates waits on it (and tries once more right
+// after subscribing, so no release is missed), so an uncontended election
+// costs no pub/sub traffic. A round lost with no holder on a quorum means
+// that rival candidates split the nodes among themselves and are deleting
+// their keys: each backs off at random, for up to 2, 4, 8 … ms after each
+// split in a row (at most TTL/4). So waiters behind a crashed holder run a
+// few rounds each per TTL, not a round each time a rival's round fails.
 //
 // Renew is compare-and-pexpire on every node; it succeeds when a quorum
 // still held the lease within the validity measured from the renewal's
