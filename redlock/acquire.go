@@ -66,7 +66,7 @@ func (b *Backend) acquire(ctx context.Context, key, id string, c backend.Candida
 	counter := key + counterSuffix
 	ttlArg := strconv.FormatInt(c.TTL.Milliseconds(), 10)
 	start := time.Now()
-	r := startRound(ctx, b, nil, func(ctx context.Context, cl redis.UniversalClient, _ int) (acquired, error) {
+	r := startRound(ctx, b, b.releasing(key), func(ctx context.Context, cl redis.UniversalClient, _ int) (acquired, error) {
 		return parseAcquired(acquireScript.Run(ctx, cl, []string{key, counter}, id, c.Identity, ttlArg).Slice())
 	})
 	// Wait for every node unless the round is decided: a quorum is ours,
@@ -206,4 +206,49 @@ func (b *Backend) cleanup(key, id string, r *round[acquired]) {
 			cleanupScript.Run(ctx, cl, []string{key}, id)
 		})
 	}
+}
+
+// noteRelease records done, the release round of a lease on key, so that
+// this Backend's next acquire of key is sent to each node only after that
+// node's release request has finished. Release returns as soon as no
+// quorum can hold the lease, with deletions still in flight; an acquire
+// that overtook one of them would find the old key, hold the new lease on
+// fewer nodes, and often need a fencing write-back round, as the nodes'
+// counters then disagree.
+func (b *Backend) noteRelease(key string, done []<-chan struct{}) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.released) >= 64 {
+		for k, d := range b.released {
+			if finished(d) {
+				delete(b.released, k)
+			}
+		}
+	}
+	b.released[key] = done
+}
+
+// releasing returns the release round of key that an acquire must follow,
+// or nil when there is none still running.
+func (b *Backend) releasing(key string) []<-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	d := b.released[key]
+	if d != nil && finished(d) {
+		delete(b.released, key)
+		return nil
+	}
+	return d
+}
+
+// finished reports whether every channel in done is closed.
+func finished(done []<-chan struct{}) bool {
+	for _, c := range done {
+		select {
+		case <-c:
+		default:
+			return false
+		}
+	}
+	return true
 }

@@ -41,7 +41,10 @@ type Backend struct {
 	closed  bool                // Close has begun: Campaign and Leader refuse
 	stopped bool                // no more goroutines may start
 	leases  map[*lease]struct{} // live leases, finished by Close
-	wg      sync.WaitGroup      // every goroutine the Backend started
+	// released holds, by lock key, the latest release round of a lease of
+	// this Backend while it may still run (see noteRelease).
+	released map[string][]<-chan struct{}
+	wg       sync.WaitGroup // every goroutine the Backend started
 }
 
 var _ backend.Backend = (*Backend)(nil)
@@ -89,6 +92,7 @@ func New(clients []redis.UniversalClient, opts *Options) (*Backend, error) {
 		stop:     make(chan struct{}),
 		work:     make([]chan func(), len(clients)),
 		leases:   make(map[*lease]struct{}),
+		released: make(map[string][]<-chan struct{}),
 	}
 	for i := range b.work {
 		b.work[i] = make(chan func())

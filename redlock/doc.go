@@ -45,7 +45,10 @@
 // still held the lease within the validity measured from the renewal's
 // start, and never re-creates a key that lapsed. Release is compare-and-delete
 // on every node, each deletion announced with PUBLISH so a waiting candidate
-// is elected at once. Scripts are sent with EVALSHA, falling back to EVAL.
+// is elected at once; it returns as soon as no quorum can hold the lease,
+// and the same Backend's next acquire of the election is sent to each node
+// only after that node's deletion, so it does not find the old key there.
+// Scripts are sent with EVALSHA, falling back to EVAL.
 //
 // Keys: the lock key is KeyPrefix+election, a plain string key with a PX
 // expiry, so a redsync or node-redlock lock of the same key excludes an

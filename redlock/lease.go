@@ -180,11 +180,13 @@ func (l *lease) release(ctx context.Context) error {
 }
 
 // releaseRound sends releaseScript to every node, each after the lease's
-// latest request there.
+// latest request there; the Backend's next acquire of the key follows it.
 func (l *lease) releaseRound(ctx context.Context) *round[answer] {
-	return startRound(ctx, l.b, l.last, func(ctx context.Context, cl redis.UniversalClient, _ int) (answer, error) {
+	r := startRound(ctx, l.b, l.last, func(ctx context.Context, cl redis.UniversalClient, _ int) (answer, error) {
 		return answerOf(releaseScript.Run(ctx, cl, []string{l.key}, l.id).Int64())
 	})
+	l.b.noteRelease(l.key, r.done())
+	return r
 }
 
 // releaseAsync deletes what is left of a lost lease on the nodes, in the
