@@ -18,6 +18,7 @@ type acquireResult struct {
 	err   error         // too few nodes answered, or a late quorum
 	wait  time.Duration // held: when enough of the holder's keys can have expired to free a quorum
 	split bool          // lost, but no single holder has a quorum: rivals split the nodes
+	took  time.Duration // lost: how long the round took
 }
 
 // acquired is one node's reply to acquireScript.
@@ -83,7 +84,9 @@ func (b *Backend) acquire(ctx context.Context, key, id string, c backend.Candida
 	case t.yes+t.no < q:
 		return acquireResult{err: fmt.Errorf("quorum unreachable: %d of %d nodes answered, need %d: %s", t.yes+t.no, n, q, t.nodeErr())}
 	}
-	return lost(got, q)
+	r2 := lost(got, q)
+	r2.took = time.Since(start)
+	return r2
 }
 
 // win makes a lease of a round that a quorum granted, unless the quorum

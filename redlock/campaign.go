@@ -97,11 +97,14 @@ func (r acquireResult) splits(before int) int {
 // enough nodes to leave a quorum free (at most a TTL, for a holder whose
 // keys do not expire), plus 1 ms and up to 10 ms (TTL/50 at most) of jitter.
 // When rivals split the nodes, their failed rounds delete their keys at
-// once (without a notification), so it backs off at random for up to
-// 2^splits ms (at most TTL/4), and the next round is unlikely to tie again.
+// once (without a notification), which takes them about as long as a
+// round; so it backs off at random for up to 2^splits times the round's
+// duration (at least 1 ms, at most TTL/4), and the next round is unlikely
+// to tie again, however slow the nodes or this host are.
 func (r acquireResult) backoff(splits int, ttl time.Duration) time.Duration {
 	if r.split {
-		return time.Duration(rand.Int64N(int64(min(time.Millisecond<<min(splits, 16), ttl/4)) + 1))
+		unit := max(r.took, time.Millisecond)
+		return time.Duration(rand.Int64N(int64(min(unit<<min(splits, 16), ttl/4)) + 1))
 	}
 	wait := r.wait
 	if wait == never || wait > ttl {

@@ -37,8 +37,9 @@
 // after subscribing, so no release is missed), so an uncontended election
 // costs no pub/sub traffic. A round lost with no holder on a quorum means
 // that rival candidates split the nodes among themselves and are deleting
-// their keys: each backs off at random, for up to 2, 4, 8 … ms after each
-// split in a row (at most TTL/4). So waiters behind a crashed holder run a
+// their keys: each backs off at random, for up to 2, 4, 8 … times the
+// round's duration (at least 1 ms) after each split in a row (at most
+// TTL/4). So waiters behind a crashed holder run a
 // few rounds each per TTL, not a round each time a rival's round fails.
 //
 // Renew is compare-and-pexpire on every node; it succeeds when a quorum
