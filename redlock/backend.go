@@ -2,10 +2,8 @@ package redlock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -42,8 +40,11 @@ type Backend struct {
 	mu      sync.Mutex
 	closed  bool                // Close has begun: Campaign and Leader refuse
 	stopped bool                // no more goroutines may start
-	leases  map[*Lease]struct{} // live leases, finished by Close
-	wg      sync.WaitGroup      // every goroutine the Backend started
+	leases  map[*lease]struct{} // live leases, finished by Close
+	// released holds, by lock key, the latest release round of a lease of
+	// this Backend while it may still run (see noteRelease).
+	released map[string][]<-chan struct{}
+	wg       sync.WaitGroup // every goroutine the Backend started
 }
 
 var _ backend.Backend = (*Backend)(nil)
@@ -52,10 +53,13 @@ var _ backend.Backend = (*Backend)(nil)
 // Redis Cluster or a Sentinel-managed group counts as one node: its
 // asynchronous replication can lose a lock on failover, so it is not N
 // nodes). Use an odd number of nodes, usually 3 or 5; a single node works but
-// tolerates no failure. opts may be nil for the defaults.
+// tolerates no failure. opts may be nil for the defaults. An invalid
+// client or option makes New return an error wrapping [backend.ErrInvalid].
 //
-// The clients stay the caller's: [Backend.Close] does not close them. Each
-// *redis.Client, *redis.ClusterClient and *redis.Ring must have
+// New does not take ownership of the clients: Close closes only what New
+// created; close the clients yourself after Close.
+//
+// Each *redis.Client, *redis.ClusterClient and *redis.Ring must have
 // ContextTimeoutEnabled set, or New returns an error: without it go-redis
 // ignores context deadlines on socket reads, and a stalled node would hold
 // every round for the client's ReadTimeout instead of [Options.NodeTimeout].
@@ -66,16 +70,16 @@ func New(clients []redis.UniversalClient, opts *Options) (*Backend, error) {
 		return nil, err
 	}
 	if len(clients) == 0 {
-		return nil, errors.New("redlock: no clients; want at least one Redis master (3 or 5 for fault tolerance)")
+		return nil, fmt.Errorf("redlock: %w: no clients; want at least one Redis master (3 or 5 for fault tolerance)", backend.ErrInvalid)
 	}
 	ctxBound := true
 	for i, c := range clients {
 		if c == nil {
-			return nil, fmt.Errorf("redlock: clients[%d] is nil", i)
+			return nil, fmt.Errorf("redlock: %w: clients[%d] is nil", backend.ErrInvalid, i)
 		}
 		known, enabled := contextTimeoutEnabled(c)
 		if known && !enabled {
-			return nil, fmt.Errorf("redlock: clients[%d] has ContextTimeoutEnabled false; set it in the client's options so NodeTimeout bounds socket reads", i)
+			return nil, fmt.Errorf("redlock: %w: clients[%d] has ContextTimeoutEnabled false; set it in the client's options so NodeTimeout bounds socket reads", backend.ErrInvalid, i)
 		}
 		ctxBound = ctxBound && known
 	}
@@ -87,7 +91,8 @@ func New(clients []redis.UniversalClient, opts *Options) (*Backend, error) {
 		done:     make(chan struct{}),
 		stop:     make(chan struct{}),
 		work:     make([]chan func(), len(clients)),
-		leases:   make(map[*Lease]struct{}),
+		leases:   make(map[*lease]struct{}),
+		released: make(map[string][]<-chan struct{}),
 	}
 	for i := range b.work {
 		b.work[i] = make(chan func())
@@ -155,7 +160,7 @@ func (b *Backend) Close() error {
 	}
 	b.closed = true
 	close(b.done)
-	leases := make([]*Lease, 0, len(b.leases))
+	leases := make([]*lease, 0, len(b.leases))
 	for l := range b.leases {
 		leases = append(leases, l)
 	}
@@ -181,7 +186,7 @@ func (b *Backend) Close() error {
 }
 
 // track and untrack keep the set of live leases Close must finish.
-func (b *Backend) track(l *Lease) bool {
+func (b *Backend) track(l *lease) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
@@ -191,20 +196,8 @@ func (b *Backend) track(l *Lease) bool {
 	return true
 }
 
-func (b *Backend) untrack(l *Lease) {
+func (b *Backend) untrack(l *lease) {
 	b.mu.Lock()
 	delete(b.leases, l)
 	b.mu.Unlock()
-}
-
-// validity returns the drift-adjusted lifetime of a lease whose request
-// was sent at start: the instant before which the lease is surely still
-// held at a quorum, given that a quorum confirmed it.
-func (b *Backend) deadline(start time.Time, ttl time.Duration) time.Time {
-	return start.Add(ttl - b.cfg.driftFor(ttl))
-}
-
-// ttlMillis rounds ttl up to whole milliseconds, the precision of PX.
-func ttlMillis(ttl time.Duration) time.Duration {
-	return (ttl + time.Millisecond - 1).Truncate(time.Millisecond)
 }

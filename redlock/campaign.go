@@ -5,11 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
-	"strconv"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/leaderkit/elector/backend"
 )
@@ -22,7 +18,8 @@ const never = time.Duration(math.MaxInt64)
 // algorithm. While another candidate holds the election it sleeps until the
 // holder's keys can have expired (the remaining PTTL the nodes reported,
 // plus a few milliseconds of jitter) and wakes at once when a release is
-// announced on the nodes.
+// announced on the nodes; while rival candidates split the nodes among
+// themselves it backs off at random.
 //
 // It returns ctx.Err() when ctx ends first, after sending compare-and-delete
 // to every node its last round may have reached. It returns an error wrapping
@@ -37,8 +34,8 @@ func (b *Backend) Campaign(ctx context.Context, c backend.Candidate) (backend.Le
 	if err := backend.ValidateIdentity(c.Identity); err != nil {
 		return nil, err
 	}
-	if c.TTL < MinTTL {
-		return nil, fmt.Errorf("redlock: campaign %q: %w: TTL is %v; want at least %v", c.Election, backend.ErrInvalid, c.TTL, MinTTL)
+	if err := checkTTL(c.Election, c.TTL); err != nil {
+		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -53,7 +50,7 @@ func (b *Backend) Campaign(ctx context.Context, c backend.Candidate) (backend.Le
 		}
 	}()
 
-	splits := 0
+	splits := 0 // lost rounds in a row that rivals split
 	for attempt := 0; ; attempt++ {
 		if w != nil {
 			w.drain()
@@ -75,212 +72,60 @@ func (b *Backend) Campaign(ctx context.Context, c backend.Candidate) (backend.Le
 			}
 			continue
 		}
-		wake := w.ch
-		var wait time.Duration
-		if r.split {
-			// Rival candidates split the nodes and are cleaning up: back
-			// off at random, deaf to their release notifications, so the
-			// next round is not a tie again.
-			splits++
-			wait = time.Duration(rand.Int64N(int64(min(time.Millisecond<<min(splits, 6), c.TTL/4)) + 1))
-			wake = nil
-		} else {
-			splits = 0
-			wait = r.wait
-			if wait == never || wait > c.TTL {
-				wait = c.TTL // a holder without expiry: look again after a TTL
-			}
-			wait += time.Millisecond + time.Duration(rand.Int64N(int64(min(c.TTL/50, 10*time.Millisecond))+1))
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		case <-b.done:
-			t.Stop()
-			return nil, fmt.Errorf("redlock: campaign %q: %w", c.Election, backend.ErrClosed)
-		case <-wake:
-			t.Stop()
-		case <-t.C:
+		splits = r.splits(splits)
+		if err := b.pause(ctx, w, r.backoff(splits, c.TTL)); err == backend.ErrClosed {
+			return nil, fmt.Errorf("redlock: campaign %q: %w", c.Election, err)
+		} else if err != nil {
+			return nil, err
 		}
 	}
 }
 
-// acquireResult is the outcome of one acquire round.
-type acquireResult struct {
-	lease *Lease
-	err   error         // too few nodes answered, or a late quorum
-	wait  time.Duration // held: when a quorum of nodes can be free
-	split bool          // held, but by no single holder on a quorum
+// splits returns the number of lost rounds in a row that rivals split,
+// given the number before r.
+func (r acquireResult) splits(before int) int {
+	if r.split {
+		return before + 1
+	}
+	return 0
 }
 
-// acquire runs one round of the algorithm: acquireScript on every node, a
-// quorum within validity, the fencing write-back when the nodes' counters
-// disagree, and compare-and-delete everywhere after a failure.
-func (b *Backend) acquire(ctx context.Context, key, id string, c backend.Candidate) acquireResult {
-	n, q := len(b.clients), b.quorum
-	counter := key + counterSuffix
-	ttlArg := strconv.FormatInt(c.TTL.Milliseconds(), 10)
-	start := time.Now()
-	calls, replied := b.round(ctx, nil, func(ctx context.Context, cl redis.UniversalClient) (any, error) {
-		return acquireScript.Run(ctx, cl, []string{key, counter}, id, c.Identity, ttlArg).Int64Slice()
-	})
-	got := b.collect(ctx, calls, replied, func(got []*call) bool {
-		// Wait for every node unless the round is decided: a quorum is
-		// ours, or one rival holds one (failed nodes alone do not decide
-		// it, so that the wait below sees the holder's PTTLs).
-		ok, held := 0, 0
-		for _, g := range got {
-			switch {
-			case g == nil || g.err != nil:
-			case g.val.([]int64)[0] == 1:
-				ok++
-			default:
-				held++
-			}
-		}
-		return ok >= q || held >= q
-	})
-	elapsed := time.Since(start)
-
-	var ok, held int
-	var firstErr error
-	var tokens []uint64
-	free := make([]time.Duration, 0, n) // when each node can be free for us
-	for _, g := range got {
-		switch {
-		case g == nil:
-			free = append(free, never)
-		case g.err != nil:
-			free = append(free, never)
-			if firstErr == nil {
-				firstErr = g.err
-			}
-		case g.val.([]int64)[0] == 1:
-			ok++
-			tokens = append(tokens, uint64(g.val.([]int64)[1]))
-			free = append(free, 0)
-		default:
-			held++
-			pttl := g.val.([]int64)[1]
-			if pttl < 0 {
-				free = append(free, never)
-			} else {
-				free = append(free, time.Duration(pttl)*time.Millisecond)
-			}
-		}
+// backoff returns how long a candidate waits after losing round r, the
+// splits-th split in a row.
+//
+// Behind a holder it waits until the holder's keys can have expired on
+// enough nodes to leave a quorum free (at most a TTL, for a holder whose
+// keys do not expire), plus 1 ms and up to 10 ms (TTL/50 at most) of jitter.
+// When rivals split the nodes, their failed rounds delete their keys at
+// once (without a notification), which takes them about as long as a
+// round; so it backs off at random for up to 2^splits times the round's
+// duration (at least 1 ms, at most TTL/4), and the next round is unlikely
+// to tie again, however slow the nodes or this host are.
+func (r acquireResult) backoff(splits int, ttl time.Duration) time.Duration {
+	if r.split {
+		unit := max(r.took, time.Millisecond)
+		return time.Duration(rand.Int64N(int64(min(unit<<min(splits, 16), ttl/4)) + 1))
 	}
-
-	if ok >= q {
-		deadline := b.deadline(start, c.TTL)
-		if elapsed >= c.TTL-b.cfg.driftFor(c.TTL) {
-			b.cleanup(key, id, calls)
-			return acquireResult{err: fmt.Errorf("late quorum: %d of %d nodes in %v, past the validity of a %v TTL", ok, n, elapsed, c.TTL)}
-		}
-		token := slices.Max(tokens)
-		agree := 0
-		for _, t := range tokens {
-			if t == token {
-				agree++
-			}
-		}
-		if agree < q {
-			if err := b.fence(ctx, key, id, token, c.Identity); err != nil {
-				b.cleanup(key, id, calls)
-				return acquireResult{err: err}
-			}
-			if !time.Now().Before(deadline) {
-				b.cleanup(key, id, calls)
-				return acquireResult{err: fmt.Errorf("late quorum: the fencing write-back ended past the validity of a %v TTL", c.TTL)}
-			}
-		}
-		l := &Lease{b: b, election: c.Election, key: key, id: id, value: encodeValue(id, token, c.Identity), token: token,
-			ttl: c.TTL, deadline: deadline, lost: make(chan struct{}), last: calls}
-		if !b.track(l) {
-			b.cleanup(key, id, calls)
-			return acquireResult{err: backend.ErrClosed}
-		}
-		return acquireResult{lease: l}
+	wait := r.wait
+	if wait == never || wait > ttl {
+		wait = ttl
 	}
-
-	b.cleanup(key, id, calls)
-	if ctx.Err() != nil {
-		return acquireResult{}
-	}
-	if ok+held < q {
-		return acquireResult{err: fmt.Errorf("quorum unreachable: %d of %d nodes answered, need %d: %s", ok+held, n, q, nodeErr(firstErr))}
-	}
-	slices.Sort(free)
-	r := acquireResult{wait: free[q-1]}
-	// A rival can hold a quorum only if at least q nodes are held; fewer
-	// means rival candidates split the nodes (or a holder lost some).
-	if held < q {
-		r.split = true
-	}
-	return r
+	return wait + time.Millisecond + time.Duration(rand.Int64N(int64(min(ttl/50, 10*time.Millisecond))+1))
 }
 
-// fence writes token back to the nodes (fenceScript) and needs a quorum of
-// them still holding our lease.
-func (b *Backend) fence(ctx context.Context, key, id string, token uint64, identity string) error {
-	n, q := len(b.clients), b.quorum
-	tok := strconv.FormatUint(token, 10)
-	value := encodeValue(id, token, identity)
-	calls, replied := b.round(ctx, nil, func(ctx context.Context, cl redis.UniversalClient) (any, error) {
-		return fenceScript.Run(ctx, cl, []string{key, key + counterSuffix}, id, tok, value).Int64()
-	})
-	got := b.collect(ctx, calls, replied, func(got []*call) bool {
-		return countInt(got, 1) >= q
-	})
-	if ok := countInt(got, 1); ok < q {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		return fmt.Errorf("fencing write-back reached %d of %d nodes, need %d: %s", ok, n, q, nodeErr(firstErr(got)))
-	}
-	return nil
-}
-
-// cleanup sends compare-and-delete for lease id to every node of an acquire
-// round whose reply was not a definite "held by another": those that
-// succeeded, failed or had not answered. Each node's delete is sent after
-// that node's acquire request has finished, so it cannot overtake it. It
-// runs in the background with a fresh context bounded by NodeTimeout.
-func (b *Backend) cleanup(key, id string, calls []*call) {
-	for i, c := range calls {
-		cl := b.clients[i]
-		b.spawn(func() {
-			<-c.done
-			if c.err == nil {
-				if v, _ := c.val.([]int64); len(v) > 0 && v[0] == 0 {
-					return
-				}
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), b.cfg.nodeTimeout)
-			defer cancel()
-			releaseScript.Run(ctx, cl, []string{key}, id)
-		})
-	}
-}
-
-// countInt counts the replies equal to want.
-func countInt(got []*call, want int64) int {
-	n := 0
-	for _, g := range got {
-		if g != nil && g.err == nil && g.val.(int64) == want {
-			n++
-		}
-	}
-	return n
-}
-
-// firstErr returns the first node error among the replies.
-func firstErr(got []*call) error {
-	for _, g := range got {
-		if g != nil && g.err != nil {
-			return g.err
-		}
+// pause waits for d, or until a release is announced on w. It returns
+// ctx.Err() when ctx ends first, and [backend.ErrClosed] when the Backend
+// closes.
+func (b *Backend) pause(ctx context.Context, w *waiter, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-b.done:
+		return backend.ErrClosed
+	case <-w.ch:
+	case <-t.C:
 	}
 	return nil
 }

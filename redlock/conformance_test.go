@@ -65,9 +65,9 @@ func (h *harness) Heal(b backend.Backend) {
 // Expire deletes l's keys on every node, without announcing it, as if they
 // had expired.
 func (h *harness) Expire(l backend.Lease) {
-	rl := l.(*Lease)
-	for _, c := range rl.last { // let the slower nodes' SETs land first
-		<-c.done
+	rl := l.(*lease)
+	for _, done := range rl.last { // let the slower nodes' SETs land first
+		<-done
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

@@ -1,7 +1,8 @@
 // Package redlock is the Redlock driver of elector: a [backend.Backend] that
 // holds elections on N independent Redis masters with the algorithm of the
-// Redis documentation ("Distributed Locks with Redis"), plus a fencing token
-// the plain algorithm lacks.
+// Redis documentation ("Distributed Locks with Redis",
+// https://redis.io/docs/latest/develop/use/patterns/distributed-locks/),
+// plus a fencing token the plain algorithm lacks.
 //
 //	clients := []redis.UniversalClient{ /* 5 independent masters, each with ContextTimeoutEnabled: true */ }
 //	b, err := redlock.New(clients, nil)
@@ -24,22 +25,31 @@
 // is still positive; a late quorum is a failure. After a failed round the
 // candidate sends compare-and-delete to every node it may have reached,
 // including those that errored or timed out, each after that node's acquire
-// request has finished. A round answered by too few nodes makes Campaign
-// return an error (the portable layer retries); a round lost to a holder
-// makes it wait: until the holder's keys can have expired on a quorum (the
-// PTTLs the nodes reported, plus 1 ms and a little jitter), or until a
-// release is announced, whichever comes first. Releases are PUBLISHed on the
-// channel lock key + "//released" on every node; a Backend subscribes to an
-// election's channel only while one of its candidates waits on it (and
-// tries once more right after subscribing, so no release is missed), so an
-// uncontended election costs no pub/sub traffic. Candidates that split the
-// nodes among themselves back off at random for a few milliseconds.
+// request has finished; these deletions announce nothing, since the key was
+// never a term. A round answered by too few nodes makes Campaign return an
+// error (the portable layer retries). A round lost to a holder (one value on
+// a quorum of the nodes) makes it wait: until enough of the holder's keys
+// can have expired to free a quorum (the PTTLs the nodes reported, plus 1 ms
+// and a little jitter), or until a release is announced, whichever comes
+// first. Releases of terms are PUBLISHed on the channel lock key +
+// "//released" on every node; a Backend subscribes to an election's channel
+// only while one of its candidates waits on it (and tries once more right
+// after subscribing, so no release is missed), so an uncontended election
+// costs no pub/sub traffic. A round lost with no holder on a quorum means
+// that rival candidates split the nodes among themselves and are deleting
+// their keys: each backs off at random, for up to 2, 4, 8 … times the
+// round's duration (at least 1 ms) after each split in a row (at most
+// TTL/4). So waiters behind a crashed holder run a
+// few rounds each per TTL, not a round each time a rival's round fails.
 //
 // Renew is compare-and-pexpire on every node; it succeeds when a quorum
 // still held the lease within the validity measured from the renewal's
 // start, and never re-creates a key that lapsed. Release is compare-and-delete
 // on every node, each deletion announced with PUBLISH so a waiting candidate
-// is elected at once. Scripts are sent with EVALSHA, falling back to EVAL.
+// is elected at once; it returns as soon as no quorum can hold the lease,
+// and the same Backend's next acquire of the election is sent to each node
+// only after that node's deletion, so it does not find the old key there.
+// Scripts are sent with EVALSHA, falling back to EVAL.
 //
 // Keys: the lock key is KeyPrefix+election, a plain string key with a PX
 // expiry, so a redsync or node-redlock lock of the same key excludes an
@@ -50,7 +60,8 @@
 //
 // # Defaults
 //
-// KeyPrefix "elector:"; NodeTimeout 100 ms; DriftFactor 0.01. Rounds return as
+// KeyPrefix "elector:"; NodeTimeout 100 ms; DriftFactor 0.01
+// ([backend.DefaultDriftFactor], as in every driver). Rounds return as
 // soon as their outcome is decided (a quorum agrees), so a slow or stopped
 // node costs nothing while the others answer.
 //
@@ -70,17 +81,24 @@
 // round only when the counters disagree (after node restarts or lost
 // rounds); in steady state the acquire round alone yields the token.
 //
-// A token protects a resource only if the resource checks it. [Guard] does
+// A token protects a resource only if the resource checks it. [Fence] does
 // so for a resource kept in Redis: a script that performs a write only if the
 // caller's token is at least the highest the resource has seen, refusing a
 // stale one with [ErrStaleToken].
 //
+// Redlock has no Guard, the store-side condition the etcd and zookeeper
+// drivers offer (a write that commits only while the term is current at the
+// store): a Redlock term is held on N independent masters, and no single
+// store can check it atomically with a write. A Fence only refuses writes
+// once a newer term has written to the same resource.
+//
 // # Timing
 //
-// Lease.Deadline is the send time of the last successful acquire or renew
-// round plus TTL − (TTL × DriftFactor + 2 ms), on this process's monotonic
-// clock. The portable layer steps down before it. TTLs are rounded up to
-// whole milliseconds (the precision of PX); the shortest is [MinTTL]. A
+// A lease's Deadline is the send time of the last successful acquire or
+// renew round plus TTL − (TTL × DriftFactor + 2 ms), on this process's
+// monotonic clock ([backend.LeaseDeadline]). The portable layer steps down before it. TTLs are rounded up to
+// whole milliseconds (the precision of PX); the shortest is [MinTTL], and
+// there is no longest. A
 // graceful hand-over takes about one round trip after the release; a crashed
 // holder is replaced about one TTL after its last renewal.
 //
@@ -88,7 +106,9 @@
 //
 // Campaign and Leader return errors wrapping backend.ErrInvalid for names
 // that [backend.ValidateElection] refuses (and Campaign for an invalid
-// identity or a TTL below [MinTTL]), and backend.ErrClosed after Close.
+// identity or a TTL below [MinTTL]), and backend.ErrClosed after Close;
+// [New] returns one wrapping backend.ErrInvalid for invalid clients or
+// options.
 // Renew returns an error wrapping backend.ErrLost when no quorum can hold the
 // lease any more or its Deadline has passed; Leader returns one wrapping
 // backend.ErrNoLeader when no quorum agrees on a holder. Other errors (too
@@ -98,8 +118,8 @@
 // # Safety
 //
 // Mutual exclusion, and the strict increase of tokens, hold under these
-// assumptions, which are Redlock's own (Redis docs; antirez, "Is Redlock
-// safe?", 2016):
+// assumptions, which are Redlock's own (the Redis documentation above;
+// antirez, "Is Redlock safe?", 2016, http://antirez.com/news/101):
 //
 //   - Nodes keep their data across restarts: either every node runs with
 //     appendonly yes and appendfsync always, or a crashed node stays down for
@@ -116,7 +136,7 @@
 //     the future. The chaos campaign (integration_test/chaos) saw this once
 //     with two of five nodes restarted at once, before the repair above;
 //     with a majority restarted empty it is routine. The second leader's
-//     token may then be lower than or EQUAL to the first's: a [Guard] (which
+//     token may then be lower than or EQUAL to the first's: a [Fence] (which
 //     refuses only lower tokens) refuses the new leader's writes while its
 //     token is lower, but accepts both leaders' writes while the tokens are
 //     equal. Fenced resources are only as safe as the counters' persistence.
@@ -130,7 +150,9 @@
 //   - A process pause (GC, a stopped VM) longer than the margin between the
 //     portable layer's step-down and the Deadline lets the paused leader act
 //     after its lease expired. No lock service can prevent that (Kleppmann,
-//     "How to do distributed locking", 2016); the fencing token is what makes
+//     "How to do distributed locking", 2016,
+//     https://martin.kleppmann.com/2016/02/08/how-to-do-distributed-locking.html);
+//     the fencing token is what makes
 //     the paused leader's writes harmless, if the resource checks it.
 //
 // Kleppmann argues that an algorithm that depends on these timing

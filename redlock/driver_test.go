@@ -33,10 +33,10 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{"nil client", []redis.UniversalClient{nil}, nil, "clients[0] is nil"},
 		{"no ContextTimeoutEnabled", []redis.UniversalClient{noCTE}, nil, "ContextTimeoutEnabled"},
 		{"prefix and NoKeyPrefix", ok, &Options{KeyPrefix: "x:", NoKeyPrefix: true}, "NoKeyPrefix"},
-		{"NodeTimeout too small", ok, &Options{NodeTimeout: time.Microsecond}, "NodeTimeout"},
+		{"NodeTimeout too small", ok, &Options{NodeTimeout: time.Microsecond}, "Options.NodeTimeout is 1µs; want 1ms to 10s"},
 		{"NodeTimeout negative", ok, &Options{NodeTimeout: -time.Second}, "NodeTimeout"},
 		{"DriftFactor negative", ok, &Options{DriftFactor: -0.1}, "DriftFactor"},
-		{"DriftFactor too large", ok, &Options{DriftFactor: 0.6}, "DriftFactor"},
+		{"DriftFactor too large", ok, &Options{DriftFactor: 0.6}, "Options.DriftFactor is 0.6; want a fraction in (0, 0.5]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b, err := New(tc.clients, tc.opts)
@@ -44,8 +44,8 @@ func TestNewRejectsBadOptions(t *testing.T) {
 				_ = b.Close()
 				t.Fatalf("New: got nil error, want one mentioning %q", tc.want)
 			}
-			if !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("New: got %v, want an error mentioning %q", err, tc.want)
+			if !strings.Contains(err.Error(), tc.want) || !errors.Is(err, backend.ErrInvalid) {
+				t.Fatalf("New: got %v, want an error wrapping ErrInvalid mentioning %q", err, tc.want)
 			}
 		})
 	}
@@ -58,10 +58,16 @@ func TestCampaignRejectsInvalid(t *testing.T) {
 		{Election: "", Identity: "a", TTL: time.Second},
 		{Election: "a//b", Identity: "a", TTL: time.Second},
 		{Election: "ok", Identity: "", TTL: time.Second},
-		{Election: "ok", Identity: "a", TTL: time.Millisecond},
 	} {
 		if _, err := b.Campaign(ctx, c); !errors.Is(err, backend.ErrInvalid) {
 			t.Errorf("Campaign(%+v): got %v, want an error wrapping ErrInvalid", c, err)
+		}
+	}
+	for _, ttl := range []time.Duration{-time.Second, 0, time.Millisecond, MinTTL - time.Nanosecond} {
+		c := backend.Candidate{Election: "ok", Identity: "a", TTL: ttl}
+		_, err := b.Campaign(ctx, c)
+		if !errors.Is(err, backend.ErrInvalid) || !strings.Contains(err.Error(), "Candidate.TTL is "+ttl.String()+"; want 10ms or more") {
+			t.Errorf("Campaign with TTL %v: got %v, want an error wrapping ErrInvalid that names the range (10ms or more)", ttl, err)
 		}
 	}
 	if _, err := b.Leader(ctx, "a//b"); !errors.Is(err, backend.ErrInvalid) {
@@ -146,9 +152,19 @@ func TestForeignLockExcludes(t *testing.T) {
 
 // TestFencingWriteBack: when the nodes' counters disagree, the lease takes
 // the maximum over the quorum and writes it back, so Leader agrees on it
-// and the next term's token is higher still.
+// and the next term's token is higher still. The Backend has three nodes,
+// one of them cut off, so that the quorum is the two others (with five, a
+// round that returns at the first quorum may leave out the node with the
+// high counter, and the test would be flaky).
 func TestFencingWriteBack(t *testing.T) {
-	b, n := newBackend(t, nil)
+	addrs := testenv.RedisAddrs(t)
+	n, cut := newNodes(t, addrs[:2]), newNodes(t, addrs[2:3])
+	cut.isolated.Store(true)
+	b, err := New(append(n.clients, cut.clients...), &Options{NodeTimeout: testNodeTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
 	ctx := testCtx(t)
 	e := name(t)
 	counter := b.lockKey(e) + counterSuffix
@@ -203,8 +219,8 @@ func TestRenewNeverRecreates(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Campaign returns at a quorum; let the slower nodes' SETs land first.
-	for _, c := range l.(*Lease).last {
-		<-c.done
+	for _, done := range l.(*lease).last {
+		<-done
 	}
 	for _, c := range n.clients {
 		c.Del(ctx, b.lockKey(e))
@@ -238,8 +254,8 @@ func TestRenewRestoresMissingNodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range l.(*Lease).last {
-		<-c.done
+	for _, done := range l.(*lease).last {
+		<-done
 	}
 	for _, c := range n.clients[3:] { // nodes 4 and 5 restart empty
 		c.Del(ctx, key, key+counterSuffix)
@@ -247,12 +263,12 @@ func TestRenewRestoresMissingNodes(t *testing.T) {
 	if err := l.Renew(ctx); err != nil {
 		t.Fatalf("Renew with 3 of 5 nodes: got %v, want nil: a quorum still holds it", err)
 	}
-	for _, c := range l.(*Lease).last { // the restore round runs in the background
-		<-c.done
+	for _, done := range l.(*lease).last { // the restore round runs in the background
+		<-done
 	}
 	for i, c := range n.clients {
 		v, err := c.Get(ctx, key).Result()
-		if err != nil || !strings.HasPrefix(v, l.(*Lease).id) {
+		if err != nil || !strings.HasPrefix(v, l.(*lease).id) {
 			t.Errorf("node %d after Renew: got value %q (%v), want the lease's: Renew restores a confirmed lease where it was missing", i+1, v, err)
 		}
 		ctr, _ := c.Get(ctx, key+counterSuffix).Uint64()
@@ -316,13 +332,13 @@ func TestAuth(t *testing.T) {
 	}
 }
 
-// TestGuard: writes with the newest token pass, stale ones are refused and
+// TestFence: writes with the newest token pass, stale ones are refused and
 // change nothing.
-func TestGuard(t *testing.T) {
+func TestFence(t *testing.T) {
 	_, n := newBackend(t, nil)
 	ctx := testCtx(t)
 	e := name(t)
-	g := NewGuard(n.clients[0], e+"/fence")
+	g := NewFence(n.clients[0], e+"/fence")
 	big := uint64(1) << 60 // beyond Lua's exact doubles
 	for _, step := range []struct {
 		token uint64
@@ -348,14 +364,14 @@ func TestGuard(t *testing.T) {
 }
 
 // TestPausedLeaderFenced: a leader that stops renewing (a process pause)
-// past its TTL is replaced, and its late writes through the Guard are
+// past its TTL is replaced, and its late writes through the Fence are
 // refused.
 func TestPausedLeaderFenced(t *testing.T) {
 	a, n := newBackend(t, nil)
 	b, _ := newBackend(t, nil)
 	ctx := testCtx(t)
 	e := name(t)
-	g := NewGuard(n.clients[0], b.lockKey(e)+"/fence")
+	g := NewFence(n.clients[0], b.lockKey(e)+"/fence")
 	la, err := a.Campaign(ctx, backend.Candidate{Election: e, Identity: "alice", TTL: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -384,5 +400,33 @@ func TestPausedLeaderFenced(t *testing.T) {
 	}
 	if v, _ := n.clients[0].Get(ctx, e+"/data").Result(); v != "bob" {
 		t.Errorf("data: got %q, want %q", v, "bob")
+	}
+}
+
+// TestAcquireFollowsOwnRelease: Release returns once no quorum can hold the
+// lease, with some deletions still in flight; the Backend's next acquire of
+// the election waits, node by node, for them, so it finds every node free
+// and holds the new lease on all five (no stale key, no write-back round).
+func TestAcquireFollowsOwnRelease(t *testing.T) {
+	b, n := newBackend(t, nil)
+	ctx := testCtx(t)
+	e := name(t)
+	c := backend.Candidate{Election: e, Identity: "alice", TTL: 2 * time.Second}
+	for i := range 100 {
+		l, err := b.Campaign(ctx, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, done := range l.(*lease).last {
+			<-done
+		}
+		for j, cl := range n.clients {
+			if v, err := cl.Get(ctx, b.lockKey(e)).Result(); err != nil || !strings.HasPrefix(v, l.(*lease).id) {
+				t.Errorf("round %d, node %d: got value %q (%v), want the new lease's: the acquire overtook the previous release", i, j+1, v, err)
+			}
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

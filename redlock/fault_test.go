@@ -194,7 +194,7 @@ func TestThreeNodesDown(t *testing.T) {
 // the holder keeps a quorum of four, and its next renewal puts the lease
 // back on the restarted node. A majority restarted empty at once lets a
 // second candidate in while the first still believes it leads, and its
-// token goes backwards: the Guard then refuses the newcomer, so fenced
+// token goes backwards: the Fence then refuses the newcomer, so fenced
 // resources stay safe while the election does not.
 func TestRestartWithoutPersistence(t *testing.T) {
 	a, n := newBackend(t, nil)
@@ -210,7 +210,7 @@ func TestRestartWithoutPersistence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := NewGuard(n.clients[4], a.lockKey(e)+"/fence")
+	g := NewFence(n.clients[4], a.lockKey(e)+"/fence")
 	if err := g.Check(ctx, la.Token()); err != nil {
 		t.Fatal(err)
 	}
@@ -219,10 +219,10 @@ func TestRestartWithoutPersistence(t *testing.T) {
 	if err := la.Renew(ctx); err != nil {
 		t.Fatalf("Renew after one empty restart: %v, want nil: four nodes still hold the lease", err)
 	}
-	for _, c := range la.(*Lease).last { // the background restore round
-		<-c.done
+	for _, done := range la.(*lease).last { // the background restore round
+		<-done
 	}
-	if v, err := n.clients[0].Get(ctx, a.lockKey(e)).Result(); err != nil || !strings.HasPrefix(v, la.(*Lease).id) {
+	if v, err := n.clients[0].Get(ctx, a.lockKey(e)).Result(); err != nil || !strings.HasPrefix(v, la.(*lease).id) {
 		t.Errorf("restarted node after Renew: got %q (%v), want alice's lease put back", v, err)
 	}
 	bob := backend.Candidate{Election: e, Identity: "bob", TTL: 5 * time.Second}
@@ -245,7 +245,7 @@ func TestRestartWithoutPersistence(t *testing.T) {
 		t.Errorf("bob's token %d, want below alice's %d: the counters of the restarted majority started over", lb.Token(), la.Token())
 	}
 	if err := g.Check(ctx, lb.Token()); !errors.Is(err, ErrStaleToken) {
-		t.Errorf("Guard with bob's token after the overlap: got %v, want ErrStaleToken", err)
+		t.Errorf("Fence with bob's token after the overlap: got %v, want ErrStaleToken", err)
 	}
 	if err := la.Renew(ctx); !errors.Is(err, backend.ErrLost) {
 		t.Errorf("alice's Renew after the majority restart: got %v, want ErrLost", err)

@@ -27,28 +27,19 @@ func (b *Backend) Leader(ctx context.Context, election string) (backend.Holder, 
 		return backend.Holder{}, err
 	}
 	key := b.lockKey(election)
-	n, q := len(b.clients), b.quorum
-	calls, replied := b.round(ctx, nil, func(ctx context.Context, cl redis.UniversalClient) (any, error) {
-		return readScript.Run(ctx, cl, []string{key}).Slice()
+	q := b.quorum
+	r := startRound(ctx, b, nil, func(ctx context.Context, cl redis.UniversalClient, _ int) (observed, error) {
+		return parseObserved(readScript.Run(ctx, cl, []string{key}).Slice())
 	})
-	got := b.collect(ctx, calls, replied, nil)
+	got, t := r.collect(ctx, nil)
 	if err := ctx.Err(); err != nil {
 		return backend.Holder{}, err
 	}
 	pttls := make(map[string][]time.Duration)
-	answered := 0
 	for _, g := range got {
-		if g == nil || g.err != nil {
-			continue
+		if g != nil && g.status() == no {
+			pttls[g.val.value] = append(pttls[g.val.value], g.val.pttl)
 		}
-		answered++
-		r := g.val.([]any)
-		v, _ := r[1].(string)
-		if v == "" {
-			continue
-		}
-		pttl, _ := r[0].(int64)
-		pttls[v] = append(pttls[v], time.Duration(max(pttl, 0))*time.Millisecond)
 	}
 	best, most := "", 0
 	for v, p := range pttls {
@@ -57,8 +48,8 @@ func (b *Backend) Leader(ctx context.Context, election string) (backend.Holder, 
 		}
 	}
 	if most < q {
-		if most+n-answered >= q {
-			return backend.Holder{}, fmt.Errorf("redlock: leader %q: %d of %d nodes answered, too few to tell: %s", election, answered, n, nodeErr(firstErr(got)))
+		if most+t.nodes-t.answered() >= q {
+			return backend.Holder{}, fmt.Errorf("redlock: leader %q: %d of %d nodes answered, too few to tell: %s", election, t.answered(), t.nodes, t.nodeErr())
 		}
 		return backend.Holder{}, fmt.Errorf("redlock: leader %q: %w", election, backend.ErrNoLeader)
 	}
@@ -72,6 +63,37 @@ func (b *Backend) Leader(ctx context.Context, election string) (backend.Holder, 
 		h.Identity, h.Token = pv.identity, pv.token
 	}
 	return h, nil
+}
+
+// observed is one node's reply to readScript.
+type observed struct {
+	value string        // "" when the key is missing
+	pttl  time.Duration // the key's PTTL, 0 for none
+}
+
+// status is no for a key that holds a value (a reader holds nothing) and
+// missing otherwise.
+func (o observed) status() status {
+	if o.value == "" {
+		return missing
+	}
+	return no
+}
+
+// parseObserved reads readScript's reply: {pttl, value or nil}.
+func parseObserved(v []any, err error) (observed, error) {
+	if err != nil {
+		return observed{}, err
+	}
+	if len(v) < 1 {
+		return observed{}, fmt.Errorf("read script replied %v", v)
+	}
+	pttl, _ := v[0].(int64)
+	o := observed{pttl: time.Duration(max(pttl, 0)) * time.Millisecond}
+	if len(v) > 1 {
+		o.value, _ = v[1].(string)
+	}
+	return o, nil
 }
 
 // isClosed reports whether Close has begun.

@@ -12,10 +12,10 @@ import (
 	"github.com/leaderkit/elector/backend"
 )
 
-// Lease is a candidate's hold on an election at a quorum of the nodes. It
-// implements [backend.Lease]. Renew and Release are serialised, so a renewal
-// in flight never outlives a release.
-type Lease struct {
+// lease is a candidate's hold on an election at a quorum of the nodes: the
+// [backend.Lease] that Campaign returns. Renew and Release are serialised,
+// so a renewal in flight never outlives a release.
+type lease struct {
 	b        *Backend
 	election string
 	key      string
@@ -24,27 +24,27 @@ type Lease struct {
 	token    uint64
 	ttl      time.Duration
 	lost     chan struct{}
-	// last holds the latest request sent to each node for this lease (the
-	// winning acquire round, or a later restore round); node i may still be
-	// running it. Every later request to node i is ordered after last[i].
-	last []*call
+	// last is closed, by node, when the latest request sent to that node
+	// for this lease (the winning acquire round, or a later restore round)
+	// has finished. Every later request to node i is ordered after last[i].
+	last []<-chan struct{}
 
 	mu       sync.Mutex // serialises Renew, Release and finish
 	deadline time.Time
 	gone     bool // lost, released or finished: lost is closed
 }
 
-var _ backend.Lease = (*Lease)(nil)
+var _ backend.Lease = (*lease)(nil)
 
 // Token returns the lease's fencing token: the maximum of the election's
 // counters over the acquiring quorum, written back to a quorum before the
 // lease was returned. See the package documentation, # Fencing.
-func (l *Lease) Token() uint64 { return l.token }
+func (l *lease) Token() uint64 { return l.token }
 
 // Deadline returns the instant, on the monotonic clock, until which the
 // lease is surely held at a quorum: the send time of the last successful
 // acquire or renew round plus TTL - (TTL × DriftFactor + 2 ms).
-func (l *Lease) Deadline() time.Time {
+func (l *lease) Deadline() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.deadline
@@ -52,10 +52,10 @@ func (l *Lease) Deadline() time.Time {
 
 // Lost returns a channel closed when a renewal finds that a quorum no longer
 // holds the lease, when the lease is released, and on [Backend.Close].
-func (l *Lease) Lost() <-chan struct{} { return l.lost }
+func (l *lease) Lost() <-chan struct{} { return l.lost }
 
 // markGone closes lost once and forgets the lease. l.mu must be held.
-func (l *Lease) markGone() {
+func (l *lease) markGone() {
 	if !l.gone {
 		l.gone = true
 		close(l.lost)
@@ -79,7 +79,7 @@ func (l *Lease) markGone() {
 // returns ctx.Err() when ctx ends first, [backend.ErrClosed] after
 // [Backend.Close], and a plain error when too few nodes answered (the lease
 // may still be held until its Deadline).
-func (l *Lease) Renew(ctx context.Context) error {
+func (l *lease) Renew(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := ctx.Err(); err != nil {
@@ -99,63 +99,47 @@ func (l *Lease) Renew(ctx context.Context) error {
 	}
 	n, q := len(l.b.clients), l.b.quorum
 	ttlArg := strconv.FormatInt(l.ttl.Milliseconds(), 10)
-	calls, replied := l.b.round(ctx, l.last, func(ctx context.Context, cl redis.UniversalClient) (any, error) {
-		return renewScript.Run(ctx, cl, []string{l.key}, l.id, ttlArg).Int64()
+	r := startRound(ctx, l.b, l.last, func(ctx context.Context, cl redis.UniversalClient, _ int) (answer, error) {
+		return answerOf(renewScript.Run(ctx, cl, []string{l.key}, l.id, ttlArg).Int64())
 	})
-	got := l.b.collect(ctx, calls, replied, func(got []*call) bool {
-		return countInt(got, 1) >= q || countInt(got, 0)+countInt(got, -1) > n-q
-	})
-	ok, notOurs := countInt(got, 1), countInt(got, 0)+countInt(got, -1)
+	_, t := r.collect(ctx, func(t tally) bool { return t.yes >= q || t.no+t.missing > n-q })
 	switch {
-	case ok >= q:
-		if elapsed := time.Since(start); elapsed >= l.ttl-l.b.cfg.driftFor(l.ttl) {
-			return fmt.Errorf("redlock: renew %q: late quorum: %d of %d nodes in %v, past the validity of a %v TTL", l.election, ok, n, elapsed, l.ttl)
+	case t.yes >= q:
+		d := l.b.cfg.deadline(start, l.ttl)
+		if elapsed := time.Since(start); !time.Now().Before(d) {
+			return fmt.Errorf("redlock: renew %q: late quorum: %d of %d nodes in %v, past the validity of a %v TTL", l.election, t.yes, n, elapsed, l.ttl)
 		}
-		if d := l.b.deadline(start, l.ttl); d.After(l.deadline) {
+		if d.After(l.deadline) {
 			l.deadline = d
 		}
-		if mayMiss(got) {
-			l.restore(ctx, calls, ttlArg)
+		if t.missing > 0 || t.pending() > 0 { // some node lost the key, or still may say so
+			l.restore(ctx, r, ttlArg)
 		}
 		return nil
-	case notOurs > n-q:
+	case t.no+t.missing > n-q:
 		l.markGone()
 		l.releaseAsync()
-		return fmt.Errorf("redlock: renew %q: %w: %d of %d nodes no longer hold it", l.election, backend.ErrLost, notOurs, n)
+		return fmt.Errorf("redlock: renew %q: %w: %d of %d nodes no longer hold it", l.election, backend.ErrLost, t.no+t.missing, n)
 	case ctx.Err() != nil:
 		return ctx.Err()
 	}
-	return fmt.Errorf("redlock: renew %q: %d of %d nodes confirmed, need %d: %s", l.election, ok, n, q, nodeErr(firstErr(got)))
-}
-
-// mayMiss reports whether some node of a renew round reported the key
-// missing, or has not replied yet and so still may.
-func mayMiss(got []*call) bool {
-	for _, g := range got {
-		if g == nil || (g.err == nil && g.val.(int64) == -1) {
-			return true
-		}
-	}
-	return false
+	return fmt.Errorf("redlock: renew %q: %d of %d nodes confirmed, need %d: %s", l.election, t.yes, n, q, t.nodeErr())
 }
 
 // restore puts the lease back, in the background, on the nodes whose reply
-// to the renew round calls is -1 (key missing): each request waits for that
+// to the renew round is -1 (key missing): each request waits for that
 // node's renew request and reads its reply, so a slow node's answer counts
 // too. Later requests of the lease (Release, the next Renew) are ordered
 // after these, so none can overtake a restore on its node.
-func (l *Lease) restore(ctx context.Context, calls []*call, ttlArg string) {
-	byClient := make(map[redis.UniversalClient]*call, len(calls))
-	for i, c := range calls {
-		byClient[l.b.clients[i]] = c
-	}
+func (l *lease) restore(ctx context.Context, renew *round[answer], ttlArg string) {
 	token := strconv.FormatUint(l.token, 10)
-	l.last, _ = l.b.round(context.WithoutCancel(ctx), calls, func(ctx context.Context, cl redis.UniversalClient) (any, error) {
-		if c := byClient[cl]; c.err != nil || c.val.(int64) != -1 {
-			return int64(0), nil
+	keys := []string{l.key, l.key + counterSuffix}
+	l.last = startRound(context.WithoutCancel(ctx), l.b, renew.done(), func(ctx context.Context, cl redis.UniversalClient, i int) (answer, error) {
+		if renew.replies[i].status() != missing {
+			return 0, nil
 		}
-		return restoreScript.Run(ctx, cl, []string{l.key, l.key + counterSuffix}, l.value, ttlArg, token).Int64()
-	})
+		return answerOf(restoreScript.Run(ctx, cl, keys, l.value, ttlArg, token).Int64())
+	}).done()
 }
 
 // Release runs compare-and-delete on every node in parallel, each deletion
@@ -165,7 +149,7 @@ func (l *Lease) restore(ctx context.Context, calls []*call, ttlArg string) {
 // NodeTimeout. Lost is then closed and Renew returns [backend.ErrLost].
 // Releasing a lease that is already gone returns nil. On failure (too few
 // nodes answered, or ctx ended: ctx.Err()) the lease stays as it was.
-func (l *Lease) Release(ctx context.Context) error {
+func (l *lease) Release(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.gone {
@@ -185,35 +169,38 @@ func (l *Lease) Release(ctx context.Context) error {
 }
 
 // release runs one release round; l.mu must be held.
-func (l *Lease) release(ctx context.Context) error {
-	n, q := len(l.b.clients), l.b.quorum
-	calls, replied := l.b.round(context.WithoutCancel(ctx), l.last, func(ctx context.Context, cl redis.UniversalClient) (any, error) {
-		return releaseScript.Run(ctx, cl, []string{l.key}, l.id).Int64()
-	})
-	got := l.b.collect(ctx, calls, replied, func(got []*call) bool {
-		return n-countInt(got, 1)-countInt(got, 0)-countInt(got, -1) < q
-	})
-	if mayHold := n - countInt(got, 1) - countInt(got, 0) - countInt(got, -1); mayHold >= q {
-		return fmt.Errorf("%d of %d nodes may still hold it, need fewer than %d: %s", mayHold, n, q, nodeErr(firstErr(got)))
+func (l *lease) release(ctx context.Context) error {
+	q := l.b.quorum
+	r := l.releaseRound(context.WithoutCancel(ctx))
+	_, t := r.collect(ctx, func(t tally) bool { return t.nodes-t.answered() < q })
+	if mayHold := t.nodes - t.answered(); mayHold >= q {
+		return fmt.Errorf("%d of %d nodes may still hold it, need fewer than %d: %s", mayHold, t.nodes, q, t.nodeErr())
 	}
 	return nil
 }
 
+// releaseRound sends releaseScript to every node, each after the lease's
+// latest request there; the Backend's next acquire of the key follows it.
+func (l *lease) releaseRound(ctx context.Context) *round[answer] {
+	r := startRound(ctx, l.b, l.last, func(ctx context.Context, cl redis.UniversalClient, _ int) (answer, error) {
+		return answerOf(releaseScript.Run(ctx, cl, []string{l.key}, l.id).Int64())
+	})
+	l.b.noteRelease(l.key, r.done())
+	return r
+}
+
 // releaseAsync deletes what is left of a lost lease on the nodes, in the
 // background, so its fragments do not delay other candidates.
-func (l *Lease) releaseAsync() {
+func (l *lease) releaseAsync() {
 	l.b.spawn(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), l.b.cfg.nodeTimeout)
 		defer cancel()
-		calls, replied := l.b.round(ctx, l.last, func(ctx context.Context, cl redis.UniversalClient) (any, error) {
-			return releaseScript.Run(ctx, cl, []string{l.key}, l.id).Int64()
-		})
-		l.b.collect(ctx, calls, replied, nil)
+		l.releaseRound(ctx).collect(ctx, nil)
 	})
 }
 
 // finish releases the lease on Close, best effort, and closes Lost.
-func (l *Lease) finish(ctx context.Context) {
+func (l *lease) finish(ctx context.Context) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.gone {

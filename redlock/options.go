@@ -3,6 +3,8 @@ package redlock
 import (
 	"fmt"
 	"time"
+
+	"github.com/leaderkit/elector/backend"
 )
 
 // Defaults applied by [New] to the zero fields of [Options].
@@ -12,16 +14,13 @@ const (
 	DefaultKeyPrefix = "elector:"
 	// DefaultNodeTimeout is the default of [Options.NodeTimeout].
 	DefaultNodeTimeout = 100 * time.Millisecond
-	// DefaultDriftFactor is the default of [Options.DriftFactor].
-	DefaultDriftFactor = 0.01
-	// MinTTL is the shortest Candidate.TTL a Backend accepts.
+	// MinTTL is the shortest Candidate.TTL a Backend accepts. A lease's
+	// Deadline lies TTL − (TTL × DriftFactor + 2 ms) after its round was
+	// sent, which a TTL of a few milliseconds would leave at or before the
+	// send time; 10 ms leaves at least 3 ms at the largest DriftFactor.
+	// There is no maximum: Redis accepts any PX a time.Duration can hold.
 	MinTTL = 10 * time.Millisecond
 )
-
-// driftFloor is the fixed part of the drift allowance: Redis expires keys
-// with a 1 ms precision, so redlock-rb and node-redlock add 2 ms to
-// TTL × DriftFactor (redlock-anchors.md § E.2).
-const driftFloor = 2 * time.Millisecond
 
 // Options configures a [Backend]. A nil *Options, and every zero field, means
 // the documented default.
@@ -62,10 +61,14 @@ type Options struct {
 	// connection until the client's own ReadTimeout.
 	NodeTimeout time.Duration
 
-	// DriftFactor is the fraction of the TTL allowed for the drift between
-	// the clocks of this process and of the Redis nodes. A lease's validity
-	// is TTL - elapsed - (TTL × DriftFactor + 2 ms). The default is
-	// [DefaultDriftFactor] (0.01); the allowed range is (0, 0.5].
+	// DriftFactor is the fraction of the TTL by which the Redis nodes'
+	// clocks may run ahead of this process's during one lease; it means the
+	// same in every elector driver. A lease's Deadline is the send time of
+	// its last successful round plus TTL − (TTL × DriftFactor + 2 ms)
+	// ([backend.LeaseDeadline]). The default, used when it is 0, is
+	// [backend.DefaultDriftFactor] (0.01, the value of the Redis
+	// documentation and redsync); the allowed range is (0, 0.5]
+	// ([backend.ValidateDriftFactor]).
 	DriftFactor float64
 }
 
@@ -77,13 +80,13 @@ type config struct {
 }
 
 func (o *Options) config() (config, error) {
-	c := config{prefix: DefaultKeyPrefix, nodeTimeout: DefaultNodeTimeout, drift: DefaultDriftFactor}
+	c := config{prefix: DefaultKeyPrefix, nodeTimeout: DefaultNodeTimeout, drift: backend.DefaultDriftFactor}
 	if o == nil {
 		return c, nil
 	}
 	switch {
 	case o.NoKeyPrefix && o.KeyPrefix != "":
-		return c, fmt.Errorf("redlock: KeyPrefix is %q but NoKeyPrefix is set; want one or the other", o.KeyPrefix)
+		return c, fmt.Errorf("redlock: %w: Options.KeyPrefix is %q but Options.NoKeyPrefix is set; want one or the other", backend.ErrInvalid, o.KeyPrefix)
 	case o.NoKeyPrefix:
 		c.prefix = ""
 	case o.KeyPrefix != "":
@@ -91,20 +94,33 @@ func (o *Options) config() (config, error) {
 	}
 	if o.NodeTimeout != 0 {
 		if o.NodeTimeout < time.Millisecond || o.NodeTimeout > 10*time.Second {
-			return c, fmt.Errorf("redlock: NodeTimeout is %v; want 1ms to 10s (0 for the default %v)", o.NodeTimeout, DefaultNodeTimeout)
+			return c, fmt.Errorf("redlock: %w: Options.NodeTimeout is %v; want 1ms to 10s (0 for the default %v)", backend.ErrInvalid, o.NodeTimeout, DefaultNodeTimeout)
 		}
 		c.nodeTimeout = o.NodeTimeout
 	}
-	if o.DriftFactor != 0 {
-		if !(o.DriftFactor > 0 && o.DriftFactor <= 0.5) {
-			return c, fmt.Errorf("redlock: DriftFactor is %v; want a value in (0, 0.5] (0 for the default %v)", o.DriftFactor, DefaultDriftFactor)
-		}
-		c.drift = o.DriftFactor
+	drift, err := backend.ValidateDriftFactor(o.DriftFactor)
+	if err != nil {
+		return c, fmt.Errorf("redlock: %w", err)
 	}
+	c.drift = drift
 	return c, nil
 }
 
-// driftFor returns the drift allowance for a TTL: TTL × factor + 2 ms.
-func (c config) driftFor(ttl time.Duration) time.Duration {
-	return time.Duration(float64(ttl)*c.drift) + driftFloor
+// deadline returns the Deadline of a lease of ttl whose round was sent at
+// start.
+func (c config) deadline(start time.Time, ttl time.Duration) time.Time {
+	return backend.LeaseDeadline(start, ttl, c.drift)
+}
+
+// checkTTL refuses a Candidate.TTL below [MinTTL].
+func checkTTL(election string, ttl time.Duration) error {
+	if ttl < MinTTL {
+		return fmt.Errorf("redlock: campaign %q: %w: Candidate.TTL is %v; want %v or more (no upper bound)", election, backend.ErrInvalid, ttl, MinTTL)
+	}
+	return nil
+}
+
+// ttlMillis rounds ttl up to whole milliseconds, the precision of PX.
+func ttlMillis(ttl time.Duration) time.Duration {
+	return (ttl + time.Millisecond - 1).Truncate(time.Millisecond)
 }

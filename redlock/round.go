@@ -13,53 +13,149 @@ import (
 // Backend has shut down.
 var errStopped = errors.New("backend stopped")
 
-// call is one request to one node within a round.
-type call struct {
+// status is what one node's reply to a round says, in the terms every
+// round counts.
+type status int8
+
+const (
+	failed  status = iota // the request failed, timed out or never started
+	yes                   // the node did what the round asked of it
+	no                    // the key holds a value that is not ours
+	missing               // the key does not exist
+)
+
+// verdict is a typed node reply that a [round] can count.
+type verdict interface{ status() status }
+
+// answer is the integer reply of the scripts that answer 1 (done), 0 (the
+// key holds another value) or -1 (the key is missing).
+type answer int64
+
+func (a answer) status() status {
+	switch a {
+	case 1:
+		return yes
+	case 0:
+		return no
+	}
+	return missing
+}
+
+// answerOf types the reply of a script that answers 1, 0 or -1.
+func answerOf(v int64, err error) (answer, error) { return answer(v), err }
+
+// reply is one node's answer within a round.
+type reply[T verdict] struct {
 	done chan struct{} // closed once val and err are set
-	val  any
+	val  T
 	err  error
 }
 
-// nodeFunc is the request a round sends to one node.
-type nodeFunc func(ctx context.Context, c redis.UniversalClient) (any, error)
+func (r *reply[T]) status() status {
+	if r.err != nil {
+		return failed
+	}
+	return r.val.status()
+}
 
-// round sends fn to every node in parallel, on the nodes' workers. The
-// requests share one ctx, derived from ctx with a deadline NodeTimeout away
-// (a request ordered after another loses the time it waited, which NodeTimeout
-// bounds too). When after is not nil, the
-// request to node i is sent only once after[i] has finished, so it cannot
-// overtake that earlier request on the node (they travel on different
-// connections). The calls go on after collect returns; a caller that must
-// order a later request after one of them passes them as after.
-func (b *Backend) round(ctx context.Context, after []*call, fn nodeFunc) (calls []*call, replied <-chan int) {
-	ch := make(chan int, len(b.clients))
-	calls = make([]*call, len(b.clients))
+// tally counts the replies of a round by status. It is the one place where
+// replies are counted; rounds decide from it.
+type tally struct {
+	nodes    int // nodes in the round
+	yes      int
+	no       int
+	missing  int
+	failed   int
+	firstErr error // the first node error, for messages
+}
+
+// add counts one reply.
+func (t *tally) add(s status, err error) {
+	switch s {
+	case yes:
+		t.yes++
+	case no:
+		t.no++
+	case missing:
+		t.missing++
+	default:
+		t.failed++
+		if t.firstErr == nil {
+			t.firstErr = err
+		}
+	}
+}
+
+// answered is the number of nodes that replied without an error.
+func (t tally) answered() int { return t.yes + t.no + t.missing }
+
+// pending is the number of nodes that have not replied yet.
+func (t tally) pending() int { return t.nodes - t.answered() - t.failed }
+
+// nodeErr describes the first node error for an error message.
+func (t tally) nodeErr() string {
+	if t.firstErr == nil {
+		return "no node replied in time"
+	}
+	return t.firstErr.Error()
+}
+
+// round is one request sent to every node in parallel, with its typed
+// replies.
+type round[T verdict] struct {
+	b       *Backend
+	replies []*reply[T] // by node
+	replied chan int    // node indexes, as their replies come in
+}
+
+// startRound sends fn to every node in parallel, on the nodes' workers; fn
+// gets the node's client and index. The requests share one ctx, derived
+// from ctx with a deadline NodeTimeout away (a request ordered after
+// another loses the time it waited, which NodeTimeout bounds too). When
+// after is not nil, the request to node i is sent only once after[i] is
+// closed, so it cannot overtake an earlier request on the node (they travel
+// on different connections). The requests go on after collect returns; a
+// caller that must order a later request after them passes [round.done] as
+// after.
+func startRound[T verdict](ctx context.Context, b *Backend, after []<-chan struct{}, fn func(ctx context.Context, cl redis.UniversalClient, node int) (T, error)) *round[T] {
+	n := len(b.clients)
+	r := &round[T]{b: b, replies: make([]*reply[T], n), replied: make(chan int, n)}
 	rctx, cancel := context.WithTimeout(ctx, b.cfg.nodeTimeout)
 	var left atomic.Int32
-	left.Store(int32(len(b.clients)))
-	finish := func(i int, c *call) {
-		close(c.done)
-		ch <- i
+	left.Store(int32(n))
+	finish := func(i int, rep *reply[T]) {
+		close(rep.done)
+		r.replied <- i
 		if left.Add(-1) == 0 {
 			cancel()
 		}
 	}
 	for i, cl := range b.clients {
-		c := &call{done: make(chan struct{})}
-		calls[i] = c
+		rep := &reply[T]{done: make(chan struct{})}
+		r.replies[i] = rep
 		ok := b.onNode(i, func() {
 			if after != nil {
-				<-after[i].done
+				<-after[i]
 			}
-			c.val, c.err = fn(rctx, cl)
-			finish(i, c)
+			rep.val, rep.err = fn(rctx, cl, i)
+			finish(i, rep)
 		})
 		if !ok {
-			c.err = errStopped
-			finish(i, c)
+			rep.err = errStopped
+			finish(i, rep)
 		}
 	}
-	return calls, ch
+	return r
+}
+
+// done returns, by node, a channel closed when that node's request has
+// finished.
+func (r *round[T]) done() []<-chan struct{} {
+	d := make([]<-chan struct{}, len(r.replies))
+	for i, rep := range r.replies {
+		d[i] = rep.done
+	}
+	return d
 }
 
 // workerIdle is how long a node worker waits for work before it exits.
@@ -94,49 +190,47 @@ func (b *Backend) onNode(i int, f func()) bool {
 	})
 }
 
-// collect waits for the replies of a round until decide reports true (it is
-// given the calls whose replies are in, by node; nil for the others), every
-// node has replied, or ctx ends. The requests end by NodeTimeout through
-// their contexts; when some client is of a type that may not honour ctx
-// deadlines on reads, a guard timer of twice that (plus 10 ms, for a
-// starved process) stops the wait.
-func (b *Backend) collect(ctx context.Context, calls []*call, replied <-chan int, decide func(got []*call) bool) []*call {
-	got := make([]*call, len(calls))
+// collect waits for the replies of the round until decide reports true
+// for their tally, every node has replied, or ctx ends. It returns the
+// replies that are in, by node (nil for the others), and their tally. The
+// requests end by NodeTimeout through their contexts; when some client is
+// of a type that may not honour ctx deadlines on reads, a guard timer of
+// twice that (plus 10 ms, for a starved process) stops the wait. A nil
+// decide waits for every node.
+func (r *round[T]) collect(ctx context.Context, decide func(tally) bool) ([]*reply[T], tally) {
+	got := make([]*reply[T], len(r.replies))
+	t := tally{nodes: len(r.replies)}
+	take := func(i int) {
+		got[i] = r.replies[i]
+		t.add(got[i].status(), got[i].err)
+	}
 	var guard <-chan time.Time // nil: the requests' contexts bound the wait
-	if !b.ctxBound {
-		timer := time.NewTimer(2*b.cfg.nodeTimeout + 10*time.Millisecond)
+	if !r.b.ctxBound {
+		timer := time.NewTimer(2*r.b.cfg.nodeTimeout + 10*time.Millisecond)
 		defer timer.Stop()
 		guard = timer.C
 	}
-	for n := 0; n < len(calls); n++ {
+	for range r.replies {
 		select {
-		case i := <-replied:
-			got[i] = calls[i]
-			if decide != nil && decide(got) {
-				return got
+		case i := <-r.replied:
+			take(i)
+			if decide != nil && decide(t) {
+				return got, t
 			}
 		case <-ctx.Done():
-			return got
+			return got, t
 		case <-guard:
 			// A starved process may see the timer and the replies at
 			// once: take the replies that are in.
 			for {
 				select {
-				case i := <-replied:
-					got[i] = calls[i]
+				case i := <-r.replied:
+					take(i)
 				default:
-					return got
+					return got, t
 				}
 			}
 		}
 	}
-	return got
-}
-
-// nodeErr describes the first node error of a round for an error message.
-func nodeErr(err error) string {
-	if err == nil {
-		return "no node replied in time"
-	}
-	return err.Error()
+	return got, t
 }

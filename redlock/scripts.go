@@ -15,26 +15,35 @@ import "github.com/redis/go-redis/v9"
 
 // acquireScript is SET NX PX that also mints a fencing token: when the key is
 // free it INCRs the counter and stores "<id> <token> <identity>". It replies
-// {1, token} on success, or {0, pttl} when the key is held (pttl as PTTL
-// reports it, -1 for a key without expiry).
+// {1, token} on success, or {0, pttl, holder} when the key is held: pttl as
+// PTTL reports it (-1 for a key without expiry), holder the value's first
+// word (the lease id of a value this package wrote, the whole value of a
+// redsync or node-redlock lock, "" for a key that is not a string), so that
+// the caller can tell one holder on a quorum from rivals that split the
+// nodes.
 //
 // ARGV: id prefix, identity, ttl in ms.
-var acquireScript = redis.NewScript(`
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  return {0, redis.call('PTTL', KEYS[1])}
+var acquireScript = redis.NewScript(acquireSource)
+
+const acquireSource = `
+local v = redis.pcall('GET', KEYS[1])
+if v then
+  if type(v) ~= 'string' then v = '' end
+  return {0, redis.call('PTTL', KEYS[1]), string.match(v, '^[^ ]*')}
 end
 local t = redis.call('INCR', KEYS[2])
 redis.call('SET', KEYS[1], ARGV[1] .. string.format('%d', t) .. ' ' .. ARGV[2], 'PX', ARGV[3])
 return {1, t}
-`)
+`
 
-// fenceScript writes the agreed token m back: it raises the counter to at
-// least m (comparing decimal strings, exact beyond Lua's 2^53) on every node it reaches and, where the key still holds our lease,
-// rewrites the value with token m (keeping the TTL). Replies 1 when the key
-// is ours, else 0.
+// writeBackScript writes the agreed token m back: it raises the counter to
+// at least m (comparing decimal strings, exact beyond Lua's 2^53) on every
+// node it reaches and, where the key still holds our lease, rewrites the
+// value with token m (keeping the TTL). Replies 1 when the key is ours,
+// else 0.
 //
 // ARGV: id prefix, m, new value.
-var fenceScript = redis.NewScript(`
+var writeBackScript = redis.NewScript(`
 local c = redis.call('GET', KEYS[2]) or '0'
 local m = ARGV[2]
 if #c < #m or (#c == #m and c < m) then
@@ -99,6 +108,26 @@ end
 if string.sub(v, 1, #ARGV[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
   redis.call('PUBLISH', KEYS[1] .. '//released', ARGV[1])
+  return 1
+end
+return 0
+`)
+
+// cleanupScript is compare-and-delete without a notification: it removes
+// what a failed acquire round left on a node. That key was never a term, so
+// nobody is told: waking the rival candidates would only have them try
+// again while the holder still holds a quorum (two candidates waiting
+// behind a crashed holder's key used to wake each other that way, hundreds
+// of rounds a second each). Replies as releaseScript does.
+//
+// ARGV: id prefix.
+var cleanupScript = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+if not v then
+  return -1
+end
+if string.sub(v, 1, #ARGV[1]) == ARGV[1] then
+  redis.call('DEL', KEYS[1])
   return 1
 end
 return 0

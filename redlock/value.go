@@ -15,8 +15,9 @@ import (
 // campaignIDLen is the length of the random part of a lease id.
 const campaignIDLen = 32
 
-// newCampaignID returns a fresh random campaign id (redlock-anchors.md
-// § E.14: one crypto/rand token per acquisition).
+// newCampaignID returns a fresh random campaign id: one crypto/rand token
+// per acquisition, as the Redis documentation asks of a lock value, so that
+// no other client can own or delete a key that is ours.
 func newCampaignID() string {
 	var b [campaignIDLen / 2]byte
 	_, _ = rand.Read(b[:]) // never fails (crypto/rand doc)

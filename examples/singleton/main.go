@@ -12,7 +12,7 @@
 // the token in the same atomic step as the write: an SQL UPDATE … WHERE
 // fence_token <= $token, an etcd transaction (etcd.Backend.Guard), a
 // ZooKeeper multi (zookeeper.Backend.Guard), a Redis script
-// (redlock.NewGuard).
+// (redlock.NewFence).
 package main
 
 import (

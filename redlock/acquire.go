@@ -1,0 +1,257 @@
+package redlock
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/leaderkit/elector/backend"
+)
+
+// acquireResult is the outcome of one acquire round.
+type acquireResult struct {
+	lease *lease
+	err   error         // too few nodes answered, or a late quorum
+	wait  time.Duration // held: when enough of the holder's keys can have expired to free a quorum
+	split bool          // lost, but no single holder has a quorum: rivals split the nodes
+	took  time.Duration // lost: how long the round took
+}
+
+// acquired is one node's reply to acquireScript.
+type acquired struct {
+	won    bool
+	token  uint64        // won: the node's counter, just INCRed
+	pttl   time.Duration // held: the key's PTTL; never for a key without expiry
+	holder string        // held: the first word of the key's value
+}
+
+func (a acquired) status() status {
+	if a.won {
+		return yes
+	}
+	return no
+}
+
+// parseAcquired reads acquireScript's reply: {1, token} or {0, pttl, holder}.
+func parseAcquired(v []any, err error) (acquired, error) {
+	if err != nil {
+		return acquired{}, err
+	}
+	if len(v) < 2 {
+		return acquired{}, fmt.Errorf("acquire script replied %v", v)
+	}
+	flag, _ := v[0].(int64)
+	n, _ := v[1].(int64)
+	if flag == 1 {
+		return acquired{won: true, token: uint64(n)}, nil
+	}
+	a := acquired{pttl: never}
+	if n >= 0 {
+		a.pttl = time.Duration(n) * time.Millisecond
+	}
+	if len(v) > 2 {
+		a.holder, _ = v[2].(string)
+	}
+	return a, nil
+}
+
+// acquire runs one round of the algorithm: acquireScript on every node, a
+// quorum within validity, the fencing write-back when the nodes' counters
+// disagree, and compare-and-delete everywhere after a failure.
+func (b *Backend) acquire(ctx context.Context, key, id string, c backend.Candidate) acquireResult {
+	n, q := len(b.clients), b.quorum
+	counter := key + counterSuffix
+	ttlArg := strconv.FormatInt(c.TTL.Milliseconds(), 10)
+	start := time.Now()
+	r := startRound(ctx, b, b.releasing(key), func(ctx context.Context, cl redis.UniversalClient, _ int) (acquired, error) {
+		return parseAcquired(acquireScript.Run(ctx, cl, []string{key, counter}, id, c.Identity, ttlArg).Slice())
+	})
+	// Wait for every node unless the round is decided: a quorum is ours,
+	// or others hold one (failed nodes alone do not decide it, so that
+	// lost sees the holder's PTTLs).
+	got, t := r.collect(ctx, func(t tally) bool { return t.yes >= q || t.no >= q })
+	if t.yes >= q {
+		return b.win(ctx, r, got, start, id, c)
+	}
+	b.cleanup(key, id, r)
+	switch {
+	case ctx.Err() != nil:
+		return acquireResult{}
+	case t.yes+t.no < q:
+		return acquireResult{err: fmt.Errorf("quorum unreachable: %d of %d nodes answered, need %d: %s", t.yes+t.no, n, q, t.nodeErr())}
+	}
+	r2 := lost(got, q)
+	r2.took = time.Since(start)
+	return r2
+}
+
+// win makes a lease of a round that a quorum granted, unless the quorum
+// came too late or the fencing write-back fails. got are the replies in.
+func (b *Backend) win(ctx context.Context, r *round[acquired], got []*reply[acquired], start time.Time, id string, c backend.Candidate) acquireResult {
+	key := b.lockKey(c.Election)
+	deadline := b.cfg.deadline(start, c.TTL)
+	if elapsed := time.Since(start); !time.Now().Before(deadline) {
+		b.cleanup(key, id, r)
+		return acquireResult{err: fmt.Errorf("late quorum: granted in %v, past the validity of a %v TTL", elapsed, c.TTL)}
+	}
+	var tokens []uint64
+	for _, g := range got {
+		if g != nil && g.status() == yes {
+			tokens = append(tokens, g.val.token)
+		}
+	}
+	token := slices.Max(tokens)
+	if agree := countEqual(tokens, token); agree < b.quorum {
+		if err := b.writeBack(ctx, key, id, token, c.Identity); err != nil {
+			b.cleanup(key, id, r)
+			return acquireResult{err: err}
+		}
+		if !time.Now().Before(deadline) {
+			b.cleanup(key, id, r)
+			return acquireResult{err: fmt.Errorf("late quorum: the fencing write-back ended past the validity of a %v TTL", c.TTL)}
+		}
+	}
+	l := &lease{b: b, election: c.Election, key: key, id: id, value: encodeValue(id, token, c.Identity), token: token,
+		ttl: c.TTL, deadline: deadline, lost: make(chan struct{}), last: r.done()}
+	if !b.track(l) {
+		b.cleanup(key, id, r)
+		return acquireResult{err: backend.ErrClosed}
+	}
+	return acquireResult{lease: l}
+}
+
+// countEqual counts the tokens equal to t.
+func countEqual(tokens []uint64, t uint64) int {
+	n := 0
+	for _, x := range tokens {
+		if x == t {
+			n++
+		}
+	}
+	return n
+}
+
+// lost reads a round that others won: when one holder (one value's first
+// word) has a quorum, the wait until enough of its keys can have expired to
+// free a quorum; otherwise a split. Nodes that are ours or held by another
+// rival count as free at once (their keys are being deleted), nodes that
+// failed or did not reply as never free.
+func lost(got []*reply[acquired], q int) acquireResult {
+	holders := make(map[string]int)
+	for _, g := range got {
+		if g != nil && g.status() == no {
+			holders[g.val.holder]++
+		}
+	}
+	holder, most := "", 0
+	for h, k := range holders {
+		if k > most {
+			holder, most = h, k
+		}
+	}
+	if most < q {
+		return acquireResult{split: true}
+	}
+	free := make([]time.Duration, 0, len(got))
+	for _, g := range got {
+		switch {
+		case g == nil || g.status() == failed:
+			free = append(free, never)
+		case g.status() == no && g.val.holder == holder:
+			free = append(free, g.val.pttl)
+		default:
+			free = append(free, 0)
+		}
+	}
+	slices.Sort(free)
+	return acquireResult{wait: free[q-1]}
+}
+
+// writeBack writes token back to the nodes (writeBackScript) and needs a
+// quorum of them still holding our lease.
+func (b *Backend) writeBack(ctx context.Context, key, id string, token uint64, identity string) error {
+	q := b.quorum
+	tok := strconv.FormatUint(token, 10)
+	value := encodeValue(id, token, identity)
+	r := startRound(ctx, b, nil, func(ctx context.Context, cl redis.UniversalClient, _ int) (answer, error) {
+		return answerOf(writeBackScript.Run(ctx, cl, []string{key, key + counterSuffix}, id, tok, value).Int64())
+	})
+	_, t := r.collect(ctx, func(t tally) bool { return t.yes >= q })
+	if t.yes < q {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return fmt.Errorf("fencing write-back reached %d of %d nodes, need %d: %s", t.yes, t.nodes, q, t.nodeErr())
+	}
+	return nil
+}
+
+// cleanup sends compare-and-delete without a notification (cleanupScript)
+// for lease id to every node of an acquire round whose reply was not a
+// definite "held by another": those that granted it, failed or had not
+// answered. Each node's delete is sent after that node's acquire request
+// has finished, so it cannot overtake it. It runs in the background with a
+// fresh context bounded by NodeTimeout.
+func (b *Backend) cleanup(key, id string, r *round[acquired]) {
+	for i, rep := range r.replies {
+		cl := b.clients[i]
+		b.spawn(func() {
+			<-rep.done
+			if rep.status() == no {
+				return
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), b.cfg.nodeTimeout)
+			defer cancel()
+			cleanupScript.Run(ctx, cl, []string{key}, id)
+		})
+	}
+}
+
+// noteRelease records done, the release round of a lease on key, so that
+// this Backend's next acquire of key is sent to each node only after that
+// node's release request has finished. Release returns as soon as no
+// quorum can hold the lease, with deletions still in flight; an acquire
+// that overtook one of them would find the old key, hold the new lease on
+// fewer nodes, and often need a fencing write-back round, as the nodes'
+// counters then disagree.
+func (b *Backend) noteRelease(key string, done []<-chan struct{}) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.released) >= 64 {
+		for k, d := range b.released {
+			if finished(d) {
+				delete(b.released, k)
+			}
+		}
+	}
+	b.released[key] = done
+}
+
+// releasing returns the release round of key that an acquire must follow,
+// or nil when there is none still running.
+func (b *Backend) releasing(key string) []<-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	d := b.released[key]
+	if d != nil && finished(d) {
+		delete(b.released, key)
+		return nil
+	}
+	return d
+}
+
+// finished reports whether every channel in done is closed.
+func finished(done []<-chan struct{}) bool {
+	for _, c := range done {
+		select {
+		case <-c:
+		default:
+			return false
+		}
+	}
+	return true
+}
