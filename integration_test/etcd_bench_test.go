@@ -2,8 +2,8 @@ package integration_test
 
 // etcd benchmarks, side by side in one run with the etcd client's own
 // concurrency.Election on the same three-member cluster (Debian etcd 3.4,
-// 127.0.0.1:23791-23793), every lease with the 2 s TTL of
-// shared/notes/anchor-figures.md:
+// 127.0.0.1:23791-23793), every lease with the 2 s TTL every side-by-side benchmark
+// here uses, for every system:
 //
 //	eval "$(../scripts/servers.sh env)"
 //	go test -run '^$' -bench 'Etcd(CampaignResign|Failover)' -count 6 . | tee etcd.txt

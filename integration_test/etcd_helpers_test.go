@@ -16,8 +16,8 @@ import (
 	"github.com/leaderkit/elector/internal/testenv"
 )
 
-// etcdTTL is the lease TTL of the etcd tests and benchmarks: the 2 s of
-// shared/notes/anchor-figures.md, so the figures compare.
+// etcdTTL is the lease TTL of the etcd tests and benchmarks: the 2 s every
+// side-by-side benchmark uses, for every system, so the figures compare.
 const etcdTTL = 2 * time.Second
 
 // etcdClient returns a quiet client on endpoints, closed at the end of tb.

@@ -2,7 +2,8 @@ package integration_test
 
 // Redlock benchmarks, side by side in one run with redsync v4 on the same
 // five Redis masters (127.0.0.1:7001-7005, no persistence), every lock with
-// the 2 s TTL of shared/notes/anchor-figures.md:
+// the 2 s TTL every side-by-side benchmark here
+// uses, for every system:
 //
 //	eval "$(../scripts/servers.sh env)"
 //	go test -run '^$' -bench 'Redlock' -count 6 . | tee redlock.txt

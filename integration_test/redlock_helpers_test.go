@@ -16,8 +16,8 @@ import (
 	"github.com/leaderkit/elector/redlock"
 )
 
-// redlockTTL is the lease TTL of the Redlock benchmarks: the 2 s of
-// shared/notes/anchor-figures.md, so the figures compare.
+// redlockTTL is the lease TTL of the Redlock benchmarks: the 2 s every
+// side-by-side benchmark uses, for every system, so the figures compare.
 const redlockTTL = 2 * time.Second
 
 // redlockClients returns one go-redis client per test Redis master, with
