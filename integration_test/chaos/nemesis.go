@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/leaderkit/elector/internal/wait"
 )
 
 // Fault kinds. Those ending in "-leader" target the candidate process that
@@ -73,7 +75,7 @@ func (c *campaign) nemesis(ctx context.Context) error {
 			return ctx.Err()
 		}
 		// Quiet time between faults, so that terms hand over on their own.
-		if !sleep(ctx, jitter(rng, ttl/2, 3*ttl/2)) {
+		if !wait.Sleep(ctx, jitter(rng, ttl/2, 3*ttl/2)) {
 			return ctx.Err()
 		}
 		kind := cfg.Faults[rng.IntN(len(cfg.Faults))]
@@ -86,7 +88,7 @@ func (c *campaign) nemesis(ctx context.Context) error {
 		}
 	}
 	c.awaitLeader(ctx, cfg.Bound)
-	sleep(ctx, 2*ttl) // let the last term show it is steady
+	wait.Sleep(ctx, 2*ttl) // let the last term show it is steady
 	return nil
 }
 
@@ -97,7 +99,7 @@ func (c *campaign) awaitLeader(ctx context.Context, d time.Duration) bool {
 		if c.leader() != nil {
 			return true
 		}
-		if !sleep(ctx, 10*time.Millisecond) {
+		if !wait.Sleep(ctx, 10*time.Millisecond) {
 			return false
 		}
 	}
@@ -131,7 +133,7 @@ func (c *campaign) inject(ctx context.Context, rng *rand.Rand, kind string) erro
 			c.signal(p, syscall.SIGKILL, KindKill)
 		case FaultPauseLeader:
 			c.signal(p, syscall.SIGSTOP, KindPause)
-			sleep(ctx, jitter(rng, 3*ttl/2, 5*ttl/2))
+			wait.Sleep(ctx, jitter(rng, 3*ttl/2, 5*ttl/2))
 			c.signal(p, syscall.SIGCONT, KindResume)
 		case FaultCutLeader:
 			return c.toxic(ctx, slot, jitter(rng, 3*ttl/2, 5*ttl/2),
@@ -169,7 +171,7 @@ func (c *campaign) inject(ctx context.Context, rng *rand.Rand, kind string) erro
 				return err
 			}
 		}
-		sleep(ctx, jitter(rng, ttl, 2*ttl))
+		wait.Sleep(ctx, jitter(rng, ttl, 2*ttl))
 		for _, node := range names {
 			if err := c.servers("resume", kindOf, node); err != nil {
 				return err
@@ -181,7 +183,7 @@ func (c *campaign) inject(ctx context.Context, rng *rand.Rand, kind string) erro
 				return err
 			}
 		}
-		sleep(ctx, jitter(rng, ttl, 2*ttl))
+		wait.Sleep(ctx, jitter(rng, ttl, 2*ttl))
 		for i, node := range names {
 			wait := "--no-wait" // a lone member cannot become ready without the others
 			if i == len(names)-1 {
@@ -219,7 +221,7 @@ func (c *campaign) toxic(ctx context.Context, slot int, d time.Duration, toxics 
 			}
 		}
 	}
-	sleep(ctx, d)
+	wait.Sleep(ctx, d)
 	for _, p := range c.proxies[slot] {
 		p.Toxics.ResetToxics(context.WithoutCancel(ctx))
 	}
@@ -229,16 +231,4 @@ func (c *campaign) toxic(ctx context.Context, slot int, d time.Duration, toxics 
 // jitter returns a uniform duration in [lo, hi].
 func jitter(rng *rand.Rand, lo, hi time.Duration) time.Duration {
 	return lo + time.Duration(rng.Int64N(int64(hi-lo)+1))
-}
-
-// sleep waits d or until ctx ends; it reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
