@@ -46,7 +46,7 @@ func startChild(argv, env []string) (*child, error) {
 	}
 	wd := &exec.Cmd{Path: exe, Args: append([]string{"elect", watchdogArg}, argv...), Env: env}
 	wd.Stdin, wd.Stdout, wd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	wd.ExtraFiles = []*os.File{ctlFD - 3: ctlR, statusFD - 3: statusW}
+	wd.ExtraFiles = []*os.File{ctlR, statusW} // ctlFD and statusFD in the watchdog
 	// A group of its own: a signal to elect's group (a shell's kill -9 %1)
 	// must leave the watchdog alive to clean up after elect.
 	wd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
