@@ -21,7 +21,7 @@ import (
 // the command exits or elect dies.
 type child struct {
 	pid      int           // the command's PID, also its process group ID
-	done     chan struct{} // closed once the command's tree is gone and the watchdog reaped
+	done     chan struct{} // closed once the command has exited and the rest of its tree is gone
 	ctl      *os.File      // requests to the watchdog
 	status   syscall.WaitStatus
 	reported bool // the watchdog reported status
@@ -81,18 +81,26 @@ func startChild(argv, env []string) (*child, error) {
 	return c, nil
 }
 
-// wait reads the command's status from the watchdog and reaps it.
+// wait reads the command's status from the watchdog, and reaps the
+// watchdog. Done closes as soon as the status is in: the watchdog reports
+// it once the tree is gone, and exits right after.
 func (c *child) wait(wd *exec.Cmd, lines *bufio.Scanner, statusR *os.File) {
 	for lines.Scan() {
 		if ws, ok := strings.CutPrefix(lines.Text(), "exit "); ok {
 			n, err := strconv.ParseUint(ws, 10, 32)
 			c.status, c.reported = syscall.WaitStatus(n), err == nil
+			break
 		}
+	}
+	if c.reported {
+		close(c.done)
 	}
 	statusR.Close()
 	_ = wd.Wait()
 	c.ctl.Close()
-	close(c.done)
+	if !c.reported { // the watchdog died without a report
+		close(c.done)
+	}
 }
 
 // signal sends sig to the command's process group.

@@ -26,9 +26,8 @@ echo $$ >> "$PIDS"
 wait`
 
 // startTree starts elect running treeScript, waits until the whole tree
-// runs, and returns elect, the PIDs of the tree and of elect's helpers
-// (all but elect itself), and the environment entry that marks every
-// process of the tree. The test's cleanup kills whatever of the tree is
+// runs, and returns elect, the PIDs of the tree, and the environment entry
+// that marks every process of the tree and elect's helpers. The test's cleanup kills whatever of the tree is
 // left, so that a failing run leaves nothing behind.
 func startTree(t *testing.T, bin string, extra ...string) (*treeElect, []int, string) {
 	t.Helper()
@@ -56,7 +55,7 @@ func startTree(t *testing.T, bin string, extra ...string) (*treeElect, []int, st
 			if len(all) < 3 || len(all) > 4 {
 				t.Fatalf("processes with the mark: got %v, want the tree's 3 and at most a watchdog", all)
 			}
-			return p, all, marker
+			return p, pids, marker
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the command's tree did not start within 20s; PIDs so far: %q", b)
@@ -217,6 +216,7 @@ func describe(pids []int) string {
 // the signal, and nothing can act before it has.
 func TestKill9KillsTheWholeTree(t *testing.T) {
 	p, tree, marker := startTree(t, plainElect(t))
+	tree = marked(marker, p.cmd.Process.Pid) // the watchdog too
 	killed := time.Now()
 	if err := p.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
@@ -255,13 +255,22 @@ func TestKill9KillsTheWholeTree(t *testing.T) {
 // SIGTERM, then SIGKILL after --grace, and nothing of it is left once elect
 // has exited, not even what left the command's process group.
 func TestStopKillsTheWholeTree(t *testing.T) {
-	p, _, marker := startTree(t, electBin, "--grace=300ms")
+	p, tree, marker := startTree(t, electBin, "--grace=300ms")
 	p.signal(syscall.SIGTERM)
 	if code := p.wait(10 * time.Second); code != 0 {
 		t.Errorf("elect stopped by SIGTERM: exit %d, want 0", code)
 	}
-	if left := marked(marker, p.cmd.Process.Pid); len(left) != 0 {
+	if left := alive(tree); len(left) != 0 {
 		t.Errorf("elect has exited, but %d processes of the command's tree still run:%s", len(left), describe(left))
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		left := marked(marker, p.cmd.Process.Pid)
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("5s after elect exited, %d of its helpers still run:%s", len(left), describe(left))
+		}
 	}
 	if !strings.Contains(p.out.String(), "did not stop within the grace period") {
 		t.Errorf("elect's output lacks the grace period warning (the shell ignores SIGTERM):\n%s", p.out.String())

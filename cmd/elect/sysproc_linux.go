@@ -129,3 +129,17 @@ func parentPID(stat []byte) (int, bool) {
 	ppid, err := strconv.Atoi(string(f[1]))
 	return ppid, err == nil
 }
+
+// detachStdio points standard input, output and error at /dev/null.
+func detachStdio() {
+	fd, err := syscall.Open(os.DevNull, syscall.O_RDWR, 0)
+	if err != nil {
+		return
+	}
+	for std := range 3 {
+		_ = syscall.Dup3(fd, std, 0)
+	}
+	if fd > 2 {
+		syscall.Close(fd)
+	}
+}

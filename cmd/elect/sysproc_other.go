@@ -26,3 +26,17 @@ func becomeSubreaper() error { return nil }
 // descendants finds nothing: without /proc, the watchdog signals only the
 // command's process group.
 func descendants(int) []int { return nil }
+
+// detachStdio points standard input, output and error at /dev/null.
+func detachStdio() {
+	fd, err := syscall.Open(os.DevNull, syscall.O_RDWR, 0)
+	if err != nil {
+		return
+	}
+	for std := range 3 {
+		_ = syscall.Dup2(fd, std)
+	}
+	if fd > 2 {
+		syscall.Close(fd)
+	}
+}

@@ -82,6 +82,10 @@ func watchdog(argv []string) int {
 		return exitCannotRun
 	}
 	report("pid %d", pid)
+	// Hold none of elect's input and output, which are the command's now:
+	// whoever reads elect's output sees its end when elect and the tree
+	// are done, not when the watchdog is.
+	detachStdio()
 	w := &watch{pgid: pid, exited: make(chan syscall.WaitStatus, 1), reaped: make(chan struct{}, 1), noChild: make(chan struct{})}
 	go w.reap()
 	go func() {
