@@ -215,8 +215,8 @@ func describe(pids []int) string {
 // machine the kernel may take longer than that to tear elect down after
 // the signal, and nothing can act before it has.
 func TestKill9KillsTheWholeTree(t *testing.T) {
-	p, tree, marker := startTree(t, plainElect(t))
-	tree = marked(marker, p.cmd.Process.Pid) // the watchdog too
+	p, _, marker := startTree(t, plainElect(t))
+	tree := marked(marker, p.cmd.Process.Pid) // the watchdog too
 	killed := time.Now()
 	if err := p.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
