@@ -3,88 +3,154 @@
 package main
 
 import (
+	"bufio"
+	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
-	"runtime"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
 
-// child is one run of the command, in a process group of its own.
+// child is one run of the command, in a process group of its own, under a
+// watchdog: a copy of elect (see watchdog) that is the command's parent,
+// passes elect's signals on to it, and kills the command's whole tree when
+// the command exits or elect dies.
 type child struct {
-	pid   int           // also the process group ID
-	done  chan struct{} // closed once the process has exited and been reaped
-	state *os.ProcessState
+	pid      int           // the command's PID, also its process group ID
+	done     chan struct{} // closed once the command has exited and the rest of its tree is gone
+	ctl      *os.File      // requests to the watchdog
+	status   syscall.WaitStatus
+	reported bool // the watchdog reported status
 }
 
-// startChild starts argv with env. The goroutine that starts the process
-// stays on its OS thread until the process exits: on Linux the process is
-// killed when that thread ends (Pdeathsig), that is, when elect dies.
+// startChild starts argv with env under a watchdog, and returns once the
+// command runs, or with the error that kept it from starting.
 func startChild(argv, env []string) (*child, error) {
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = env
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.SysProcAttr = sysProcAttr()
-	c := &child{done: make(chan struct{})}
-	started := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		c.pid = cmd.Process.Pid
-		started <- nil
-		_ = cmd.Wait() // the status is in ProcessState
-		c.state = cmd.ProcessState
-		close(c.done)
-	}()
-	if err := <-started; err != nil {
+	exe, err := selfExe()
+	if err != nil {
+		return nil, fmt.Errorf("cannot find elect's own binary for the watchdog: %w", err)
+	}
+	ctlR, ctlW, err := os.Pipe()
+	if err != nil {
 		return nil, err
 	}
+	statusR, statusW, err := os.Pipe()
+	if err != nil {
+		ctlR.Close()
+		ctlW.Close()
+		return nil, err
+	}
+	wd := &exec.Cmd{Path: exe, Args: append([]string{"elect", watchdogArg}, argv...), Env: env}
+	wd.Stdin, wd.Stdout, wd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	wd.ExtraFiles = []*os.File{ctlR, statusW} // ctlFD and statusFD in the watchdog
+	// A group of its own: a signal to elect's group (a shell's kill -9 %1)
+	// must leave the watchdog alive to clean up after elect.
+	wd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	err = wd.Start()
+	ctlR.Close()
+	statusW.Close()
+	if err != nil {
+		ctlW.Close()
+		statusR.Close()
+		return nil, fmt.Errorf("cannot start the watchdog: %w", err)
+	}
+	c := &child{done: make(chan struct{}), ctl: ctlW}
+	lines := bufio.NewScanner(statusR)
+	first := ""
+	if lines.Scan() {
+		first = lines.Text()
+	}
+	if pid, ok := strings.CutPrefix(first, "pid "); ok {
+		c.pid, err = strconv.Atoi(pid)
+	} else if msg, ok := strings.CutPrefix(first, "error "); ok {
+		err = errors.New(msg)
+	} else {
+		err = fmt.Errorf("the watchdog said %q; want the command's PID", first)
+	}
+	if err != nil {
+		ctlW.Close()
+		statusR.Close()
+		_ = wd.Wait()
+		return nil, err
+	}
+	go c.wait(wd, lines, statusR)
 	return c, nil
 }
 
-// signal sends sig to the command's process group. Before the command has
-// been reaped its PID, which is the group's ID, cannot be reused; after,
-// the group ID stays reserved while any member lives.
-func (c *child) signal(sig syscall.Signal) {
-	// ESRCH: the group is gone. EPERM: a member changed its credentials;
-	// nothing more can be done for it.
-	_ = syscall.Kill(-c.pid, sig)
+// wait reads the command's status from the watchdog, and reaps the
+// watchdog. Done closes as soon as the status is in: the watchdog reports
+// it once the tree is gone, and exits right after.
+func (c *child) wait(wd *exec.Cmd, lines *bufio.Scanner, statusR *os.File) {
+	for lines.Scan() {
+		if ws, ok := strings.CutPrefix(lines.Text(), "exit "); ok {
+			n, err := strconv.ParseUint(ws, 10, 32)
+			c.status, c.reported = syscall.WaitStatus(n), err == nil
+			break
+		}
+	}
+	if c.reported {
+		close(c.done)
+	}
+	statusR.Close()
+	_ = wd.Wait()
+	c.ctl.Close()
+	if !c.reported { // the watchdog died without a report
+		close(c.done)
+	}
 }
 
-// stop sends SIGTERM to the process group, SIGKILL after grace if the
-// command has not exited, and returns once it has exited; then it kills
-// what is left of its group.
+// signal sends sig to the command's process group.
+func (c *child) signal(sig syscall.Signal) { c.request("signal", sig) }
+
+// signalTree sends sig to the command's process group and to every other
+// process of its tree, even those that left the group.
+func (c *child) signalTree(sig syscall.Signal) { c.request("tree", sig) }
+
+// request asks the watchdog to send sig. After the watchdog has exited
+// there is nothing left to signal, and the write fails harmlessly.
+func (c *child) request(kind string, sig syscall.Signal) {
+	_, _ = fmt.Fprintf(c.ctl, "%s %d\n", kind, int(sig))
+}
+
+// stop sends SIGTERM to the command's tree, SIGKILL after grace if the
+// command has not exited, and returns once the command has exited and what
+// was left of its tree has been killed.
 func (c *child) stop(grace time.Duration, log *slog.Logger) {
-	c.signal(syscall.SIGTERM)
+	c.signalTree(syscall.SIGTERM)
 	t := time.NewTimer(grace)
 	defer t.Stop()
 	select {
 	case <-c.done:
 	case <-t.C:
 		log.Warn("the command did not stop within the grace period; killing it", "grace", grace)
-		c.signal(syscall.SIGKILL)
+		c.signalTree(syscall.SIGKILL)
 		<-c.done
 	}
 	c.killGroup()
 }
 
-// killGroup kills the processes the command left behind in its group, so
-// that nothing it started runs on after its term.
-func (c *child) killGroup() { c.signal(syscall.SIGKILL) }
+// killGroup kills the processes the command left behind, so that nothing
+// it started runs on after its term. Once done is closed the watchdog has
+// done so already, unless the watchdog itself was killed: then the
+// command's process group is all that can still be reached.
+func (c *child) killGroup() {
+	if !c.reported {
+		_ = syscall.Kill(-c.pid, syscall.SIGKILL)
+	}
+}
 
 // code is the command's exit status as a shell reports it: its exit code,
 // or 128+N when signal N killed it.
 func (c *child) code() int {
-	if c.state == nil {
+	switch {
+	case !c.reported:
 		return exitInternal
+	case c.status.Signaled():
+		return 128 + int(c.status.Signal())
 	}
-	if ws, ok := c.state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal())
-	}
-	return c.state.ExitCode()
+	return c.status.ExitStatus()
 }

@@ -28,16 +28,16 @@
 // elect's own ELECT_* settings, which may hold credentials, are removed
 // from it.
 //
-// When the term ends, COMMAND's group gets SIGTERM, then SIGKILL after
-// --grace. When elect gives the lease up (it was stopped, or COMMAND exited)
-// the lease is kept renewed meanwhile and released afterwards, so another
-// replica takes over at once. When the lease is lost (the backend says so,
-// or no renewal succeeded in time) the term ends --safety-margin before the
-// lease's deadline and the grace is cut to half of the safety margin: the
-// command is dead before any other replica can be elected. What is left of
-// COMMAND's process group when COMMAND exits is killed. On Linux COMMAND also
-// dies with elect if elect is killed (SIGKILL); the lease then lapses after
-// --ttl.
+// When the term ends, COMMAND's tree (see below) gets SIGTERM, then SIGKILL
+// after --grace. When elect gives the lease up (it was stopped, or COMMAND
+// exited) the lease is kept renewed meanwhile and released afterwards, so
+// another replica takes over at once. When the lease is lost (the backend
+// says so, or no renewal succeeded in time) the term ends --safety-margin
+// before the lease's deadline and the grace is cut to half of the safety
+// margin: the command is dead before any other replica can be elected. What
+// is left of COMMAND's tree when COMMAND exits is killed. If elect itself is
+// killed, even with SIGKILL, COMMAND's tree dies with it; the lease then
+// lapses after --ttl.
 //
 // SIGHUP, SIGUSR1, SIGUSR2 and SIGWINCH are forwarded to COMMAND's group.
 // SIGINT and SIGTERM stop elect: the term ends as above; a second one kills
@@ -55,6 +55,53 @@
 // lease --hold longer (at least --wait, so that a replica still waiting, or
 // fired a little later, finds the election taken), releases it and exits
 // with COMMAND's status.
+//
+// # COMMAND's processes
+//
+// COMMAND's tree is COMMAND and every process it starts, directly or not.
+// COMMAND does not run as elect's child but under a watchdog: elect's own
+// binary, started again in a hidden mode, which starts COMMAND in a process
+// group of its own and stays its parent until the tree is gone. The
+// watchdog passes elect's signals on and, when COMMAND exits, kills what is
+// left of the tree before it reports COMMAND's status to elect: nothing
+// COMMAND started runs on after its term, nor beside the next run of
+// --on-exit=restart. If elect dies, even of SIGKILL, the watchdog learns it
+// at once from the end of a pipe that only elect holds, and kills the whole
+// tree within milliseconds, so that no copy of COMMAND runs on while
+// another replica takes over one --ttl later. The watchdog runs in a
+// process group of its own and survives SIGINT, SIGTERM, SIGHUP and SIGQUIT,
+// so that a signal meant for elect or for its job (a shell's kill -9 %1)
+// does not take it along; COMMAND starts with the signal dispositions elect
+// had.
+//
+// On Linux the watchdog is a child subreaper (prctl PR_SET_CHILD_SUBREAPER):
+// a process of the tree whose parent dies becomes the watchdog's child
+// rather than init's. So the watchdog finds every process of the tree by
+// following the kernel's lists of children from itself, including those
+// that left COMMAND's process group or session (setsid, a daemon's double
+// fork) or ignore SIGTERM, and it sends SIGKILL again each time it reaps a
+// child, until it has none left: a process forked while its parent was
+// being killed is caught too. COMMAND also dies if the watchdog is killed
+// (PR_SET_PDEATHSIG).
+//
+// Why a watchdog and not a cgroup: cgroup v2's cgroup.kill kills every
+// process of a cgroup at once, but elect would need a writable, delegated
+// cgroup hierarchy to make one, which an unprivileged user, most containers
+// and hosts still on cgroup v1 do not have; and some process must still
+// write cgroup.kill after elect has died, a watchdog all the same. A
+// subreaper needs no privilege and works on every Linux since 3.4. (Under
+// systemd, the default KillMode=control-group also kills what is left of a
+// service's cgroup once its main process has died.)
+//
+// What remains. A process started on COMMAND's behalf by another service
+// (systemd-run, at, a container runtime) is not in the tree. If the
+// watchdog itself is killed with SIGKILL, COMMAND dies but its descendants
+// are left to init, and elect, which no longer knows COMMAND's status,
+// kills COMMAND's process group and reports status 125. On other Unix
+// systems the watchdog is no subreaper and has no /proc to search: it
+// reaches COMMAND's process group only, so a process of the tree that left
+// that group survives, and nothing kills COMMAND if the watchdog dies.
+// Outside Unix elect does not run.
 //
 // # elect status and elect watch
 //
