@@ -29,7 +29,8 @@ ELECT_TERM_ELECTION, ELECT_TERM_IDENTITY, ELECT_TERM_TOKEN (the fencing
 token: pass it with every write) and ELECT_TERM_START. elect's own ELECT_*
 settings are removed from it. SIGHUP, SIGUSR1, SIGUSR2 and SIGWINCH are
 forwarded to COMMAND; SIGINT and SIGTERM stop elect (a second one kills
-COMMAND at once). On Linux COMMAND is killed if elect itself is killed.
+COMMAND at once). On Linux, if elect itself is killed (even by SIGKILL),
+every process COMMAND started dies with it, setsid'd ones included.
 
 When COMMAND exits on its own while leading, --on-exit decides:
   exit     give the lease up and exit with COMMAND's status (the default)
