@@ -52,6 +52,9 @@ type event struct {
 	reason error // for "revoked"
 }
 
+// election is the one election the candidates campaign for.
+const election = "quickstart"
+
 func run(etcdAddrs, redisAddrs, zkAddrs string, ttl time.Duration, logger *slog.Logger) error {
 	start := time.Now()
 	st, err := openStore(etcdAddrs, redisAddrs, zkAddrs, ttl)
@@ -59,106 +62,148 @@ func run(etcdAddrs, redisAddrs, zkAddrs string, ttl time.Duration, logger *slog.
 		return err
 	}
 	defer st.close()
-	const election = "quickstart"
 	fmt.Printf("store: %s (ready in %v)\n", st.desc, time.Since(start).Round(time.Millisecond))
 	fmt.Printf("three candidates campaign for %q, TTL %v\n\n", election, ttl)
 
-	events := make(chan event, 16)
-	names := []string{"alice", "bob", "carol"}
-	members := make(map[string]*member)
-	stops := make(map[string]context.CancelFunc)
-	var wg sync.WaitGroup
-	defer func() {
-		for _, stop := range stops {
-			stop()
-		}
-		wg.Wait()
-		for _, m := range members {
-			m.close()
-		}
-	}()
-	for i, name := range names {
-		m, err := st.join()
-		if err != nil {
-			return err
-		}
-		members[name] = m
-		if i == 0 {
-			if err := checkStore(context.Background(), m); err != nil {
-				return err
-			}
-		}
-		e, err := elector.New(m.b, election, &elector.Options{
-			Identity: name,
-			TTL:      ttl,
-			Logger:   logger,
-			OnElected: func(ctx context.Context, t elector.Term) {
-				events <- event{at: time.Now(), who: name, what: "elected", term: t}
-				<-ctx.Done() // lead until the term ends: stop acting now
-				events <- event{at: time.Now(), who: name, what: "stepped down", term: t}
-			},
-			OnRevoked: func(t elector.Term, reason error) {
-				events <- event{at: time.Now(), who: name, what: "revoked", term: t, reason: reason}
-			},
-		})
-		if err != nil {
-			return err
-		}
-		ctx, stop := context.WithCancel(context.Background())
-		stops[name] = stop
-		wg.Go(func() { _ = e.Run(ctx) })
+	d := &demo{
+		start:       start,
+		ttl:         ttl,
+		events:      make(chan event, 16),
+		members:     make(map[string]*member),
+		stops:       make(map[string]context.CancelFunc),
+		steppedDown: make(map[uint64]time.Time),
 	}
+	defer d.cleanUp()
+	for i, name := range []string{"alice", "bob", "carol"} {
+		if err := d.startCandidate(st, name, i == 0, logger); err != nil {
+			return err
+		}
+	}
+	first := d.next()
+	second := d.stopLeader(first)
+	d.crashLeader(second)
+	d.stopEveryone()
+	return nil
+}
 
+// demo is the state of one run: the candidates and what they reported.
+type demo struct {
+	start  time.Time
+	ttl    time.Duration
+	events chan event
+	// members and stops are each candidate's connection and the stop of
+	// its Run; wg waits for the Runs.
+	members map[string]*member
+	stops   map[string]context.CancelFunc
+	wg      sync.WaitGroup
 	// steppedDown is when each term's OnElected saw its ctx end.
-	steppedDown := make(map[uint64]time.Time)
-	// next prints events until a candidate is elected, and returns that.
-	next := func() event {
-		for {
-			ev := <-events
-			printEvent(start, ev)
-			switch ev.what {
-			case "elected":
-				return ev
-			case "stepped down":
-				steppedDown[ev.term.Token] = ev.at
-			}
+	steppedDown map[uint64]time.Time
+}
+
+// startCandidate joins the store as name and runs an elector for it;
+// check first checks the store through its connection.
+func (d *demo) startCandidate(st *store, name string, check bool, logger *slog.Logger) error {
+	m, err := st.join()
+	if err != nil {
+		return err
+	}
+	d.members[name] = m
+	if check {
+		if err := checkStore(context.Background(), m); err != nil {
+			return err
 		}
 	}
-	first := next()
+	e, err := elector.New(m.b, election, &elector.Options{
+		Identity: name,
+		TTL:      d.ttl,
+		Logger:   logger,
+		OnElected: func(ctx context.Context, t elector.Term) {
+			d.events <- event{at: time.Now(), who: name, what: "elected", term: t}
+			<-ctx.Done() // lead until the term ends: stop acting now
+			d.events <- event{at: time.Now(), who: name, what: "stepped down", term: t}
+		},
+		OnRevoked: func(t elector.Term, reason error) {
+			d.events <- event{at: time.Now(), who: name, what: "revoked", term: t, reason: reason}
+		},
+	})
+	if err != nil {
+		return err
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	d.stops[name] = stop
+	d.wg.Go(func() { _ = e.Run(ctx) })
+	return nil
+}
 
+// next prints events until a candidate is elected, and returns that.
+func (d *demo) next() event {
+	for {
+		ev := <-d.events
+		printEvent(d.start, ev)
+		switch ev.what {
+		case "elected":
+			return ev
+		case "stepped down":
+			d.steppedDown[ev.term.Token] = ev.at
+		}
+	}
+}
+
+// stopLeader stops the leader's Run (a graceful hand-over) and returns the
+// next election.
+func (d *demo) stopLeader(first event) event {
 	fmt.Printf("\nstopping %s (its Run returns and releases the lease)\n", first.who)
 	stopped := time.Now()
-	stops[first.who]()
-	second := next()
+	d.stops[first.who]()
+	second := d.next()
 	fmt.Printf("graceful failover: %v from stopping %s to %s's election\n",
 		second.at.Sub(stopped).Round(100*time.Microsecond), first.who, second.who)
+	return second
+}
 
-	if crash := members[second.who].crash; crash == nil {
+// crashLeader crashes the leader (a failover by lease expiry), if its
+// driver can, and waits for the next election.
+func (d *demo) crashLeader(second event) {
+	crash := d.members[second.who].crash
+	if crash == nil {
 		fmt.Println("\n(no crash step: this driver owns its connection)")
-	} else {
-		fmt.Printf("\ncrashing %s (its connection is closed: no release, no renewal)\n", second.who)
-		crashed := time.Now()
-		crash()
-		third := next()
-		fmt.Printf("crash failover: %v from the crash to %s's election (TTL %v); token %d > %d\n",
-			third.at.Sub(crashed).Round(time.Millisecond), third.who, ttl, third.term.Token, second.term.Token)
-		if at, ok := steppedDown[second.term.Token]; ok {
-			fmt.Printf("%s, cut off, had stepped down %v before %s was elected\n",
-				second.who, third.at.Sub(at).Round(time.Millisecond), third.who)
-		}
+		return
 	}
+	fmt.Printf("\ncrashing %s (its connection is closed: no release, no renewal)\n", second.who)
+	crashed := time.Now()
+	crash()
+	third := d.next()
+	fmt.Printf("crash failover: %v from the crash to %s's election (TTL %v); token %d > %d\n",
+		third.at.Sub(crashed).Round(time.Millisecond), third.who, d.ttl, third.term.Token, second.term.Token)
+	if at, ok := d.steppedDown[second.term.Token]; ok {
+		fmt.Printf("%s, cut off, had stepped down %v before %s was elected\n",
+			second.who, third.at.Sub(at).Round(time.Millisecond), third.who)
+	}
+}
 
+// stopEveryone stops every Run and prints the events left.
+func (d *demo) stopEveryone() {
 	fmt.Println("\nstopping everyone")
-	for _, stop := range stops {
+	for _, stop := range d.stops {
 		stop()
 	}
-	wg.Wait()
-	close(events)
-	for ev := range events {
-		printEvent(start, ev)
+	d.wg.Wait()
+	close(d.events)
+	for ev := range d.events {
+		printEvent(d.start, ev)
 	}
 	fmt.Println("done")
-	return nil
+}
+
+// cleanUp stops every Run still going and closes every connection.
+func (d *demo) cleanUp() {
+	for _, stop := range d.stops {
+		stop()
+	}
+	d.wg.Wait()
+	for _, m := range d.members {
+		m.close()
+	}
 }
 
 // printEvent prints one event on one line.

@@ -113,79 +113,109 @@ type Result struct {
 func Check(events []Event, p Params) Result {
 	events = slices.Clone(events)
 	sort.SliceStable(events, func(i, j int) bool { return events[i].Mono < events[j].Mono })
-	var r Result
 	if len(events) == 0 {
-		return r
+		return Result{}
 	}
-	last := events[len(events)-1].Mono
-	r.Terms, r.Faults = rebuild(events, last)
-	faultAt := func(t int64) int { // index of the last fault begun at or before t
-		return sort.Search(len(r.Faults), func(i int) bool { return r.Faults[i].Start > t }) - 1
+	c := &checker{events: events, p: p, last: events[len(events)-1].Mono}
+	c.r.Terms, c.r.Faults = rebuild(events, c.last)
+	for i := range c.r.Terms {
+		c.r.Terms[i].faultIndex = c.faultAt(c.r.Terms[i].Start)
 	}
-	report := func(kind string, t int64, detail string) {
-		v := Violation{Kind: kind, Mono: t, Detail: detail, Fault: "none"}
-		if i := faultAt(t); i >= 0 {
-			v.Fault = r.Faults[i].Kind
-			v.Documented = p.Documented != nil && p.Documented(v.Fault)
-		}
-		v.Context = around(events, t, 1500*time.Millisecond)
-		r.Violations = append(r.Violations, v)
-	}
-	for i := range r.Terms {
-		r.Terms[i].faultIndex = faultAt(r.Terms[i].Start)
-	}
+	c.checkTerms()
+	c.checkWrites()
+	c.checkRecovery()
+	c.checkGaps()
+	return c.r
+}
 
-	// (1) overlaps and (4) token order.
-	for j := range r.Terms {
-		tj := &r.Terms[j]
+// checker carries one [Check]: the sorted history, its last instant, and
+// the result being built.
+type checker struct {
+	events []Event
+	p      Params
+	last   int64
+	r      Result
+}
+
+// faultAt returns the index of the last fault begun at or before t, or -1.
+func (c *checker) faultAt(t int64) int {
+	return sort.Search(len(c.r.Faults), func(i int) bool { return c.r.Faults[i].Start > t }) - 1
+}
+
+// report records a violation of kind at t, with the fault and events
+// around it.
+func (c *checker) report(kind string, t int64, detail string) {
+	v := Violation{Kind: kind, Mono: t, Detail: detail, Fault: "none"}
+	if i := c.faultAt(t); i >= 0 {
+		v.Fault = c.r.Faults[i].Kind
+		v.Documented = c.p.Documented != nil && c.p.Documented(v.Fault)
+	}
+	v.Context = around(c.events, t, 1500*time.Millisecond)
+	c.r.Violations = append(c.r.Violations, v)
+}
+
+// checkTerms checks (1) overlaps and (4) token order.
+func (c *checker) checkTerms() {
+	terms := c.r.Terms
+	for j := range terms {
+		tj := &terms[j]
 		for i := range j {
-			ti := &r.Terms[i]
+			ti := &terms[i]
 			if ti.Proc != tj.Proc && ti.End > tj.Start {
-				report(ViolationOverlap, tj.Start, fmt.Sprintf("%s (token %d) elected at %s while %s (token %d, elected %s) led until %s (%s): overlap %v",
+				c.report(ViolationOverlap, tj.Start, fmt.Sprintf("%s (token %d) elected at %s while %s (token %d, elected %s) led until %s (%s): overlap %v",
 					tj.Proc, tj.Token, ms(tj.Start), ti.Proc, ti.Token, ms(ti.Start), ms(ti.End), ti.EndReason, time.Duration(ti.End-tj.Start)))
 			}
 		}
-		if j > 0 && tj.Token <= r.Terms[j-1].Token {
-			report(ViolationTokenOrder, tj.Start, fmt.Sprintf("%s elected at %s with token %d, not above the previous term's %d (%s)",
-				tj.Proc, ms(tj.Start), tj.Token, r.Terms[j-1].Token, r.Terms[j-1].Proc))
+		if j > 0 && tj.Token <= terms[j-1].Token {
+			c.report(ViolationTokenOrder, tj.Start, fmt.Sprintf("%s elected at %s with token %d, not above the previous term's %d (%s)",
+				tj.Proc, ms(tj.Start), tj.Token, terms[j-1].Token, terms[j-1].Proc))
 		}
 	}
+}
 
-	// (2) stale writes.
+// indexTerms sets each term's nextOther and returns the terms by
+// termKey (a later term of the same key wins).
+func (c *checker) indexTerms() map[string]*Term {
 	byKey := map[string]*Term{}
-	for i := range r.Terms {
-		t := &r.Terms[i]
+	for i := range c.r.Terms {
+		t := &c.r.Terms[i]
 		t.nextOther = 1<<63 - 1
-		for _, u := range r.Terms[i+1:] {
+		for _, u := range c.r.Terms[i+1:] {
 			if u.Proc != t.Proc {
 				t.nextOther = u.Start
 				break
 			}
 		}
-		byKey[termKey(t.Proc, t.Token)] = t // a later term of the same key wins
+		byKey[termKey(t.Proc, t.Token)] = t
 	}
+	return byKey
+}
+
+// checkWrites checks (2) stale writes, and counts the writes.
+func (c *checker) checkWrites() {
+	byKey := c.indexTerms()
 	var highest uint64
-	for _, ev := range events {
+	for _, ev := range c.events {
 		if ev.Kind != KindWrite {
 			continue
 		}
 		t := byKey[termKey(ev.Proc, ev.Token)]
 		if !ev.OK {
-			r.Refused++
-			r.refusedFault = append(r.refusedFault, faultAt(ev.Mono))
+			c.r.Refused++
+			c.r.refusedFault = append(c.r.refusedFault, c.faultAt(ev.Mono))
 			if t != nil {
 				t.Refused++
 			}
 			continue
 		}
-		r.Accepted++
+		c.r.Accepted++
 		switch {
 		case ev.Token < highest:
-			report(ViolationStaleWrite, ev.Mono, fmt.Sprintf("fence accepted %s's token %d after accepting %d", ev.Proc, ev.Token, highest))
+			c.report(ViolationStaleWrite, ev.Mono, fmt.Sprintf("fence accepted %s's token %d after accepting %d", ev.Proc, ev.Token, highest))
 		case t == nil:
-			report(ViolationStaleWrite, ev.Mono, fmt.Sprintf("fence accepted a write from %s with token %d, which no term of that process held", ev.Proc, ev.Token))
+			c.report(ViolationStaleWrite, ev.Mono, fmt.Sprintf("fence accepted a write from %s with token %d, which no term of that process held", ev.Proc, ev.Token))
 		case ev.Mono > t.nextOther:
-			report(ViolationStaleWrite, ev.Mono, fmt.Sprintf("fence accepted %s's token %d at %s, after another process's later term began at %s",
+			c.report(ViolationStaleWrite, ev.Mono, fmt.Sprintf("fence accepted %s's token %d at %s, after another process's later term began at %s",
 				ev.Proc, ev.Token, ms(ev.Mono), ms(t.nextOther)))
 		}
 		if t != nil {
@@ -193,30 +223,36 @@ func Check(events []Event, p Params) Result {
 		}
 		highest = max(highest, ev.Token)
 	}
+}
 
-	// (3) recovery after each fault, and gaps outside faults.
-	for i := range r.Faults {
-		f := &r.Faults[i]
+// checkRecovery checks (3) recovery after each fault, and times each
+// fault's new leader and recovery.
+func (c *checker) checkRecovery() {
+	for i := range c.r.Faults {
+		f := &c.r.Faults[i]
 		f.NewLeader = -1
-		for _, t := range r.Terms {
+		for _, t := range c.r.Terms {
 			if t.Start > f.Start {
 				f.NewLeader = time.Duration(t.Start - f.Start)
 				break
 			}
 		}
-		f.Recovery = recovery(r.Terms, f.Heal, last)
-		if f.Recovery > p.Bound {
-			report(ViolationRecovery, f.Heal, fmt.Sprintf("%s healed at %s; no leader for %v (bound %v)", f.Kind, ms(f.Heal), f.Recovery, p.Bound))
+		f.Recovery = recovery(c.r.Terms, f.Heal, c.last)
+		if f.Recovery > c.p.Bound {
+			c.report(ViolationRecovery, f.Heal, fmt.Sprintf("%s healed at %s; no leader for %v (bound %v)", f.Kind, ms(f.Heal), f.Recovery, c.p.Bound))
 		}
 	}
-	var ledUntil int64 = events[0].Mono
-	for _, t := range r.Terms {
-		if gap := time.Duration(t.Start - ledUntil); gap > p.Bound && !faulty(r.Faults, ledUntil, t.Start, p.Bound) {
-			report(ViolationGap, t.Start, fmt.Sprintf("no leader from %s to %s (%v, bound %v) and no fault", ms(ledUntil), ms(t.Start), gap, p.Bound))
+}
+
+// checkGaps checks (3) leaderless gaps outside faults.
+func (c *checker) checkGaps() {
+	var ledUntil int64 = c.events[0].Mono
+	for _, t := range c.r.Terms {
+		if gap := time.Duration(t.Start - ledUntil); gap > c.p.Bound && !faulty(c.r.Faults, ledUntil, t.Start, c.p.Bound) {
+			c.report(ViolationGap, t.Start, fmt.Sprintf("no leader from %s to %s (%v, bound %v) and no fault", ms(ledUntil), ms(t.Start), gap, c.p.Bound))
 		}
 		ledUntil = max(ledUntil, t.End)
 	}
-	return r
 }
 
 // rebuild turns events into terms (sorted by start) and faults.

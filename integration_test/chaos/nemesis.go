@@ -108,48 +108,72 @@ func (c *campaign) awaitLeader(ctx context.Context, d time.Duration) bool {
 
 // inject runs one fault of kind from its start to its heal, recording both.
 func (c *campaign) inject(ctx context.Context, rng *rand.Rand, kind string) error {
-	ttl := c.cfg.TTL
-	fault := func(target string) { c.hist.Add(Event{Mono: Mono(), Kind: KindFault, Proc: target, Note: kind}) }
-	heal := func() { c.hist.Add(Event{Mono: Mono(), Kind: KindHeal, Note: kind}) }
 	if strings.HasSuffix(kind, "-leader") {
-		p := c.leader()
-		if p == nil {
-			c.mu.Lock()
-			for _, q := range c.running {
-				p = q
-				break
-			}
-			c.mu.Unlock()
-		}
-		if p == nil {
-			return errors.New("no candidate process is running")
-		}
-		var slot int
-		_, _ = fmt.Sscanf(p.name, "s%d", &slot)
-		fault(p.name)
-		defer heal()
-		switch kind {
-		case FaultKillLeader:
-			c.signal(p, syscall.SIGKILL, KindKill)
-		case FaultPauseLeader:
-			c.signal(p, syscall.SIGSTOP, KindPause)
-			wait.Sleep(ctx, jitter(rng, 3*ttl/2, 5*ttl/2))
-			c.signal(p, syscall.SIGCONT, KindResume)
-		case FaultCutLeader:
-			return c.toxic(ctx, slot, jitter(rng, 3*ttl/2, 5*ttl/2),
-				`{"name":"cut-up","type":"timeout","stream":"upstream","attributes":{"timeout":0}}`,
-				`{"name":"cut-down","type":"timeout","stream":"downstream","attributes":{"timeout":0}}`)
-		case FaultSlowLeader:
-			return c.toxic(ctx, slot, 2*ttl, fmt.Sprintf(
-				`{"name":"slow","type":"latency","stream":"downstream","attributes":{"latency":%d,"jitter":%d}}`,
-				(ttl/4).Milliseconds(), (ttl/10).Milliseconds()))
-		case FaultResetLeader:
-			return c.toxic(ctx, slot, ttl/2,
-				`{"name":"reset","type":"reset_peer","stream":"upstream","attributes":{"timeout":0}}`)
-		}
-		return nil
+		return c.injectLeader(ctx, rng, kind)
 	}
+	return c.injectNodes(ctx, rng, kind)
+}
 
+// faultBegins records the start of a fault of kind on target.
+func (c *campaign) faultBegins(kind, target string) {
+	c.hist.Add(Event{Mono: Mono(), Kind: KindFault, Proc: target, Note: kind})
+}
+
+// faultHeals records the heal of a fault of kind.
+func (c *campaign) faultHeals(kind string) {
+	c.hist.Add(Event{Mono: Mono(), Kind: KindHeal, Note: kind})
+}
+
+// leaderTarget returns the leading candidate process, or any running one
+// if none leads.
+func (c *campaign) leaderTarget() (*proc, error) {
+	if p := c.leader(); p != nil {
+		return p, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, q := range c.running {
+		return q, nil
+	}
+	return nil, errors.New("no candidate process is running")
+}
+
+// injectLeader runs one "-leader" fault on the leading candidate process.
+func (c *campaign) injectLeader(ctx context.Context, rng *rand.Rand, kind string) error {
+	ttl := c.cfg.TTL
+	p, err := c.leaderTarget()
+	if err != nil {
+		return err
+	}
+	var slot int
+	_, _ = fmt.Sscanf(p.name, "s%d", &slot)
+	c.faultBegins(kind, p.name)
+	defer c.faultHeals(kind)
+	switch kind {
+	case FaultKillLeader:
+		c.signal(p, syscall.SIGKILL, KindKill)
+	case FaultPauseLeader:
+		c.signal(p, syscall.SIGSTOP, KindPause)
+		wait.Sleep(ctx, jitter(rng, 3*ttl/2, 5*ttl/2))
+		c.signal(p, syscall.SIGCONT, KindResume)
+	case FaultCutLeader:
+		return c.toxic(ctx, slot, jitter(rng, 3*ttl/2, 5*ttl/2),
+			`{"name":"cut-up","type":"timeout","stream":"upstream","attributes":{"timeout":0}}`,
+			`{"name":"cut-down","type":"timeout","stream":"downstream","attributes":{"timeout":0}}`)
+	case FaultSlowLeader:
+		return c.toxic(ctx, slot, 2*ttl, fmt.Sprintf(
+			`{"name":"slow","type":"latency","stream":"downstream","attributes":{"latency":%d,"jitter":%d}}`,
+			(ttl/4).Milliseconds(), (ttl/10).Milliseconds()))
+	case FaultResetLeader:
+		return c.toxic(ctx, slot, ttl/2,
+			`{"name":"reset","type":"reset_peer","stream":"upstream","attributes":{"timeout":0}}`)
+	}
+	return nil
+}
+
+// pickNodes returns the numbers (from 1, sorted) of a random minority or,
+// for a "majority" kind, majority of the backend nodes.
+func (c *campaign) pickNodes(rng *rand.Rand, kind string) []string {
 	n := len(c.cfg.Addrs)
 	count := (n - 1) / 2 // minority
 	if strings.Contains(kind, "majority") {
@@ -161,53 +185,63 @@ func (c *campaign) inject(ctx context.Context, rng *rand.Rand, kind string) erro
 	for _, i := range nodes {
 		names = append(names, fmt.Sprint(i+1))
 	}
-	kindOf := c.cfg.ServerKind
-	fault(kindOf + " " + strings.Join(names, ","))
-	defer heal()
+	return names
+}
+
+// injectNodes runs one fault of kind on a minority or majority of the
+// backend nodes.
+func (c *campaign) injectNodes(ctx context.Context, rng *rand.Rand, kind string) error {
+	ttl := c.cfg.TTL
+	names := c.pickNodes(rng, kind)
+	c.faultBegins(kind, c.cfg.ServerKind+" "+strings.Join(names, ","))
+	defer c.faultHeals(kind)
 	switch {
 	case strings.HasPrefix(kind, "pause-"):
-		for _, node := range names {
-			if err := c.servers("pause", kindOf, node); err != nil {
-				return err
-			}
+		if err := c.onNodes(names, "pause"); err != nil {
+			return err
 		}
 		wait.Sleep(ctx, jitter(rng, ttl, 2*ttl))
-		for _, node := range names {
-			if err := c.servers("resume", kindOf, node); err != nil {
-				return err
-			}
-		}
+		return c.onNodes(names, "resume")
 	case strings.HasPrefix(kind, "kill-"):
-		for _, node := range names {
-			if err := c.servers("kill", kindOf, node); err != nil {
-				return err
-			}
+		if err := c.onNodes(names, "kill"); err != nil {
+			return err
 		}
 		wait.Sleep(ctx, jitter(rng, ttl, 2*ttl))
-		for i, node := range names {
-			wait := "--no-wait" // a lone member cannot become ready without the others
-			if i == len(names)-1 {
-				wait = ""
-			}
-			if err := c.servers("restart", kindOf, node, wait); err != nil {
-				return err
-			}
-		}
+		return c.restartInTurn(names)
 	case strings.HasPrefix(kind, "restart-"):
 		// Kill and restart at once: the case that loses a lock on a node
 		// without persistence.
-		for _, node := range names {
-			if err := c.servers("kill", kindOf, node); err != nil {
-				return err
-			}
+		if err := c.onNodes(names, "kill"); err != nil {
+			return err
 		}
-		for _, node := range names {
-			if err := c.servers("restart", kindOf, node, aofFlag(strings.HasSuffix(kind, "-aof"))); err != nil {
-				return err
-			}
-		}
+		return c.onNodes(names, "restart", aofFlag(strings.HasSuffix(kind, "-aof")))
 	default:
 		return fmt.Errorf("unknown fault kind %q", kind)
+	}
+}
+
+// onNodes runs servers.sh verb on each of the nodes in turn (with the
+// extra arguments after the node), stopping at the first error.
+func (c *campaign) onNodes(nodes []string, verb string, extra ...string) error {
+	for _, node := range nodes {
+		if err := c.servers(append([]string{verb, c.cfg.ServerKind, node}, extra...)...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// restartInTurn restarts the killed nodes, waiting only for the last to
+// be ready.
+func (c *campaign) restartInTurn(nodes []string) error {
+	for i, node := range nodes {
+		wait := "--no-wait" // a lone member cannot become ready without the others
+		if i == len(nodes)-1 {
+			wait = ""
+		}
+		if err := c.servers("restart", c.cfg.ServerKind, node, wait); err != nil {
+			return err
+		}
 	}
 	return nil
 }
