@@ -85,7 +85,7 @@ func (r *runner) leftover(ctx context.Context, b *bstate, names []string) []stri
 		out []string
 	)
 	parallel(len(names), 16, func(i int) {
-		_, err := c.Backend.Leader(ctx, names[i])
+		err := leaderErr(ctx, c.Backend, names[i])
 		if errors.Is(err, backend.ErrNoLeader) {
 			return
 		}
@@ -99,4 +99,18 @@ func (r *runner) leftover(ctx context.Context, b *bstate, names []string) []stri
 	})
 	sort.Strings(out)
 	return out
+}
+
+// leaderErr asks for the leader of election, up to three times while the
+// answer is a transient error (a busy store may not answer a Leader in
+// time), and returns nil when there is one.
+func leaderErr(ctx context.Context, b backend.Backend, election string) error {
+	var err error
+	for attempt := range 3 {
+		if _, err = b.Leader(ctx, election); err == nil || errors.Is(err, backend.ErrNoLeader) || backend.IsPermanent(err) {
+			return err
+		}
+		sleep(ctx, time.Duration(attempt+1)*100*time.Millisecond)
+	}
+	return err
 }
