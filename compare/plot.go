@@ -13,11 +13,11 @@ var colors = []string{"#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#8
 
 // Plot geometry, in SVG user units.
 const (
-	plotW, plotH               = 640, 300
-	padL, padR, padT, padB     = 56, 16, 12, 40
-	innerW, innerH             = plotW - padL - padR, plotH - padT - padB
-	maxPoints                  = 400
-	logScaleRatio      float64 = 20 // use a log axis when max/min exceeds this
+	plotW, plotH                   = 640, 300
+	padL, padR, padT, padB         = 56, 16, 12, 40
+	innerW, innerH                 = plotW - padL - padR, plotH - padT - padB
+	maxPoints                      = 400
+	logScaleRatio          float64 = 20 // use a log axis when max/min exceeds this
 )
 
 // curve is one backend's samples of a workload.
