@@ -114,7 +114,7 @@ func Run(ctx context.Context, targets []Target, opts *Options) (*Report, error) 
 		return nil, err
 	}
 	if o.Prefix == "" {
-		o.Prefix = PrefixRoot + "/" + randomHex(6)
+		o.Prefix = NewPrefix()
 	}
 	rep := &Report{Prefix: o.Prefix, Options: *o, Started: time.Now()}
 	r := &runner{o: o, rep: rep}
@@ -151,10 +151,12 @@ func checkTargets(targets []Target) error {
 	return nil
 }
 
-func randomHex(n int) string {
-	b := make([]byte, n)
+// NewPrefix returns a new election prefix, PrefixRoot/<12 random hex
+// digits>, which no other run shares: the default of [Options.Prefix].
+func NewPrefix() string {
+	b := make([]byte, 6)
 	_, _ = rand.Read(b) // crypto/rand.Read never fails
-	return hex.EncodeToString(b)
+	return PrefixRoot + "/" + hex.EncodeToString(b)
 }
 
 // WriteJSON writes the report as indented JSON.

@@ -21,7 +21,7 @@ th, td { border: 1px solid #ccc; padding: 0.2em 0.6em; text-align: right; }
 th:first-child, td:first-child { text-align: left; }
 .legend span { display: inline-block; margin-right: 1.5em; }
 .legend i { display: inline-block; width: 1.5em; height: 0.3em; vertical-align: middle; margin-right: 0.3em; }
-pre { background: #f6f6f6; padding: 1em; overflow-x: auto; }
+pre { background: #f6f6f6; padding: 1em; overflow-x: auto; white-space: pre-wrap; }
 .bad { color: #b00; font-weight: bold; }
 </style>
 </head>

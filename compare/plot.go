@@ -52,7 +52,7 @@ func cdfSVG(workload string, curves []curve) string {
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#ddd"/>`, x, padT, x, padT+innerH)
 		fmt.Fprintf(&b, `<text x="%.1f" y="%d" font-size="11" text-anchor="middle">%s</text>`, x, padT+innerH+14, tickLabel(t))
 	}
-	for _, f := range []float64{0, 0.5, 0.9, 0.99, 1} {
+	for _, f := range []float64{0, 0.25, 0.5, 0.75, 0.9, 1} {
 		y := padT + (1-f)*innerH
 		fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#eee"/>`, padL, y, padL+innerW, y)
 		fmt.Fprintf(&b, `<text x="%d" y="%.1f" font-size="11" text-anchor="end">%g</text>`, padL-4, y+4, f)

@@ -161,6 +161,8 @@ func compareMain(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	o := c.options()
+	o.Prefix = compare.NewPrefix()
+	fmt.Fprintf(stderr, "elect compare: elections under %s\n", o.Prefix)
 	o.Progress = progressPrinter(stderr)
 	// A crashed holder's go-redis clients would log their failed dials.
 	redis.SetLogger(redisLogger{newLogger(stderr, "info", "text")})
