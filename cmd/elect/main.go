@@ -48,7 +48,8 @@ Usage:
   elect run    [flags] -- COMMAND [ARGS...]   run COMMAND while leading
   elect status [flags]                        print the current leader
   elect watch  [flags]                        print each change of leader
-  elect help   [run|status|watch]             show help
+  elect compare --backend URL --backend URL…  measure backends side by side
+  elect help   [run|status|watch|compare]     show help
   elect version                               print the version and build information
 
 Every flag can also be set by an environment variable: --backend by
@@ -88,6 +89,8 @@ func elect(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = statusMain(ctx, rest, stdout, stderr)
 	case "watch":
 		err = watchMain(ctx, rest, stdout, stderr)
+	case "compare":
+		err = compareMain(ctx, rest, stdout, stderr)
 	case "version", "-version", "--version":
 		err = versionMain(rest, stdout)
 	case "help", "-h", "-help", "--help":
@@ -97,7 +100,7 @@ func elect(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, topUsage)
 		return exitOK
 	default:
-		fmt.Fprintf(stderr, "elect: unknown command %q; want run, status, watch, version or help\n\n%s", sub, topUsage)
+		fmt.Fprintf(stderr, "elect: unknown command %q; want run, status, watch, compare, version or help\n\n%s", sub, topUsage)
 		return exitUsage
 	}
 	var ee *exitError

@@ -1,0 +1,237 @@
+//go:build unix
+
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/leaderkit/elector/backend"
+	"github.com/leaderkit/elector/backendurl"
+	"github.com/leaderkit/elector/compare"
+)
+
+// exitInterrupted is the exit code of a compare stopped by SIGINT or
+// SIGTERM, after its cleanup.
+const exitInterrupted = 130
+
+const compareHead = `Usage: elect compare --backend URL [--backend URL ...] [flags]
+
+Measure the backends side by side under the same workloads, through the
+same API: uncontended acquire+release, throughput (--concurrency goroutines
+on as many elections), graceful hand-over, renewal of --held elections,
+crash failover (the holder's connections cut without a release), and the
+shortest TTL each backend grants. Trials are interleaved across backends.
+
+Prints a table (or --json, or --markdown) on stdout, progress on stderr;
+--html writes a self-contained page with a latency CDF per workload.
+
+Works only in elections named elect-compare/<random>/... (inside the URL's
+prefix or root), and removes everything it created before it exits, also
+when interrupted. Exit 0 when every workload ran without error, 3 when
+some failed or something was left behind, 130 when interrupted.
+
+The default run takes minutes; --short takes seconds per backend.
+`
+
+// urlList is a repeatable string flag.
+type urlList []string
+
+func (l *urlList) String() string { return strings.Join(*l, " ") }
+
+func (l *urlList) Set(v string) error {
+	*l = append(*l, v)
+	return nil
+}
+
+// compareConfig holds the settings of elect compare.
+type compareConfig struct {
+	backends                                  urlList
+	ttl, duration                             time.Duration
+	short, json, markdown                     bool
+	html                                      string
+	trials, failoverTrials, concurrency, held int
+	renewRounds, throughputTrials             int
+}
+
+func compareFlags(c *compareConfig) *flag.FlagSet {
+	fs := newFlagSet("compare")
+	fs.Var(&c.backends, "backend", "backend `URL` to compare; repeat for each backend (required)")
+	fs.DurationVar(&c.ttl, "ttl", 2*time.Second, "lease TTL of every workload")
+	fs.BoolVar(&c.short, "short", false, "a quick run with few samples (seconds per backend)")
+	fs.DurationVar(&c.duration, "duration", 0, "length of each throughput trial (default 1s; --short 300ms)")
+	fs.IntVar(&c.trials, "trials", 0, "acquire+release and hand-over trials per backend (default 200; --short 10)")
+	fs.IntVar(&c.failoverTrials, "failover-trials", 0, "crash failover trials per backend, about one TTL each (default 10; --short 2)")
+	fs.IntVar(&c.throughputTrials, "throughput-trials", 0, "throughput trials per backend (default 10; --short 3)")
+	fs.IntVar(&c.concurrency, "concurrency", 0, "goroutines and elections of the throughput workload (default 16; --short 4)")
+	fs.IntVar(&c.held, "held", 0, "elections held while renewal is measured (default 1000; --short 20)")
+	fs.IntVar(&c.renewRounds, "renew-rounds", 0, "rounds of renewals, one every TTL/3 (default 10; --short 3)")
+	fs.BoolVar(&c.json, "json", false, "print the report as JSON (with every sample)")
+	fs.BoolVar(&c.markdown, "markdown", false, "print the comparison as a Markdown table")
+	fs.StringVar(&c.html, "html", "", "also write a self-contained HTML report with latency plots to `FILE`")
+	return fs
+}
+
+// options maps the flags to compare.Options.
+func (c *compareConfig) options() *compare.Options {
+	o := &compare.Options{}
+	if c.short {
+		o = compare.Short()
+	}
+	o.TTL = c.ttl
+	set := func(dst *int, v int) {
+		if v != 0 {
+			*dst = v
+		}
+	}
+	set(&o.Trials, c.trials)
+	set(&o.FailoverTrials, c.failoverTrials)
+	set(&o.ThroughputTrials, c.throughputTrials)
+	set(&o.Concurrency, c.concurrency)
+	set(&o.Held, c.held)
+	set(&o.RenewRounds, c.renewRounds)
+	if c.duration != 0 {
+		o.Duration = c.duration
+	}
+	return o
+}
+
+// targets makes a target of each --backend, named after its scheme
+// ("etcd", "etcd-2" for a second etcd).
+func (c *compareConfig) targets() ([]compare.Target, error) {
+	var out []compare.Target
+	seen := map[string]int{}
+	for _, raw := range c.backends {
+		t, err := compare.URLTarget(raw, nil)
+		if err != nil {
+			return nil, exitf(exitUsage, "compare: --backend: %v", err)
+		}
+		if !backendurl.DefaultMux().ValidScheme(t.Name) {
+			_, _, err := backendurl.Open(context.Background(), raw) // names the known schemes
+			return nil, exitf(exitUsage, "compare: --backend: %v", err)
+		}
+		if seen[t.Name]++; seen[t.Name] > 1 {
+			t.Name = fmt.Sprintf("%s-%d", t.Name, seen[t.Name])
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+func parseCompare(args []string, stdout io.Writer) (*compareConfig, error) {
+	c := new(compareConfig)
+	fs := compareFlags(c)
+	if err := parse(fs, args, stdout, compareHead); err != nil {
+		return nil, err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return nil, exitf(exitUsage, "compare: unexpected argument %q", fs.Arg(0))
+	case len(c.backends) == 0:
+		return nil, exitf(exitUsage, "compare: no backend: give --backend URL once per backend (see 'elect help compare')")
+	case c.json && c.markdown:
+		return nil, exitf(exitUsage, "compare: --json and --markdown: want at most one")
+	}
+	for _, raw := range c.backends {
+		if u, err := url.Parse(raw); err != nil || u.Scheme == "" {
+			return nil, exitf(exitUsage, "compare: --backend: malformed URL (want scheme://host:port,...)")
+		}
+	}
+	return c, nil
+}
+
+func compareMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c, err := parseCompare(args, stdout)
+	if err != nil {
+		return err
+	}
+	targets, err := c.targets()
+	if err != nil {
+		return err
+	}
+	o := c.options()
+	o.Prefix = compare.NewPrefix()
+	fmt.Fprintf(stderr, "elect compare: elections under %s\n", o.Prefix)
+	o.Progress = progressPrinter(stderr)
+	// A crashed holder's go-redis clients would log their failed dials.
+	redis.SetLogger(redisLogger{newLogger(stderr, "info", "text")})
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	rep, err := compare.Run(ctx, targets, o)
+	switch {
+	case rep == nil && errors.Is(err, backend.ErrInvalid):
+		return exitf(exitUsage, "%v", err)
+	case rep == nil && ctx.Err() != nil:
+		return exitf(exitInterrupted, "compare: interrupted while opening the backends")
+	case rep == nil:
+		return exitf(exitBackend, "%v", err)
+	}
+	if err := c.write(rep, stdout); err != nil {
+		return err
+	}
+	if rep.Interrupted {
+		return exitf(exitInterrupted, "compare: interrupted; removed what the run created under %s", rep.Prefix)
+	}
+	if err := rep.Failed(); err != nil {
+		return exitf(exitBackend, "compare: %v", err)
+	}
+	return nil
+}
+
+// write prints the report in the chosen format, and the HTML file.
+func (c *compareConfig) write(rep *compare.Report, stdout io.Writer) error {
+	var err error
+	switch {
+	case c.json:
+		err = rep.WriteJSON(stdout)
+	case c.markdown:
+		err = rep.WriteMarkdown(stdout)
+	default:
+		err = rep.WriteTable(stdout)
+	}
+	if err != nil {
+		return err
+	}
+	if c.html == "" {
+		return nil
+	}
+	f, err := os.Create(c.html)
+	if err != nil {
+		return exitf(exitInternal, "compare: --html: %v", err)
+	}
+	if err := rep.WriteHTML(f); err != nil {
+		f.Close()
+		return exitf(exitInternal, "compare: --html: %v", err)
+	}
+	if err := f.Close(); err != nil {
+		return exitf(exitInternal, "compare: --html: %v", err)
+	}
+	return nil
+}
+
+// progressPrinter prints a progress line on w at each new phase and at
+// most once a second within one.
+func progressPrinter(w io.Writer) func(compare.Progress) {
+	var (
+		phase string
+		last  time.Time
+	)
+	return func(p compare.Progress) {
+		if p.Phase == phase && time.Since(last) < time.Second && p.Done != p.Total {
+			return
+		}
+		phase, last = p.Phase, time.Now()
+		fmt.Fprintf(w, "elect compare: %s\n", p)
+	}
+}

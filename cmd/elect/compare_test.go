@@ -1,0 +1,218 @@
+//go:build unix
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/redis/go-redis/v9"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/leaderkit/elector/internal/testenv"
+)
+
+// compareJSON is the part of elect compare --json the tests read.
+type compareJSON struct {
+	Prefix      string  `json:"prefix"`
+	TTLMS       float64 `json:"ttl_ms"`
+	Interrupted bool    `json:"interrupted"`
+	Backends    []struct {
+		Name       string  `json:"name"`
+		TTLFloorMS float64 `json:"ttl_floor_ms"`
+		Token      string  `json:"token_source"`
+		Safety     string  `json:"safety"`
+		Results    []struct {
+			Workload string    `json:"workload"`
+			Samples  int       `json:"samples"`
+			Errors   int       `json:"errors"`
+			First    string    `json:"first_error"`
+			Skipped  string    `json:"skipped"`
+			P50      float64   `json:"p50_ms"`
+			P95      float64   `json:"p95_ms"`
+			P99      float64   `json:"p99_ms"`
+			Max      float64   `json:"max_ms"`
+			PerSec   float64   `json:"per_second"`
+			All      []float64 `json:"samples_ms"`
+		} `json:"results"`
+		Leftover []string `json:"leftover"`
+	} `json:"backends"`
+}
+
+// compareArgs returns the --backend flags of the three test backends.
+// Redis gets a node timeout of 1s instead of 100ms: the test machine's
+// load (with -race) would otherwise make the odd round miss its quorum.
+func compareArgs(t *testing.T) []string {
+	var args []string
+	for _, name := range backends {
+		u := backendURL(t, name, nil)
+		if name == "redis" {
+			u += "&node_timeout=1s"
+		}
+		args = append(args, "--backend="+u)
+	}
+	return args
+}
+
+var workloadNames = []string{"acquire+release", "throughput", "handover", "renew", "failover"}
+
+// TestCompareShort runs elect compare --short against the three test
+// backends and checks the report's shape and sanity, then that nothing is
+// left under its prefix.
+func TestCompareShort(t *testing.T) {
+	html := filepath.Join(t.TempDir(), "report.html")
+	var stdout lockedBuffer
+	p := startElectOut(t, "compare", nil, &stdout, append([]string{"compare", "--short", "--json", "--html=" + html}, compareArgs(t)...)...)
+	if code := p.wait(5 * time.Minute); code != 0 {
+		t.Fatalf("elect compare: exit %d; want 0\n%s", code, p.out.String())
+	}
+	var rep compareJSON
+	if err := json.Unmarshal([]byte(stdout.String()), &rep); err != nil {
+		t.Fatalf("stdout is not the JSON report: %v\n%s", err, stdout.String())
+	}
+	if len(rep.Backends) != 3 || rep.Interrupted || rep.TTLMS != 2000 {
+		t.Fatalf("report: %d backends, interrupted %v, TTL %vms; want 3, false, 2000", len(rep.Backends), rep.Interrupted, rep.TTLMS)
+	}
+	for i, b := range rep.Backends {
+		if b.Name != backends[i] || b.Token == "" || b.Safety == "" || b.TTLFloorMS <= 0 || b.TTLFloorMS > rep.TTLMS {
+			t.Errorf("backend %d: name %q, token %q, safety %q, TTL floor %vms; want %q, a token source, a safety line, a floor in (0, TTL]",
+				i, b.Name, b.Token, b.Safety, b.TTLFloorMS, backends[i])
+		}
+		if len(b.Results) != len(workloadNames) || len(b.Leftover) != 0 {
+			t.Errorf("%s: %d results, left behind %q; want %d, nothing", b.Name, len(b.Results), b.Leftover, len(workloadNames))
+		}
+		for j, r := range b.Results {
+			if j < len(workloadNames) && r.Workload != workloadNames[j] {
+				t.Errorf("%s: result %d is %q; want %q", b.Name, j, r.Workload, workloadNames[j])
+			}
+			if r.Samples == 0 || r.Errors != 0 || r.Skipped != "" || len(r.All) != r.Samples {
+				t.Errorf("%s %s: %d samples, %d errors (%s), skipped %q; want samples, no error", b.Name, r.Workload, r.Samples, r.Errors, r.First, r.Skipped)
+			}
+			if !(0 <= r.P50 && r.P50 <= r.P95 && r.P95 <= r.P99 && r.P99 <= r.Max) {
+				t.Errorf("%s %s: p50 %v p95 %v p99 %v max %v; want them in order", b.Name, r.Workload, r.P50, r.P95, r.P99, r.Max)
+			}
+			if r.Workload == "failover" && r.All[0] < rep.TTLMS {
+				t.Errorf("%s failover: fastest %vms; want at least the TTL %vms (the holder's lease must lapse first)", b.Name, r.All[0], rep.TTLMS)
+			}
+			if (r.Workload == "throughput" || r.Workload == "renew") && r.PerSec <= 0 {
+				t.Errorf("%s %s: %v per second; want a rate", b.Name, r.Workload, r.PerSec)
+			}
+		}
+	}
+	if !strings.Contains(p.out.String(), "about") || !strings.Contains(p.out.String(), "failover") {
+		t.Errorf("stderr shows no progress (phase, trials, time left):\n%s", p.out.String())
+	}
+	page, err := os.ReadFile(html)
+	if err != nil || strings.Count(string(page), `<svg class="cdf"`) != len(workloadNames) {
+		t.Errorf("--html: %v; want a page with %d CDF plots", err, len(workloadNames))
+	}
+	assertNothingLeft(t, rep.Prefix)
+}
+
+// TestCompareInterrupted sends SIGINT to elect compare while it holds many
+// elections (renew) and while a crashed holder's lease is lapsing
+// (failover): it exits 130, and nothing is left under its prefix.
+func TestCompareInterrupted(t *testing.T) {
+	for _, phase := range []string{"renew", "failover"} {
+		t.Run(phase, func(t *testing.T) {
+			args := append([]string{"compare", "--short", "--held=200", "--trials=3"}, compareArgs(t)...)
+			var stdout lockedBuffer
+			p := startElectOut(t, "compare", nil, &stdout, args...)
+			prefix := waitOutput(t, p, regexp.MustCompile(`elections under (\S+)`))
+			waitOutput(t, p, regexp.MustCompile(`elect compare: `+phase+` 1/`))
+			p.signal(syscall.SIGINT)
+			if code := p.wait(time.Minute); code != exitInterrupted {
+				t.Fatalf("exit %d after SIGINT; want %d\n%s", code, exitInterrupted, p.out.String())
+			}
+			if !strings.Contains(p.out.String(), "interrupted; removed what the run created under "+prefix) {
+				t.Errorf("no word of the cleanup on stderr:\n%s", p.out.String())
+			}
+			assertNothingLeft(t, prefix)
+		})
+	}
+}
+
+// waitOutput waits for re to match elect's output and returns its first
+// group (or the match).
+func waitOutput(t *testing.T, p *proc, re *regexp.Regexp) string {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for time.Now().Before(deadline) {
+		if m := re.FindStringSubmatch(p.out.String()); m != nil {
+			return m[len(m)-1]
+		}
+		select {
+		case <-p.done:
+			t.Fatalf("elect exited (%d) before printing %v:\n%s", p.status, re, p.out.String())
+		case <-time.After(50 * time.Millisecond): // polling the output of a process
+		}
+	}
+	t.Fatalf("no %v in elect's output within 3m:\n%s", re, p.out.String())
+	return ""
+}
+
+// assertNothingLeft scans each test backend for anything under the
+// election prefix: Redis keys (locks and fencing counters), etcd keys,
+// ZooKeeper ephemeral znodes (the empty parents are containers, which the
+// servers remove on their own).
+func assertNothingLeft(t *testing.T, prefix string) {
+	t.Helper()
+	if !strings.HasPrefix(prefix, "elect-compare/") {
+		t.Fatalf("prefix %q; want elect-compare/<random>", prefix)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, addr := range testenv.RedisAddrs(t) {
+		c := redis.NewClient(&redis.Options{Addr: addr})
+		keys, err := c.Keys(ctx, "elect-test:"+prefix+"*").Result()
+		c.Close()
+		if err != nil || len(keys) != 0 {
+			t.Errorf("redis %s: keys %q (%v); want none under %s", addr, keys, err, prefix)
+		}
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: testenv.EtcdEndpoints(t), DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	resp, err := cli.Get(ctx, "/elect-test/"+prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil || resp.Count != 0 {
+		t.Errorf("etcd: %v keys (%v); want none under %s", resp, err, prefix)
+	}
+	conn, _, err := zk.Connect(testenv.ZKServers(t), 5*time.Second, zk.WithLogger(testenv.NewLogger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for _, path := range ephemerals(t, conn, "/elect-test/"+prefix) {
+		t.Errorf("zookeeper: ephemeral znode %s left", path)
+	}
+}
+
+// ephemerals returns the ephemeral znodes at or below path.
+func ephemerals(t *testing.T, conn *zk.Conn, path string) []string {
+	children, stat, err := conn.Children(path)
+	if err == zk.ErrNoNode {
+		return nil
+	}
+	if err != nil {
+		t.Errorf("zookeeper: children of %s: %v", path, err)
+		return nil
+	}
+	var out []string
+	if stat.EphemeralOwner != 0 {
+		out = append(out, path)
+	}
+	for _, c := range children {
+		out = append(out, ephemerals(t, conn, path+"/"+c)...)
+	}
+	return out
+}

@@ -1,0 +1,215 @@
+package compare
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/leaderkit/elector/backend"
+)
+
+// PrefixRoot is the first segment of every election [Run] creates.
+const PrefixRoot = "elect-compare"
+
+// Client is one client of a backend: its own connections to the store, as
+// one process would have.
+type Client struct {
+	// Backend is the client's backend.
+	Backend backend.Backend
+	// Closer closes Backend and everything opened with it.
+	Closer io.Closer
+	// Crash, when not nil, cuts the client off from the store at once, as
+	// the crash of its process would (kill -9 or a pulled cable): no request
+	// reaches the store any more, nothing is released, the store learns of
+	// it only when the leases' TTLs run out. Closer still has to be called.
+	Crash func()
+}
+
+// Target is one backend to compare.
+type Target struct {
+	// Name labels the backend's column ("redis", "etcd", "zk").
+	Name string
+	// Open opens a new client of the backend; each call must return a
+	// distinct client (its own connections or session). Required.
+	Open func(ctx context.Context) (*Client, error)
+	// OpenCrashable opens a client whose Crash is set; the [Failover]
+	// workload needs it and is skipped when OpenCrashable is nil.
+	OpenCrashable func(ctx context.Context) (*Client, error)
+	// Cleanup, when not nil, removes what the store keeps of the elections
+	// named after they were released and the clients closed (Redlock's
+	// fencing counters, which never expire). It must touch nothing else.
+	Cleanup func(ctx context.Context, elections []string) error
+	// TokenSource says where the backend's fencing tokens come from, in a
+	// few words; Safety states its safety assumptions in one line.
+	TokenSource, Safety string
+}
+
+// BackendReport is what [Run] measured on one backend.
+type BackendReport struct {
+	// Name is the Target's Name; TokenSource and Safety are copied from it.
+	Name, TokenSource, Safety string
+	// TTLFloor is the smallest of [Options.FloorTTLs] the backend granted, 0
+	// when it granted none; FloorError says why when a TTL failed for a
+	// reason other than being out of range.
+	TTLFloor   time.Duration
+	FloorError string
+	// Results holds one Result per workload, in the order of [Workloads].
+	Results []*Result
+	// Leftover lists elections that still had a leader after the cleanup
+	// (there should be none), and CleanupError what went wrong cleaning up.
+	Leftover     []string
+	CleanupError string
+}
+
+// Result returns the result of workload, or nil.
+func (b *BackendReport) Result(workload string) *Result {
+	for _, r := range b.Results {
+		if r.Workload == workload {
+			return r
+		}
+	}
+	return nil
+}
+
+// Report is the outcome of [Run].
+type Report struct {
+	// Prefix is the election-name prefix the run used and cleaned up.
+	Prefix string
+	// Options are the options the run used, defaults filled in.
+	Options Options
+	// Started is when the run began; Elapsed how long it took.
+	Started time.Time
+	Elapsed time.Duration
+	// Backends holds one report per Target, in the order given.
+	Backends []*BackendReport
+	// Interrupted is true when ctx ended before every workload ran; the
+	// results then hold what was measured so far.
+	Interrupted bool
+}
+
+// Run measures every workload of [Workloads] on every target, interleaving
+// the targets trial by trial so that the load of the machine falls on all
+// of them alike, and returns the report.
+//
+// Every election Run creates is named under a prefix of its own,
+// PrefixRoot/<random>/, and Run removes everything it created before it
+// returns, also when ctx ends: it then releases what it holds with a fresh
+// context bounded by ten seconds plus the TTL, closes its clients, and returns
+// the partial report with Interrupted set and ctx.Err(). It needs no
+// permission beyond what a candidate in those elections needs.
+//
+// Run returns an error without measuring anything when the options or the
+// targets are invalid or a target cannot be opened.
+func Run(ctx context.Context, targets []Target, opts *Options) (*Report, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkTargets(targets); err != nil {
+		return nil, err
+	}
+	if o.Prefix == "" {
+		o.Prefix = NewPrefix()
+	}
+	rep := &Report{Prefix: o.Prefix, Options: *o, Started: time.Now()}
+	r := &runner{o: o, rep: rep}
+	defer func() { rep.Elapsed = time.Since(rep.Started) }()
+	if err := r.open(ctx, targets); err != nil {
+		r.cleanup(ctx)
+		return nil, err
+	}
+	err = r.measure(ctx)
+	r.cleanup(ctx)
+	if ctx.Err() != nil {
+		rep.Interrupted = true
+		return rep, ctx.Err()
+	}
+	return rep, err
+}
+
+func checkTargets(targets []Target) error {
+	if len(targets) == 0 {
+		return fmt.Errorf("compare: no targets; want at least one: %w", backend.ErrInvalid)
+	}
+	seen := map[string]bool{}
+	for i, t := range targets {
+		switch {
+		case t.Name == "":
+			return fmt.Errorf("compare: Target[%d].Name is empty: %w", i, backend.ErrInvalid)
+		case seen[t.Name]:
+			return fmt.Errorf("compare: Target[%d].Name %q is used twice; want distinct names: %w", i, t.Name, backend.ErrInvalid)
+		case t.Open == nil:
+			return fmt.Errorf("compare: Target[%d].Open (%s) is nil: %w", i, t.Name, backend.ErrInvalid)
+		}
+		seen[t.Name] = true
+	}
+	return nil
+}
+
+// NewPrefix returns a new election prefix, PrefixRoot/<12 random hex
+// digits>, which no other run shares: the default of [Options.Prefix].
+func NewPrefix() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails
+	return PrefixRoot + "/" + hex.EncodeToString(b)
+}
+
+// WriteJSON writes the report as indented JSON.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// MarshalJSON writes the report with durations in milliseconds.
+func (r *Report) MarshalJSON() ([]byte, error) {
+	type backendJSON struct {
+		Name         string    `json:"name"`
+		TokenSource  string    `json:"token_source"`
+		Safety       string    `json:"safety"`
+		TTLFloorMS   float64   `json:"ttl_floor_ms"`
+		FloorError   string    `json:"floor_error,omitempty"`
+		Results      []*Result `json:"results"`
+		Leftover     []string  `json:"leftover"`
+		CleanupError string    `json:"cleanup_error,omitempty"`
+	}
+	j := struct {
+		Prefix      string        `json:"prefix"`
+		Started     time.Time     `json:"started"`
+		ElapsedMS   float64       `json:"elapsed_ms"`
+		TTLMS       float64       `json:"ttl_ms"`
+		Options     Options       `json:"options"`
+		Interrupted bool          `json:"interrupted"`
+		Backends    []backendJSON `json:"backends"`
+	}{Prefix: r.Prefix, Started: r.Started, ElapsedMS: ms(r.Elapsed), TTLMS: ms(r.Options.TTL), Options: r.Options, Interrupted: r.Interrupted}
+	for _, b := range r.Backends {
+		j.Backends = append(j.Backends, backendJSON{Name: b.Name, TokenSource: b.TokenSource, Safety: b.Safety,
+			TTLFloorMS: ms(b.TTLFloor), FloorError: b.FloorError, Results: b.Results, Leftover: append([]string{}, b.Leftover...), CleanupError: b.CleanupError})
+	}
+	return json.Marshal(j)
+}
+
+// Failed reports whether any workload of any backend failed, or the cleanup
+// left something behind.
+func (r *Report) Failed() error {
+	var errs []error
+	for _, b := range r.Backends {
+		for _, res := range b.Results {
+			if res.Errors > 0 {
+				errs = append(errs, fmt.Errorf("%s %s: %d errors, first: %s", b.Name, res.Workload, res.Errors, res.FirstError))
+			}
+		}
+		if len(b.Leftover) > 0 {
+			errs = append(errs, fmt.Errorf("%s: elections still led after the cleanup: %q", b.Name, b.Leftover))
+		}
+		if b.CleanupError != "" {
+			errs = append(errs, fmt.Errorf("%s: cleanup: %s", b.Name, b.CleanupError))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,64 @@
+// Package compare measures backends side by side under one workload,
+// through the driver contract alone: what the command `elect compare`
+// prints, as a Go API a team can run from its own test suite against its
+// own servers.
+//
+//	var targets []compare.Target
+//	for _, u := range []string{"redis://r1,r2,r3", "etcd://e1,e2,e3", "zk://z1,z2,z3"} {
+//		t, err := compare.URLTarget(u, nil) // the drivers must be imported
+//		if err != nil { ... }
+//		targets = append(targets, t)
+//	}
+//	rep, err := compare.Run(ctx, targets, compare.Short())
+//	if err != nil { ... }
+//	rep.WriteTable(os.Stdout)
+//
+// # Workloads
+//
+// [Run] measures, on every target, with the lease TTL of [Options.TTL]:
+//
+//   - [Acquire]: an uncontended Campaign and its Release;
+//   - [Throughput]: Concurrency goroutines on as many elections, each
+//     campaigning and releasing in a loop;
+//   - [Handover]: from a holder's Release to the election of a candidate
+//     waiting on another client;
+//   - [Renew]: the latency of Renew while Held elections are held on one
+//     client and all are renewed every TTL/3, and the renewals per second
+//     that client sustained;
+//   - [Failover]: the holder's client is cut off from the store without a
+//     release (its connections closed at once, new ones refused, as when its
+//     process dies); from its last renewal to the election of a candidate
+//     waiting on another client. It is never shorter than the TTL;
+//   - the TTL floor: the shortest of [Options.FloorTTLs] the backend grants
+//     (Campaign refuses the others with backend.ErrInvalid).
+//
+// Trials are interleaved: trial i runs on every target before trial i+1
+// runs on any, each round starting with a different target, so that the
+// load of the machine (which the numbers include) falls on all alike.
+//
+// # Safety of a run
+//
+// A run campaigns only in elections named PrefixRoot/<random>/…, a prefix
+// no other run shares, inside whatever prefix or root the backend URL sets;
+// it reads and writes nothing else and needs no permission beyond what a
+// candidate of those elections needs. Before Run returns, also when its ctx
+// ends, it releases every lease it holds, closes its clients, waits for the
+// leases of cut-off holders to lapse (about one TTL), lets each Target's
+// Cleanup remove what the store keeps (Redlock's fencing counters), and
+// checks with Leader that none of its elections has a leader; the report
+// lists any that still have one. ZooKeeper's empty parent znodes are
+// container nodes, which the servers delete on their own.
+//
+// # Output
+//
+// A [Report] writes itself as a text table ([Report.WriteTable], systems as
+// columns, p50/p95/p99/max and errors per workload, then each backend's
+// fencing-token source, safety assumptions and TTL floor), as JSON
+// ([Report.WriteJSON]), as a Markdown table ([Report.WriteMarkdown]) and as
+// a self-contained HTML page with a CDF plot per workload
+// ([Report.WriteHTML]).
+//
+// The numbers include the client machine's own load and the network
+// between it and the servers; compare runs made on the same machine at the
+// same time, which is what interleaving is for.
+package compare

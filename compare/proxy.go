@@ -1,0 +1,105 @@
+package compare
+
+import (
+	"io"
+	"net"
+	"sync"
+	"time"
+)
+
+// proxy forwards TCP connections from a loopback port to one server, so
+// that a client connected through it can be cut off at once, as if its
+// process had died: cut closes every connection and refuses new ones.
+type proxy struct {
+	ln     net.Listener
+	target string
+
+	mu    sync.Mutex
+	conns map[net.Conn]struct{}
+	cut   bool
+	wg    sync.WaitGroup
+}
+
+func newProxy(target string) (*proxy, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	p := &proxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
+	p.wg.Go(p.serve)
+	return p, nil
+}
+
+// addr is the address clients dial instead of the target's.
+func (p *proxy) addr() string { return p.ln.Addr().String() }
+
+func (p *proxy) serve() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return // cut or closed
+		}
+		if !p.track(c) {
+			c.Close()
+			return
+		}
+		p.wg.Go(func() { p.forward(c) })
+	}
+}
+
+// track records c; it reports false once the proxy is cut.
+func (p *proxy) track(c net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cut {
+		return false
+	}
+	p.conns[c] = struct{}{}
+	return true
+}
+
+func (p *proxy) forward(c net.Conn) {
+	s, err := net.DialTimeout("tcp", p.target, 5*time.Second)
+	if err != nil || !p.track(s) {
+		c.Close()
+		if s != nil {
+			s.Close()
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	pipe := func(dst, src net.Conn) {
+		_, _ = io.Copy(dst, src)
+		// One direction ended: end both, as a dead process's socket would.
+		dst.Close()
+		src.Close()
+	}
+	wg.Go(func() { pipe(s, c) })
+	wg.Go(func() { pipe(c, s) })
+	wg.Wait()
+	p.mu.Lock()
+	delete(p.conns, c)
+	delete(p.conns, s)
+	p.mu.Unlock()
+}
+
+// Cut closes every connection at once and refuses new ones.
+func (p *proxy) Cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cut {
+		return
+	}
+	p.cut = true
+	p.ln.Close()
+	for c := range p.conns {
+		c.Close()
+	}
+}
+
+// Close cuts and waits for the proxy's goroutines.
+func (p *proxy) Close() error {
+	p.Cut()
+	p.wg.Wait()
+	return nil
+}

@@ -1,0 +1,241 @@
+package compare
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/leaderkit/elector/backend"
+)
+
+// identity is the candidate identity of every campaign of a run.
+const identity = "elect-compare"
+
+// runner is the state of one Run.
+type runner struct {
+	o   *Options
+	rep *Report
+	bs  []*bstate
+	pr  *tracker
+
+	mu        sync.Mutex
+	elections map[string]bool // every election name campaigned for
+	lastCrash time.Time       // when a holder was last cut off
+	bg        sync.WaitGroup  // closes of crashed clients
+}
+
+// bstate is the state of one backend during a run.
+type bstate struct {
+	t    Target
+	rep  *BackendReport
+	a, b *Client // the holder's and the waiter's clients
+
+	mu     sync.Mutex
+	held   map[backend.Lease]*Client // leases not released yet, with their client
+	extra  []*Client                 // other clients to close
+	renew  []backend.Lease           // the leases of the Renew workload
+	ops    int                       // Throughput and Renew: operations …
+	opTime time.Duration             // … and the time they took
+}
+
+func (b *bstate) result(workload string) *Result { return b.rep.Result(workload) }
+
+// name returns the election prefix/suffix and records it for the cleanup.
+func (r *runner) name(suffix string) string {
+	n := r.o.Prefix + "/" + suffix
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.elections == nil {
+		r.elections = map[string]bool{}
+	}
+	r.elections[n] = true
+	return n
+}
+
+// names returns every election name campaigned for.
+func (r *runner) names() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]string, 0, len(r.elections))
+	for n := range r.elections {
+		out = append(out, n)
+	}
+	return out
+}
+
+// open opens two clients of every target and warms them up.
+func (r *runner) open(ctx context.Context, targets []Target) error {
+	for _, t := range targets {
+		br := &BackendReport{Name: t.Name, TokenSource: t.TokenSource, Safety: t.Safety}
+		for _, w := range Workloads {
+			br.Results = append(br.Results, &Result{Workload: w})
+		}
+		r.rep.Backends = append(r.rep.Backends, br)
+		b := &bstate{t: t, rep: br, held: map[backend.Lease]*Client{}}
+		r.bs = append(r.bs, b)
+		var err error
+		if b.a, err = t.Open(ctx); err != nil {
+			return fmt.Errorf("compare: open %s: %w", t.Name, err)
+		}
+		if b.b, err = t.Open(ctx); err != nil {
+			return fmt.Errorf("compare: open %s: %w", t.Name, err)
+		}
+	}
+	// A first campaign on each client makes its connections (and, on
+	// ZooKeeper, its session of this TTL), which no workload should pay for.
+	// A failure shows up again in the workloads.
+	for _, b := range r.bs {
+		for _, c := range []*Client{b.a, b.b} {
+			if l, err := r.campaign(ctx, b, c, r.name("warm-up")); err == nil {
+				_ = r.release(ctx, b, l)
+			}
+		}
+	}
+	return ctx.Err()
+}
+
+// opTimeout bounds one operation that should not wait for anybody.
+func (r *runner) opTimeout() time.Duration { return 2*r.o.TTL + 10*time.Second }
+
+// campaign campaigns on c for election with the run's TTL, bounded by
+// opTimeout, and records the lease for the cleanup.
+func (r *runner) campaign(ctx context.Context, b *bstate, c *Client, election string) (backend.Lease, error) {
+	return r.campaignTTL(ctx, b, c, election, r.o.TTL)
+}
+
+func (r *runner) campaignTTL(ctx context.Context, b *bstate, c *Client, election string, ttl time.Duration) (backend.Lease, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.opTimeout())
+	defer cancel()
+	l, err := c.Backend.Campaign(ctx, backend.Candidate{Election: election, Identity: identity, TTL: ttl})
+	if err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	b.held[l] = c
+	b.mu.Unlock()
+	return l, nil
+}
+
+// release releases l, bounded by opTimeout; a lease found gone counts as
+// released.
+func (r *runner) release(ctx context.Context, b *bstate, l backend.Lease) error {
+	ctx, cancel := context.WithTimeout(ctx, r.opTimeout())
+	defer cancel()
+	err := l.Release(ctx)
+	if err == nil || errors.Is(err, backend.ErrLost) {
+		b.forget(l)
+	}
+	return err
+}
+
+// forget drops l from the leases the cleanup releases.
+func (b *bstate) forget(l backend.Lease) {
+	b.mu.Lock()
+	delete(b.held, l)
+	b.mu.Unlock()
+}
+
+// addClient records a client for the cleanup to close.
+func (b *bstate) addClient(c *Client) {
+	b.mu.Lock()
+	b.extra = append(b.extra, c)
+	b.mu.Unlock()
+}
+
+// closeClient closes c now and forgets it.
+func (b *bstate) closeClient(c *Client) {
+	_ = c.Closer.Close()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i, e := range b.extra {
+		if e == c {
+			b.extra = append(b.extra[:i], b.extra[i+1:]...)
+			break
+		}
+	}
+}
+
+// phase is one workload (or the TTL floor) as a number of trials per
+// backend; trial i of every backend runs before trial i+1 of any.
+type phase struct {
+	name   string
+	trials int
+	est    time.Duration // a guess at one trial's time, before any ran
+	pace   time.Duration // rounds of trials start at least this far apart
+	setup  func(ctx context.Context, b *bstate)
+	trial  func(ctx context.Context, b *bstate, i int)
+	finish func(ctx context.Context, b *bstate)
+}
+
+// measure runs every phase, trial by trial, backends interleaved.
+func (r *runner) measure(ctx context.Context) error {
+	phases := r.phases()
+	r.pr = newTracker(r.o.Progress, phases, len(r.bs))
+	for _, ph := range phases {
+		r.runPhase(ctx, ph)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	for _, b := range r.bs {
+		for _, res := range b.rep.Results {
+			res.finish()
+		}
+	}
+	return ctx.Err()
+}
+
+func (r *runner) runPhase(ctx context.Context, ph phase) {
+	each := func(f func(context.Context, *bstate)) {
+		for _, b := range r.bs {
+			if ctx.Err() == nil && f != nil {
+				f(ctx, b)
+			}
+		}
+	}
+	each(ph.setup)
+	for i := 0; i < ph.trials && ctx.Err() == nil; i++ {
+		start := time.Now()
+		for k := range r.bs {
+			b := r.bs[(i+k)%len(r.bs)] // a different backend first in each round
+			t0 := time.Now()
+			ph.trial(ctx, b, i)
+			r.pr.trialDone(ph.name, b.t.Name, time.Since(t0))
+			if ctx.Err() != nil {
+				break
+			}
+		}
+		if ph.pace > 0 && i+1 < ph.trials {
+			sleep(ctx, time.Until(start.Add(ph.pace)))
+		}
+	}
+	// finish runs even when ctx ended: it releases what setup took.
+	for _, b := range r.bs {
+		if ph.finish != nil {
+			ph.finish(ctx, b)
+		}
+	}
+}
+
+// sleep waits for d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// failed records err on res unless ctx ended (an interrupted operation is
+// not a failure of the backend).
+func failed(ctx context.Context, res *Result, err error) {
+	if ctx.Err() == nil {
+		res.fail(err)
+	}
+}

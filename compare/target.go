@@ -1,0 +1,122 @@
+package compare
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/url"
+	"strings"
+
+	"github.com/leaderkit/elector/backendurl"
+)
+
+// Scheme facts: default port, fencing-token source and safety assumptions,
+// as the drivers' package documentation states them.
+type schemeInfo struct {
+	port, token, safety string
+}
+
+var schemes = map[string]schemeInfo{
+	"redis": {"6379", "quorum counter: INCR on each master, the maximum over the acquiring quorum",
+		"Redlock: safe only while masters keep their data (AOF fsync always or delayed restarts) and clocks drift within TTL×DriftFactor+2ms " +
+			"(https://martin.kleppmann.com/2016/02/08/how-to-do-distributed-locking.html)"},
+	"etcd": {"2379", "create revision of the candidate key (Raft log order)",
+		"consensus (Raft): safe while a majority of members is up; an unfenced lock is unsafe under pauses " +
+			"(https://jepsen.io/blog/2020-01-30-etcd-3.4.3)"},
+	"zk": {"2181", "czxid of the candidate znode (Zab log order)",
+		"consensus (Zab): safe while a quorum of servers is up; a paused ex-leader is stopped only by the token " +
+			"(https://zookeeper.apache.org/doc/current/recipes.html#sc_leaderElection)"},
+}
+
+func init() {
+	schemes["rediss"] = schemes["redis"]
+	schemes["etcds"] = schemes["etcd"]
+}
+
+// URLTarget returns a Target for the backend at rawURL, opened with mux (nil:
+// backendurl.DefaultMux, where the imported drivers registered their
+// schemes). Its name is the URL's scheme.
+//
+// For the schemes of this module's drivers (redis, rediss, etcd, etcds, zk)
+// it also fills in TokenSource and Safety, and OpenCrashable: that client
+// reaches the servers through a TCP proxy on the loopback interface of its
+// own, which its Crash closes (every connection at once, new ones refused),
+// as the death of the holder's process would. For redis and rediss,
+// Cleanup deletes the fencing counters of the run's elections (the key
+// lock key + "//token" on every node, which the driver never expires).
+//
+// URLTarget does not contact the servers; it refuses a URL mux cannot open
+// later (an unknown scheme is found only when Open is called).
+func URLTarget(rawURL string, mux *backendurl.Mux) (Target, error) {
+	if mux == nil {
+		mux = backendurl.DefaultMux()
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return Target{}, errors.New("compare: malformed backend URL") // err would show the credentials
+	}
+	t := Target{
+		Name: u.Scheme,
+		Open: func(ctx context.Context) (*Client, error) { return openURL(ctx, mux, rawURL) },
+	}
+	info, ok := schemes[u.Scheme]
+	if !ok {
+		return t, nil
+	}
+	t.TokenSource, t.Safety = info.token, info.safety
+	t.OpenCrashable = func(ctx context.Context) (*Client, error) { return openCrashable(ctx, mux, u, info.port) }
+	if u.Scheme == "redis" || u.Scheme == "rediss" {
+		t.Cleanup = func(ctx context.Context, elections []string) error { return redisCleanup(ctx, u, elections) }
+	}
+	return t, nil
+}
+
+func openURL(ctx context.Context, mux *backendurl.Mux, rawURL string) (*Client, error) {
+	b, closer, err := mux.Open(ctx, rawURL)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{Backend: b, Closer: closer}, nil
+}
+
+// openCrashable opens u with every server address replaced by a proxy's.
+func openCrashable(ctx context.Context, mux *backendurl.Mux, u *url.URL, port string) (*Client, error) {
+	addrs, err := backendurl.Hosts(u, port)
+	if err != nil {
+		return nil, err
+	}
+	var proxies backendurl.Closers
+	cut := func() {
+		for _, p := range proxies {
+			p.(*proxy).Cut()
+		}
+	}
+	local := make([]string, len(addrs))
+	for i, a := range addrs {
+		p, err := newProxy(a)
+		if err != nil {
+			_ = proxies.Close()
+			return nil, err
+		}
+		proxies = append(proxies, p)
+		local[i] = p.addr()
+	}
+	pu := *u
+	pu.Host = strings.Join(local, ",")
+	if strings.HasSuffix(u.Scheme, "s") { // TLS: verify the servers' real name
+		q := pu.Query()
+		if host, _, _ := net.SplitHostPort(addrs[0]); q.Get("server_name") == "" && net.ParseIP(host) == nil {
+			q.Set("server_name", host)
+			pu.RawQuery = q.Encode()
+		}
+	}
+	b, closer, err := mux.Open(ctx, pu.String())
+	if err != nil {
+		_ = proxies.Close()
+		return nil, err
+	}
+	return &Client{Backend: b, Closer: append(backendurl.Closers{closer}, proxies...), Crash: cut}, nil
+}
+
+var _ io.Closer = (*proxy)(nil)
