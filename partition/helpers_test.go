@@ -177,3 +177,5 @@ func ids(ms []*member) []string {
 	}
 	return out
 }
+
+func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -59,6 +59,7 @@ type retry struct {
 // touched only by the loop's goroutine.
 type loop struct {
 	a       *Assigner
+	view    view // the last member list
 	placed  map[int]bool
 	parts   map[int]*part
 	camps   map[int]*camp
@@ -143,6 +144,27 @@ func (l *loop) run(ctx context.Context, views <-chan view, memberDone <-chan err
 				l.stop(err)
 			}
 		}
+		l.drain(ctx)
+	}
+}
+
+// drain handles the frequent events already waiting, up to a bound, so
+// that a burst (a cold start's campaigns, a batch of renewals) costs one
+// reconcile rather than one per event.
+func (l *loop) drain(ctx context.Context) {
+	for range 1024 {
+		select {
+		case r := <-l.campaigned:
+			l.onCampaign(ctx, r)
+		case r := <-l.renewed:
+			l.onRenew(ctx, r)
+		case pt := <-l.returned:
+			pt.returned = true
+		case pt := <-l.released:
+			delete(l.parts, pt.as.Partition)
+		default:
+			return
+		}
 	}
 }
 
@@ -224,9 +246,11 @@ func earliest(a, b time.Time) time.Time {
 
 // onView recomputes the placement from a new member list.
 func (l *loop) onView(ctx context.Context, v view) {
-	if !slices.Equal(v.members, l.a.Members()) {
-		l.a.log.LogAttrs(ctx, slog.LevelInfo, "members changed", slog.Any("members", v.members), slog.Bool("joined", v.joined))
+	if slices.Equal(v.members, l.view.members) && v.joined == l.view.joined && l.view.members != nil {
+		return
 	}
+	l.view = v
+	l.a.log.LogAttrs(ctx, slog.LevelInfo, "members changed", slog.Any("members", v.members), slog.Bool("joined", v.joined))
 	l.a.setMembers(v.members)
 	if l.stopping {
 		return

@@ -14,8 +14,8 @@ import (
 	"github.com/leaderkit/elector/internal/wait"
 )
 
-// spareSlots is how many membership slots past the highest one taken are
-// read at each poll: joiners take one of the lowest free slots, so they
+// spareSlots is how many free membership slots past the highest one taken
+// are read at each poll: joiners take one of the lowest free slots, so they
 // appear there.
 const spareSlots = 16
 
@@ -76,39 +76,59 @@ func (m *membership) run(ctx context.Context) error {
 	}
 }
 
-// scan reads the slots in use, plus spareSlots more. A slot whose read
-// fails transiently keeps its last known holder.
+// scan reads the slots in use. A slot whose read fails transiently keeps
+// its last known holder.
 func (m *membership) scan(ctx context.Context) error {
-	hi := -1
-	for k, id := range m.slots {
-		if id != "" {
-			hi = k
-		}
-	}
-	n := min(m.a.opts.MaxMembers, max(hi, m.slot)+1+spareSlots)
-	next := make([]string, n)
-	copy(next, m.slots)
-	ids, errs := readSlots(ctx, m.a.b, m.a.group, n)
-	for k := range n {
-		switch err := errs[k]; {
-		case err == nil:
-			next[k] = ids[k]
-		case ctx.Err() != nil:
-			return ctx.Err()
-		case backend.IsPermanent(err):
-			return fmt.Errorf("partition: read members of %q: %w", m.a.group, err)
-		}
+	slots, err := scanSlots(ctx, m.a.b, m.a.group, m.a.opts.MaxMembers, m.slots)
+	if err != nil {
+		return err
 	}
 	if m.slot >= 0 {
-		next[m.slot] = m.a.opts.Identity
+		for len(slots) <= m.slot {
+			slots = append(slots, "")
+		}
+		slots[m.slot] = m.a.opts.Identity
 	}
-	m.slots = next
+	m.slots = slots
 	return nil
 }
 
-// readSlots reads the holders of slots [0, n) of group: the identity, or ""
-// with a nil error when a slot is free.
-func readSlots(ctx context.Context, b backend.Backend, group string, n int) ([]string, []error) {
+// scanSlots reads the membership slots of group in chunks of spareSlots
+// until a whole chunk is free (joiners take one of the lowest free slots, so
+// no member lies beyond), or maxMembers slots are read. It returns the
+// identity holding each slot read, "" for a free one. When prev is nil,
+// every failed read is an error; otherwise a slot whose read fails
+// transiently keeps its value in prev, and only a permanent failure is an
+// error.
+func scanSlots(ctx context.Context, b backend.Backend, group string, maxMembers int, prev []string) ([]string, error) {
+	var out []string
+	for lo := 0; lo < maxMembers; lo += spareSlots {
+		n := min(spareSlots, maxMembers-lo)
+		ids, errs := readSlots(ctx, b, group, lo, n)
+		taken := false
+		for k, err := range errs {
+			switch {
+			case err == nil:
+			case ctx.Err() != nil:
+				return nil, ctx.Err()
+			case prev == nil || backend.IsPermanent(err):
+				return nil, fmt.Errorf("partition: read members of %q: %w", group, err)
+			case lo+k < len(prev):
+				ids[k] = prev[lo+k]
+			}
+			taken = taken || ids[k] != ""
+		}
+		out = append(out, ids...)
+		if !taken && lo+n >= len(prev) {
+			break
+		}
+	}
+	return out, nil
+}
+
+// readSlots reads the holders of slots [lo, lo+n) of group: the identity,
+// or "" with a nil error when a slot is free.
+func readSlots(ctx context.Context, b backend.Backend, group string, lo, n int) ([]string, []error) {
 	ids, errs := make([]string, n), make([]error, n)
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, scanParallelism)
@@ -116,7 +136,7 @@ func readSlots(ctx context.Context, b backend.Backend, group string, n int) ([]s
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			h, err := b.Leader(ctx, memberElection(group, k))
+			h, err := b.Leader(ctx, memberElection(group, lo+k))
 			if errors.Is(err, backend.ErrNoLeader) {
 				err = nil
 			}
