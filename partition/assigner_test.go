@@ -348,3 +348,40 @@ func TestNewValidates(t *testing.T) {
 func contains(s, sub string) bool {
 	return len(sub) == 0 || (len(s) >= len(sub) && (s[:len(sub)] == sub || contains(s[1:], sub)))
 }
+
+// TestLongDrain: a partition handed over is kept renewed while its
+// OnAssigned drains, even for several TTLs, whether it moves to another
+// member or Run stops, so the next owner never starts before the old one
+// has returned.
+func TestLongDrain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.New()
+		defer store.Close()
+		g := newLedger(t)
+		rec := func(id string) *Options {
+			o := g.options(id)
+			o.OnAssigned = func(ctx context.Context, a Assignment) {
+				g.assigned(id, a)
+				<-ctx.Done()
+				time.Sleep(3 * DefaultTTL) // the application drains for 3 TTLs
+				g.mu.Lock()
+				delete(g.active, a.Partition)
+				g.returned[key(id, a)] = true
+				g.mu.Unlock()
+			}
+			return o
+		}
+		a := start(t, store.Peer(), "drain", 8, rec("a"))
+		until(t, time.Minute, func() bool { return len(a.a.Owned()) == 8 })
+		b := start(t, store.Peer(), "drain", 8, rec("b"))
+		want := placedOwners("drain", 8, []string{"a", "b"})
+		until(t, 5*DefaultTTL, func() bool { return slices.Equal(g.owners(8), want) })
+		c := start(t, store.Peer(), "drain", 8, rec("c"))
+		until(t, time.Minute, func() bool { return len(c.a.Members()) == 3 })
+		a.stop(t) // a drains for 3 TTLs; b or c must wait for it
+		until(t, 5*DefaultTTL, func() bool { return slices.Equal(g.owners(8), placedOwners("drain", 8, []string{"b", "c"})) })
+		b.stop(t)
+		c.stop(t)
+		g.checkRevoked()
+	})
+}

@@ -199,16 +199,20 @@ func (l *loop) reconcile(ctx context.Context, now time.Time) time.Time {
 				l.end(ctx, pt, fmt.Errorf("%w: %w", elector.ErrLeaseLost, errNoRenewal))
 			default:
 				wake = earliest(wake, stepDown)
-				if !pt.renewing && now.Add(o.RenewInterval/4).After(pt.nextRenew) {
-					due = append(due, pt) // due, or due soon: renewed together
-					renewNow = renewNow || !now.Before(pt.nextRenew)
-				} else if !pt.renewing {
-					wake = earliest(wake, pt.nextRenew)
-				}
 			}
 		}
 		if pt.reason != nil && pt.returned && !pt.releasing {
 			l.release(ctx, pt)
+		}
+		// A partition handed over stays renewed until OnAssigned returns,
+		// so no new owner can act while it still does.
+		if !pt.renewing && !pt.releasing && (pt.reason == nil || !errors.Is(pt.reason, elector.ErrLeaseLost)) {
+			if now.Add(o.RenewInterval / 4).After(pt.nextRenew) {
+				due = append(due, pt) // due, or due soon: renewed together
+				renewNow = renewNow || !now.Before(pt.nextRenew)
+			} else {
+				wake = earliest(wake, pt.nextRenew)
+			}
 		}
 	}
 	if renewNow {

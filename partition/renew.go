@@ -17,8 +17,10 @@ const renewParallelism = 8
 
 // renew renews the leases of batch in the background, renewParallelism at a
 // time, each bounded by its deadline minus SafetyMargin; every outcome comes
-// back on l.renewed.
+// back on l.renewed. The renewals outlive ctx: partitions whose OnAssigned
+// still drains after Run's ctx ended stay renewed until it returns.
 func (l *loop) renew(ctx context.Context, batch []*part) {
+	ctx = context.WithoutCancel(ctx)
 	margin := l.a.opts.SafetyMargin
 	for _, pt := range batch {
 		pt.renewing = true
@@ -50,16 +52,15 @@ func (l *loop) onRenew(ctx context.Context, r renewResult) {
 	pt := r.pt
 	pt.renewing = false
 	l.a.observe(pt.as.Partition, elector.Event{Kind: elector.EventRenew, Term: pt.term, Took: r.took, Err: r.err})
-	if pt.reason != nil {
-		return
-	}
 	o := &l.a.opts
 	switch {
 	case r.err == nil:
 		pt.failed = 0
 		pt.nextRenew = time.Now().Add(o.RenewInterval)
 	case errors.Is(r.err, backend.ErrLost):
-		l.end(ctx, pt, fmt.Errorf("%w: %w", elector.ErrLeaseLost, r.err))
+		if pt.reason == nil {
+			l.end(ctx, pt, fmt.Errorf("%w: %w", elector.ErrLeaseLost, r.err))
+		}
 	default:
 		pt.failed++
 		ceil := min(o.RenewInterval/4, 25*time.Millisecond<<min(pt.failed, 20))
