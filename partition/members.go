@@ -55,6 +55,9 @@ func newMembership(a *Assigner) *membership {
 func (m *membership) run(ctx context.Context) error {
 	defer m.leave(ctx)
 	for {
+		if m.lease != nil {
+			m.keep(ctx)
+		}
 		if err := m.scan(ctx); err != nil {
 			return err
 		}
@@ -62,8 +65,6 @@ func (m *membership) run(ctx context.Context) error {
 			if err := m.join(ctx); err != nil {
 				return err
 			}
-		} else {
-			m.keep(ctx)
 		}
 		m.publish()
 		next := m.a.opts.PollInterval
@@ -77,10 +78,20 @@ func (m *membership) run(ctx context.Context) error {
 }
 
 // scan reads the slots in use. A slot whose read fails transiently keeps
-// its last known holder.
+// its last known holder. A scan never delays the slot's renewal: it is cut
+// short when the renewal falls due, and the last reading stands.
 func (m *membership) scan(ctx context.Context) error {
-	slots, err := scanSlots(ctx, m.a.b, m.a.group, m.a.opts.MaxMembers, m.slots)
-	if err != nil {
+	sctx := ctx
+	if m.lease != nil {
+		var cancel context.CancelFunc
+		sctx, cancel = context.WithDeadline(ctx, m.nextRenew)
+		defer cancel()
+	}
+	slots, err := scanSlots(sctx, m.a.b, m.a.group, m.a.opts.MaxMembers, m.slots, false)
+	switch {
+	case err != nil && ctx.Err() == nil && sctx.Err() != nil:
+		return nil // cut short: keep the last reading
+	case err != nil:
 		return err
 	}
 	if m.slot >= 0 {
@@ -96,11 +107,11 @@ func (m *membership) scan(ctx context.Context) error {
 // scanSlots reads the membership slots of group in chunks of spareSlots
 // until a whole chunk is free (joiners take one of the lowest free slots, so
 // no member lies beyond), or maxMembers slots are read. It returns the
-// identity holding each slot read, "" for a free one. When prev is nil,
-// every failed read is an error; otherwise a slot whose read fails
-// transiently keeps its value in prev, and only a permanent failure is an
+// identity holding each slot read, "" for a free one. When strict, every
+// failed read is an error; otherwise a slot whose read fails transiently
+// keeps its value in prev ("" beyond it), and only a permanent failure is an
 // error.
-func scanSlots(ctx context.Context, b backend.Backend, group string, maxMembers int, prev []string) ([]string, error) {
+func scanSlots(ctx context.Context, b backend.Backend, group string, maxMembers int, prev []string, strict bool) ([]string, error) {
 	var out []string
 	for lo := 0; lo < maxMembers; lo += spareSlots {
 		n := min(spareSlots, maxMembers-lo)
@@ -111,7 +122,7 @@ func scanSlots(ctx context.Context, b backend.Backend, group string, maxMembers 
 			case err == nil:
 			case ctx.Err() != nil:
 				return nil, ctx.Err()
-			case prev == nil || backend.IsPermanent(err):
+			case strict || backend.IsPermanent(err):
 				return nil, fmt.Errorf("partition: read members of %q: %w", group, err)
 			case lo+k < len(prev):
 				ids[k] = prev[lo+k]

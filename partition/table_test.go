@@ -2,8 +2,10 @@ package partition
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -109,6 +111,45 @@ func TestCostPerPartition(t *testing.T) {
 		if grew > 20 {
 			t.Errorf("%d more goroutines while holding %d partitions; want a constant (≤ 20)", grew, n)
 		}
+		m.stop(t)
+	})
+}
+
+// flaky fails every Leader read of a membership slot while fail is set.
+type flaky struct {
+	*memory.Backend
+	fail *atomic.Bool
+}
+
+func (f flaky) Leader(ctx context.Context, election string) (backend.Holder, error) {
+	if f.fail.Load() {
+		return backend.Holder{}, errors.New("flaky: no answer")
+	}
+	return f.Backend.Leader(ctx, election)
+}
+
+// TestTransientScanErrors: a member whose reads of the member list fail
+// transiently, from its very first poll, keeps running and joins once they
+// succeed; ReadTable reports such a failure as an error.
+func TestTransientScanErrors(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.New()
+		defer store.Close()
+		fail := new(atomic.Bool)
+		fail.Store(true)
+		g := newLedger(t)
+		m := start(t, flaky{store.Peer(), fail}, "flaky", 4, g.options("f"))
+		time.Sleep(5 * time.Second)
+		select {
+		case err := <-m.done:
+			t.Fatalf("Run returned %v on transient read errors; want it to keep trying", err)
+		default:
+		}
+		if _, err := ReadTable(context.Background(), flaky{store.Peer(), fail}, "flaky", 4); err == nil {
+			t.Error("ReadTable with failing reads: nil error; want the failure")
+		}
+		fail.Store(false)
+		until(t, time.Minute, func() bool { return len(m.a.Owned()) == 4 })
 		m.stop(t)
 	})
 }

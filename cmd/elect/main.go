@@ -48,6 +48,7 @@ Usage:
   elect run    [flags] -- COMMAND [ARGS...]   run COMMAND while leading
   elect status [flags]                        print the current leader
   elect watch  [flags]                        print each change of leader
+  elect partitions [flags]                    print who owns each partition of a group
   elect help   [run|status|watch]             show help
 
 Every flag can also be set by an environment variable: --backend by
@@ -87,6 +88,8 @@ func elect(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = statusMain(ctx, rest, stdout, stderr)
 	case "watch":
 		err = watchMain(ctx, rest, stdout, stderr)
+	case "partitions":
+		err = partitionsMain(ctx, rest, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		if len(rest) > 0 {
 			return elect(ctx, []string{rest[0], "--help"}, stdout, stderr)
