@@ -48,8 +48,9 @@ Usage:
   elect run    [flags] -- COMMAND [ARGS...]   run COMMAND while leading
   elect status [flags]                        print the current leader
   elect watch  [flags]                        print each change of leader
+  elect partitions [flags]                    print who owns each partition of a group
   elect compare --backend URL --backend URL…  measure backends side by side
-  elect help   [run|status|watch|compare]     show help
+  elect help   [run|status|watch|partitions|compare]  show help
   elect version                               print the version and build information
 
 Every flag can also be set by an environment variable: --backend by
@@ -91,6 +92,8 @@ func elect(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = watchMain(ctx, rest, stdout, stderr)
 	case "compare":
 		err = compareMain(ctx, rest, stdout, stderr)
+	case "partitions":
+		err = partitionsMain(ctx, rest, stdout, stderr)
 	case "version", "-version", "--version":
 		err = versionMain(rest, stdout)
 	case "help", "-h", "-help", "--help":
@@ -100,7 +103,7 @@ func elect(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, topUsage)
 		return exitOK
 	default:
-		fmt.Fprintf(stderr, "elect: unknown command %q; want run, status, watch, compare, version or help\n\n%s", sub, topUsage)
+		fmt.Fprintf(stderr, "elect: unknown command %q; want run, status, watch, partitions, compare, version or help\n\n%s", sub, topUsage)
 		return exitUsage
 	}
 	var ee *exitError

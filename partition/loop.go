@@ -1,0 +1,400 @@
+package partition
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/leaderkit/elector"
+	"github.com/leaderkit/elector/backend"
+)
+
+// part is a partition this member owns, or owned and is handing over.
+type part struct {
+	as     Assignment
+	term   elector.Term
+	lease  backend.Lease
+	cancel context.CancelFunc // cancels OnAssigned's ctx
+
+	reason    error // why ownership ended; nil while it lasts
+	returned  bool  // OnAssigned has returned
+	releasing bool  // the release (then OnRevoked) is under way
+	renewing  bool  // a renewal is in flight
+	nextRenew time.Time
+	failed    int // consecutive failed renewals
+}
+
+// camp is a campaign in flight.
+type camp struct {
+	cancel    context.CancelFunc
+	cancelled bool
+}
+
+type campResult struct {
+	p     int
+	lease backend.Lease
+	err   error
+	took  time.Duration
+}
+
+type renewResult struct {
+	pt   *part
+	err  error
+	took time.Duration
+}
+
+type retry struct {
+	at      time.Time
+	attempt int
+}
+
+// loop is the one goroutine that decides, for every partition, whether this
+// member campaigns, owns, renews or hands over. Blocking work (campaigns,
+// renewals, releases, callbacks) runs in goroutines that report back on
+// channels; the loop itself never blocks on the backend. Its fields are
+// touched only by the loop's goroutine.
+type loop struct {
+	a       *Assigner
+	view    view // the last member list
+	placed  map[int]bool
+	parts   map[int]*part
+	camps   map[int]*camp
+	retries map[int]retry
+
+	stopping   bool
+	stopErr    error
+	leave      context.CancelFunc
+	memberDone bool
+	strays     int // releases of campaigns won after they were given up
+	renewing   int // renewals in flight
+	dirty      bool
+
+	campaigned chan campResult
+	returned   chan *part
+	released   chan *part
+	renewed    chan renewResult
+	strayDone  chan struct{}
+	lost       *lostWatcher
+}
+
+func newLoop(a *Assigner) *loop {
+	return &loop{
+		a:       a,
+		placed:  map[int]bool{},
+		parts:   map[int]*part{},
+		camps:   map[int]*camp{},
+		retries: map[int]retry{},
+
+		campaigned: make(chan campResult),
+		returned:   make(chan *part),
+		released:   make(chan *part),
+		renewed:    make(chan renewResult),
+		strayDone:  make(chan struct{}),
+		lost:       newLostWatcher(),
+	}
+}
+
+// run handles events until it has stopped (ctx ended, or the backend
+// failed permanently) and nothing it started is still running.
+func (l *loop) run(ctx context.Context, views <-chan view, memberDone <-chan error, leave context.CancelFunc) error {
+	l.leave = leave
+	go l.lost.run()
+	defer l.lost.stop()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	done := ctx.Done()
+	for {
+		wake := l.reconcile(ctx, time.Now())
+		if l.stopping && len(l.parts) == 0 && len(l.camps) == 0 && l.strays == 0 && l.renewing == 0 {
+			return l.stopErr
+		}
+		if l.dirty {
+			l.dirty = false
+			l.lost.update(l.parts)
+		}
+		timer.Reset(time.Until(wake))
+		select {
+		case v := <-views:
+			l.onView(ctx, v)
+		case r := <-l.campaigned:
+			l.onCampaign(ctx, r)
+		case pt := <-l.returned:
+			pt.returned = true
+		case pt := <-l.released:
+			delete(l.parts, pt.as.Partition)
+		case r := <-l.renewed:
+			l.onRenew(ctx, r)
+		case pt := <-l.lost.ch:
+			if pt.reason == nil {
+				l.end(ctx, pt, fmt.Errorf("%w: %w", elector.ErrLeaseLost, backend.ErrLost))
+			}
+		case <-l.strayDone:
+			l.strays--
+		case <-timer.C:
+		case <-done:
+			done = nil
+			l.stop(ctx.Err())
+		case err := <-memberDone:
+			memberDone, l.memberDone = nil, true
+			if err != nil && !l.stopping {
+				l.stop(err)
+			}
+		}
+		l.drain(ctx)
+	}
+}
+
+// drain handles the frequent events already waiting, up to a bound, so
+// that a burst (a cold start's campaigns, a batch of renewals) costs one
+// reconcile rather than one per event.
+func (l *loop) drain(ctx context.Context) {
+	for range 1024 {
+		select {
+		case r := <-l.campaigned:
+			l.onCampaign(ctx, r)
+		case r := <-l.renewed:
+			l.onRenew(ctx, r)
+		case pt := <-l.returned:
+			pt.returned = true
+		case pt := <-l.released:
+			delete(l.parts, pt.as.Partition)
+		default:
+			return
+		}
+	}
+}
+
+// stop ends every partition with reason err and leaves the member list.
+func (l *loop) stop(err error) {
+	l.stopping, l.stopErr = true, err
+	l.placed = map[int]bool{}
+	l.leave()
+}
+
+// reconcile brings every partition towards its placement: it ends
+// ownership of partitions placed elsewhere or past their step-down point,
+// releases those whose OnAssigned has returned, cancels campaigns no longer
+// wanted, starts campaigns for placed partitions, and renews leases that are
+// due. It returns when it next has something to do.
+func (l *loop) reconcile(ctx context.Context, now time.Time) time.Time {
+	o := &l.a.opts
+	wake := now.Add(time.Hour)
+	var due []*part
+	renewNow := false
+	for p, pt := range l.parts {
+		if pt.reason == nil {
+			stepDown := pt.lease.Deadline().Add(-o.SafetyMargin)
+			switch {
+			case !l.placed[p]:
+				reason := ErrMoved
+				if l.stopping {
+					reason = l.stopErr
+				}
+				l.end(ctx, pt, reason)
+			case !now.Before(stepDown):
+				l.end(ctx, pt, fmt.Errorf("%w: %w", elector.ErrLeaseLost, errNoRenewal))
+			default:
+				wake = earliest(wake, stepDown)
+			}
+		}
+		if pt.reason != nil && pt.returned && !pt.releasing {
+			l.release(ctx, pt)
+		}
+		// A partition handed over stays renewed until OnAssigned returns,
+		// so no new owner can act while it still does.
+		if !pt.renewing && !pt.releasing && (pt.reason == nil || !errors.Is(pt.reason, elector.ErrLeaseLost)) {
+			if now.Add(o.RenewInterval / 4).After(pt.nextRenew) {
+				due = append(due, pt) // due, or due soon: renewed together
+				renewNow = renewNow || !now.Before(pt.nextRenew)
+			} else {
+				wake = earliest(wake, pt.nextRenew)
+			}
+		}
+	}
+	if renewNow {
+		l.renew(ctx, due)
+	} else {
+		for _, pt := range due {
+			wake = earliest(wake, pt.nextRenew)
+		}
+	}
+	for p, c := range l.camps {
+		if !c.cancelled && !l.placed[p] {
+			c.cancel()
+			c.cancelled = true
+		}
+	}
+	for p := range l.placed {
+		if l.parts[p] != nil || l.camps[p] != nil {
+			continue
+		}
+		if r, ok := l.retries[p]; ok && now.Before(r.at) {
+			wake = earliest(wake, r.at)
+			continue
+		}
+		l.campaign(ctx, p)
+	}
+	return wake
+}
+
+func earliest(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// onView recomputes the placement from a new member list.
+func (l *loop) onView(ctx context.Context, v view) {
+	if slices.Equal(v.members, l.view.members) && v.joined == l.view.joined && l.view.members != nil {
+		return
+	}
+	l.view = v
+	l.a.log.LogAttrs(ctx, slog.LevelInfo, "members changed", slog.Any("members", v.members), slog.Bool("joined", v.joined))
+	l.a.setMembers(v.members)
+	if l.stopping {
+		return
+	}
+	o := &l.a.opts
+	if v.joined {
+		l.placed = placedOn(l.a.group, l.a.n, v.members, o.Identity, o.LoadFactor)
+	} else {
+		l.placed = map[int]bool{}
+	}
+	for p := range l.retries {
+		if !l.placed[p] {
+			delete(l.retries, p)
+		}
+	}
+}
+
+// campaign starts a campaign for partition p.
+func (l *loop) campaign(ctx context.Context, p int) {
+	cctx, cancel := context.WithCancel(ctx)
+	l.camps[p] = &camp{cancel: cancel}
+	c := backend.Candidate{Election: Election(l.a.group, p), Identity: l.a.opts.Identity, TTL: l.a.opts.TTL}
+	go func() {
+		began := time.Now()
+		ls, err := l.a.b.Campaign(cctx, c)
+		l.campaigned <- campResult{p: p, lease: ls, err: err, took: time.Since(began)}
+	}()
+}
+
+// onCampaign handles a campaign's outcome.
+func (l *loop) onCampaign(ctx context.Context, r campResult) {
+	c := l.camps[r.p]
+	delete(l.camps, r.p)
+	c.cancel()
+	if !c.cancelled {
+		l.a.observe(r.p, elector.Event{Kind: elector.EventCampaign, Took: r.took, Err: r.err})
+	}
+	o := &l.a.opts
+	switch {
+	case r.err == nil && (c.cancelled || !l.placed[r.p]):
+		l.releaseStray(ctx, r.lease)
+	case r.err == nil && time.Until(r.lease.Deadline()) <= o.SafetyMargin:
+		l.releaseStray(ctx, r.lease) // won too late to act safely
+		l.backoff(r.p)
+	case r.err == nil:
+		l.hold(ctx, r.p, r.lease)
+	case c.cancelled:
+	case backend.IsPermanent(r.err):
+		l.stop(fmt.Errorf("partition: campaign %q: %w", Election(l.a.group, r.p), r.err))
+	default:
+		l.a.log.LogAttrs(ctx, slog.LevelWarn, "campaign failed; retrying",
+			slog.Int("partition", r.p), slog.Any("error", r.err))
+		l.backoff(r.p)
+	}
+}
+
+// backoff schedules partition p's next campaign after a jittered,
+// exponentially growing delay capped at RenewInterval.
+func (l *loop) backoff(p int) {
+	r := l.retries[p]
+	ceil := l.a.opts.RenewInterval
+	if r.attempt < 20 {
+		ceil = min(ceil, 25*time.Millisecond<<r.attempt)
+	}
+	r.attempt++
+	r.at = time.Now().Add(max(time.Millisecond, rand.N(ceil+1)))
+	l.retries[p] = r
+}
+
+// hold starts owning partition p under lease ls.
+func (l *loop) hold(ctx context.Context, p int, ls backend.Lease) {
+	o := &l.a.opts
+	as := Assignment{Group: l.a.group, Partition: p, Token: ls.Token()}
+	actx, cancel := context.WithCancel(ctx)
+	pt := &part{
+		as:        as,
+		term:      elector.Term{Election: Election(l.a.group, p), Identity: o.Identity, Token: as.Token, Start: time.Now()},
+		lease:     ls,
+		cancel:    cancel,
+		nextRenew: time.Now().Add(o.RenewInterval),
+	}
+	l.parts[p] = pt
+	l.dirty = true
+	delete(l.retries, p)
+	l.a.setOwned(as, true)
+	l.a.observe(p, elector.Event{Kind: elector.EventElected, Term: pt.term})
+	l.a.log.LogAttrs(ctx, slog.LevelDebug, "assigned", slog.Int("partition", p), slog.Uint64("token", as.Token))
+	go func() {
+		if o.OnAssigned != nil {
+			o.OnAssigned(actx, as)
+		}
+		l.returned <- pt
+	}()
+}
+
+// end ends the ownership of pt: its ctx is cancelled now; the lease is
+// released once OnAssigned has returned.
+func (l *loop) end(ctx context.Context, pt *part, reason error) {
+	pt.reason = reason
+	pt.cancel()
+	l.dirty = true
+	l.a.setOwned(pt.as, false)
+	l.a.observe(pt.as.Partition, elector.Event{Kind: elector.EventEnded, Term: pt.term, Err: reason})
+	l.a.log.LogAttrs(ctx, slog.LevelDebug, "revoking", slog.Int("partition", pt.as.Partition),
+		slog.Uint64("token", pt.as.Token), slog.Any("reason", reason))
+}
+
+// release gives pt's lease back, then calls OnRevoked, in the background.
+func (l *loop) release(ctx context.Context, pt *part) {
+	pt.releasing = true
+	o := &l.a.opts
+	go func() {
+		began := time.Now()
+		err := l.releaseLease(ctx, pt.lease)
+		l.a.observe(pt.as.Partition, elector.Event{Kind: elector.EventRelease, Term: pt.term, Took: time.Since(began), Err: err})
+		l.a.observe(pt.as.Partition, elector.Event{Kind: elector.EventRevoked, Term: pt.term, Err: pt.reason})
+		if o.OnRevoked != nil {
+			o.OnRevoked(pt.as, pt.reason)
+		}
+		l.released <- pt
+	}()
+}
+
+// releaseStray gives back a lease won by a campaign no longer wanted.
+func (l *loop) releaseStray(ctx context.Context, ls backend.Lease) {
+	l.strays++
+	go func() {
+		_ = l.releaseLease(ctx, ls)
+		l.strayDone <- struct{}{}
+	}()
+}
+
+// releaseLease releases ls with a fresh context bounded by
+// max(RenewInterval, 1s), even when ctx has ended.
+func (l *loop) releaseLease(ctx context.Context, ls backend.Lease) error {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(l.a.opts.RenewInterval, time.Second))
+	defer cancel()
+	err := ls.Release(rctx)
+	if err != nil && !errors.Is(err, backend.ErrLost) {
+		l.a.log.LogAttrs(ctx, slog.LevelWarn, "release failed; the lease lapses after its TTL", slog.Any("error", err))
+	}
+	return err
+}

@@ -1,0 +1,271 @@
+package partition
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/leaderkit/elector/backend"
+	"github.com/leaderkit/elector/internal/wait"
+)
+
+// spareSlots is how many free membership slots past the highest one taken
+// are read at each poll: joiners take one of the lowest free slots, so they
+// appear there.
+const spareSlots = 16
+
+// joinChoices is how many of the lowest free slots a joiner picks from at
+// random, so that members starting together rarely race for one slot.
+const joinChoices = 8
+
+// scanParallelism bounds the concurrent Leader reads of one scan.
+const scanParallelism = 8
+
+// view is one reading of the member list.
+type view struct {
+	members []string // sorted, without duplicates; holds self iff joined
+	joined  bool
+}
+
+// membership keeps this member in the group's member list: it holds one
+// membership slot (an election named group/m/<k>) while Run runs, and reads
+// every slot in use each PollInterval to learn the others.
+type membership struct {
+	a     *Assigner
+	out   chan view // capacity 1; holds the latest view
+	slots []string  // identity holding each slot read, "" when free
+
+	slot      int // the slot this member holds, or -1
+	lease     backend.Lease
+	nextRenew time.Time
+}
+
+func newMembership(a *Assigner) *membership {
+	return &membership{a: a, out: make(chan view, 1), slot: -1}
+}
+
+// run keeps the member joined and publishes views until ctx ends, then
+// leaves (releases its slot). It returns ctx.Err(), or a permanent backend
+// error.
+func (m *membership) run(ctx context.Context) error {
+	defer m.leave(ctx)
+	for {
+		if m.lease != nil {
+			m.keep(ctx)
+		}
+		if err := m.scan(ctx); err != nil {
+			return err
+		}
+		if m.lease == nil {
+			if err := m.join(ctx); err != nil {
+				return err
+			}
+		}
+		m.publish()
+		next := m.a.opts.PollInterval
+		if m.lease != nil {
+			next = min(next, max(time.Until(m.nextRenew), 0))
+		}
+		if !wait.Sleep(ctx, next) {
+			return ctx.Err()
+		}
+	}
+}
+
+// scan reads the slots in use. A slot whose read fails transiently keeps
+// its last known holder. A scan never delays the slot's renewal: it is cut
+// short when the renewal falls due, and the last reading stands.
+func (m *membership) scan(ctx context.Context) error {
+	sctx := ctx
+	if m.lease != nil {
+		var cancel context.CancelFunc
+		sctx, cancel = context.WithDeadline(ctx, m.nextRenew)
+		defer cancel()
+	}
+	slots, err := scanSlots(sctx, m.a.b, m.a.group, m.a.opts.MaxMembers, m.slots, false)
+	switch {
+	case err != nil && ctx.Err() == nil && sctx.Err() != nil:
+		return nil // cut short: keep the last reading
+	case err != nil:
+		return err
+	}
+	if m.slot >= 0 {
+		for len(slots) <= m.slot {
+			slots = append(slots, "")
+		}
+		slots[m.slot] = m.a.opts.Identity
+	}
+	m.slots = slots
+	return nil
+}
+
+// scanSlots reads the membership slots of group in chunks of spareSlots
+// until a whole chunk is free (joiners take one of the lowest free slots, so
+// no member lies beyond), or maxMembers slots are read. It returns the
+// identity holding each slot read, "" for a free one. When strict, every
+// failed read is an error; otherwise a slot whose read fails transiently
+// keeps its value in prev ("" beyond it), and only a permanent failure is an
+// error.
+func scanSlots(ctx context.Context, b backend.Backend, group string, maxMembers int, prev []string, strict bool) ([]string, error) {
+	var out []string
+	for lo := 0; lo < maxMembers; lo += spareSlots {
+		n := min(spareSlots, maxMembers-lo)
+		ids, errs := readSlots(ctx, b, group, lo, n)
+		taken := false
+		for k, err := range errs {
+			switch {
+			case err == nil:
+			case ctx.Err() != nil:
+				return nil, ctx.Err()
+			case strict || backend.IsPermanent(err):
+				return nil, fmt.Errorf("partition: read members of %q: %w", group, err)
+			case lo+k < len(prev):
+				ids[k] = prev[lo+k]
+			}
+			taken = taken || ids[k] != ""
+		}
+		out = append(out, ids...)
+		if !taken && lo+n >= len(prev) {
+			break
+		}
+	}
+	return out, nil
+}
+
+// readSlots reads the holders of slots [lo, lo+n) of group: the identity,
+// or "" with a nil error when a slot is free.
+func readSlots(ctx context.Context, b backend.Backend, group string, lo, n int) ([]string, []error) {
+	ids, errs := make([]string, n), make([]error, n)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, scanParallelism)
+	for k := range n {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			h, err := b.Leader(ctx, memberElection(group, lo+k))
+			if errors.Is(err, backend.ErrNoLeader) {
+				err = nil
+			}
+			ids[k], errs[k] = h.Identity, err
+		})
+	}
+	wg.Wait()
+	return ids, errs
+}
+
+// join campaigns for one of the lowest free slots, for at most
+// max(2 × PollInterval, 1 s): a slot taken meanwhile by another joiner
+// is given up and the next scan picks another.
+func (m *membership) join(ctx context.Context) error {
+	var free []int
+	for k, id := range m.slots {
+		if id == "" && len(free) < joinChoices {
+			free = append(free, k)
+		}
+	}
+	if len(free) == 0 {
+		m.a.log.LogAttrs(ctx, slog.LevelWarn, "every membership slot is taken; waiting",
+			slog.Int("max_members", m.a.opts.MaxMembers))
+		return nil
+	}
+	k := free[rand.N(len(free))]
+	o := &m.a.opts
+	jctx, cancel := context.WithTimeout(ctx, max(2*o.PollInterval, time.Second))
+	defer cancel()
+	l, err := m.a.b.Campaign(jctx, backend.Candidate{Election: memberElection(m.a.group, k), Identity: o.Identity, TTL: o.TTL})
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case backend.IsPermanent(err):
+		return fmt.Errorf("partition: join %q: %w", m.a.group, err)
+	case err != nil:
+		m.a.log.LogAttrs(ctx, slog.LevelDebug, "join attempt failed", slog.Int("slot", k), slog.Any("error", err))
+		return nil
+	case time.Until(l.Deadline()) <= o.SafetyMargin:
+		m.release(ctx, l)
+		return nil
+	}
+	m.slot, m.lease, m.nextRenew = k, l, time.Now().Add(o.RenewInterval)
+	m.slots[k] = o.Identity
+	m.a.log.LogAttrs(ctx, slog.LevelInfo, "joined", slog.Int("slot", k), slog.Uint64("token", l.Token()))
+	return nil
+}
+
+// keep renews the slot's lease when it is due, and drops the slot when the
+// lease is lost or its deadline minus SafetyMargin has passed. The slot
+// protects nothing (each partition has its own lease and deadline), so a
+// deadline passing is noticed at the next poll.
+func (m *membership) keep(ctx context.Context) {
+	o := &m.a.opts
+	var cause error
+	select {
+	case <-m.lease.Lost():
+		cause = backend.ErrLost
+	default:
+	}
+	if cause == nil && !time.Now().Before(m.nextRenew) {
+		rctx, cancel := context.WithDeadline(ctx, m.lease.Deadline().Add(-o.SafetyMargin))
+		err := m.lease.Renew(rctx)
+		cancel()
+		switch {
+		case err == nil:
+			m.nextRenew = time.Now().Add(o.RenewInterval)
+		case ctx.Err() != nil:
+			return
+		case errors.Is(err, backend.ErrLost):
+			cause = err
+		default:
+			m.nextRenew = time.Now().Add(o.RenewInterval / 8)
+			m.a.log.LogAttrs(ctx, slog.LevelWarn, "membership renewal failed; retrying", slog.Any("error", err))
+		}
+	}
+	if cause == nil {
+		if time.Now().Before(m.lease.Deadline().Add(-o.SafetyMargin)) {
+			return
+		}
+		cause = errNoRenewal
+	}
+	m.a.log.LogAttrs(ctx, slog.LevelWarn, "membership lost; rejoining", slog.Int("slot", m.slot), slog.Any("error", cause))
+	m.release(ctx, m.lease)
+	m.slots[m.slot] = ""
+	m.slot, m.lease = -1, nil
+}
+
+// publish replaces the view waiting in out with the current one.
+func (m *membership) publish() {
+	v := view{joined: m.lease != nil}
+	for _, id := range m.slots {
+		if id != "" && (id != m.a.opts.Identity || v.joined) {
+			v.members = append(v.members, id)
+		}
+	}
+	slices.Sort(v.members)
+	v.members = slices.Compact(v.members)
+	select {
+	case <-m.out:
+	default:
+	}
+	m.out <- v
+}
+
+// leave releases the slot, if held.
+func (m *membership) leave(ctx context.Context) {
+	if m.lease != nil {
+		m.release(ctx, m.lease)
+		m.a.log.LogAttrs(ctx, slog.LevelInfo, "left", slog.Int("slot", m.slot))
+		m.slot, m.lease = -1, nil
+	}
+}
+
+// release gives l back with a fresh context bounded by
+// max(RenewInterval, 1s).
+func (m *membership) release(ctx context.Context, l backend.Lease) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(m.a.opts.RenewInterval, time.Second))
+	defer cancel()
+	_ = l.Release(rctx)
+}

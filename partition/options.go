@@ -1,0 +1,212 @@
+package partition
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/leaderkit/elector"
+	"github.com/leaderkit/elector/backend"
+)
+
+// Defaults and limits of [New] and [Options].
+const (
+	// DefaultTTL is the lease TTL of partitions and membership when
+	// [Options.TTL] is zero: [elector.DefaultTTL].
+	DefaultTTL = elector.DefaultTTL
+	// DefaultMaxMembers is [Options.MaxMembers] when it is zero.
+	DefaultMaxMembers = 64
+	// MaxMaxMembers is the largest [Options.MaxMembers] New accepts.
+	MaxMaxMembers = 1024
+	// DefaultLoadFactor is [Options.LoadFactor] when it is zero: no member is
+	// placed more than ceil(1.05 × partitions / members) partitions.
+	DefaultLoadFactor = 1.05
+	// MaxPartitions is the largest number of partitions New accepts.
+	MaxPartitions = 1 << 16
+	// DefaultPollInterval is the longest [Options.PollInterval] chosen by
+	// default.
+	DefaultPollInterval = 500 * time.Millisecond
+)
+
+// Options configure an [Assigner]. A nil *Options means all defaults. Every
+// field's zero value selects its documented default.
+type Options struct {
+	// Identity names this member to the others: placement hashes it, and
+	// backends report it as the holder of the partitions it owns. It must be
+	// unique within the group: two members with one identity share one
+	// share of the partitions (each partition still has one owner).
+	// Default: "<hostname>-<pid>-<6 random hex digits>".
+	Identity string
+
+	// TTL is how long a lease (a partition's or the membership's) lives at
+	// the backend without a renewal: after a member crashes, its partitions
+	// are owned again within about TTL + PollInterval. Default [DefaultTTL]
+	// (15 s); at least [elector.MinTTL].
+	TTL time.Duration
+
+	// RenewInterval is the time between renewals of each lease. Default
+	// TTL/3; it must be below TTL - SafetyMargin.
+	RenewInterval time.Duration
+
+	// SafetyMargin is how long before a lease's local deadline its partition
+	// is revoked when no renewal has succeeded: the time OnAssigned has to
+	// stop acting before another member can own the partition. Default
+	// TTL/5; it must be below TTL/2.
+	SafetyMargin time.Duration
+
+	// PollInterval is how often the member list is read from the backend.
+	// A join or a graceful leave is noticed within it, a crash within TTL
+	// plus it. Each poll reads about as many membership elections as there
+	// are members, plus 16. Default min(RenewInterval, [DefaultPollInterval]);
+	// at most RenewInterval.
+	PollInterval time.Duration
+
+	// MaxMembers is the largest number of members the group can have: the
+	// number of membership slots. A member that finds every slot taken waits
+	// for one to free. Default [DefaultMaxMembers]; at most [MaxMaxMembers].
+	MaxMembers int
+
+	// LoadFactor bounds placement: no member is placed more than
+	// ceil(LoadFactor × partitions / members) partitions. Lower is better
+	// balanced but moves more partitions when members come and go. Default
+	// [DefaultLoadFactor]; in [1, 4]. Every member of a group must use the
+	// same value.
+	LoadFactor float64
+
+	// OnAssigned is called in a goroutine of its own when this member starts
+	// owning a partition. Its ctx is cancelled the moment ownership ends
+	// (the partition is placed elsewhere, its lease is lost, or Run stops);
+	// OnAssigned must then stop acting on the partition and return. If it
+	// returns earlier, the member keeps the partition until ctx ends: work
+	// can run elsewhere, watching ctx. Nil means nothing runs.
+	OnAssigned func(ctx context.Context, a Assignment)
+
+	// OnRevoked is called exactly once after each OnAssigned, once
+	// OnAssigned has returned and the partition's lease has been released,
+	// with the reason: an error wrapping [ErrMoved] (hand-over),
+	// [elector.ErrLeaseLost], or the ctx error of Run (context.Canceled).
+	// Calls for different partitions may run concurrently; for one partition
+	// they are in order, and the partition's next OnAssigned starts after
+	// OnRevoked has returned. Nil means no call.
+	OnRevoked func(a Assignment, reason error)
+
+	// Observer, if set, is called with each [elector.Event] of each
+	// partition's election, whose name is [Election](group, p): campaigns,
+	// assignments (EventElected), renewals, revocations, releases, with
+	// their latency and outcome, so the adapter in package
+	// github.com/leaderkit/elector/promelector works unchanged. It may be
+	// called from several goroutines at once and must return quickly.
+	Observer func(elector.Event)
+
+	// Logger receives structured logs: Info for membership changes and
+	// assignments, Warn for failures. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// resolve returns the options with defaults applied, or an error naming the
+// first invalid field.
+func (o *Options) resolve() (Options, error) {
+	var r Options
+	if o != nil {
+		r = *o
+	}
+	if r.Identity == "" {
+		r.Identity = defaultIdentity()
+	} else if err := backend.ValidateIdentity(r.Identity); err != nil {
+		return r, fmt.Errorf("partition: Options.Identity: %w", err)
+	}
+	switch {
+	case r.TTL == 0:
+		r.TTL = DefaultTTL
+	case r.TTL < elector.MinTTL:
+		return r, invalid("TTL", r.TTL, fmt.Sprintf("at least %v (or 0 for %v)", elector.MinTTL, DefaultTTL))
+	}
+	switch {
+	case r.SafetyMargin == 0:
+		r.SafetyMargin = r.TTL / 5
+	case r.SafetyMargin < 0 || r.SafetyMargin >= r.TTL/2:
+		return r, invalid("SafetyMargin", r.SafetyMargin, fmt.Sprintf("in (0, TTL/2 = %v) (or 0 for TTL/5)", r.TTL/2))
+	}
+	switch {
+	case r.RenewInterval == 0:
+		r.RenewInterval = r.TTL / 3
+	case r.RenewInterval < 0 || r.RenewInterval >= r.TTL-r.SafetyMargin:
+		return r, invalid("RenewInterval", r.RenewInterval, fmt.Sprintf("in (0, TTL - SafetyMargin = %v) (or 0 for TTL/3)", r.TTL-r.SafetyMargin))
+	}
+	switch {
+	case r.PollInterval == 0:
+		r.PollInterval = min(r.RenewInterval, DefaultPollInterval)
+	case r.PollInterval < 0 || r.PollInterval > r.RenewInterval:
+		return r, invalid("PollInterval", r.PollInterval, fmt.Sprintf("in (0, RenewInterval = %v] (or 0 for min(RenewInterval, %v))", r.RenewInterval, DefaultPollInterval))
+	}
+	switch {
+	case r.MaxMembers == 0:
+		r.MaxMembers = DefaultMaxMembers
+	case r.MaxMembers < 1 || r.MaxMembers > MaxMaxMembers:
+		return r, invalid("MaxMembers", r.MaxMembers, fmt.Sprintf("in [1, %d] (or 0 for %d)", MaxMaxMembers, DefaultMaxMembers))
+	}
+	switch {
+	case r.LoadFactor == 0:
+		r.LoadFactor = DefaultLoadFactor
+	case math.IsNaN(r.LoadFactor) || r.LoadFactor < 1 || r.LoadFactor > 4:
+		return r, invalid("LoadFactor", r.LoadFactor, fmt.Sprintf("in [1, 4] (or 0 for %v)", DefaultLoadFactor))
+	}
+	if r.Logger == nil {
+		r.Logger = slog.Default()
+	}
+	return r, nil
+}
+
+func invalid(field string, v any, want string) error {
+	return fmt.Errorf("partition: %w: Options.%s is %v; want %s", backend.ErrInvalid, field, v, want)
+}
+
+func defaultIdentity() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "localhost"
+	}
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+}
+
+// validateNew checks New's positional arguments.
+func validateNew(b backend.Backend, group string, n int) error {
+	if b == nil {
+		return fmt.Errorf("partition: %w: backend is nil", backend.ErrInvalid)
+	}
+	if n < 1 || n > MaxPartitions {
+		return fmt.Errorf("partition: %w: number of partitions is %d; want in [1, %d]", backend.ErrInvalid, n, MaxPartitions)
+	}
+	for _, name := range []string{Election(group, n-1), memberElection(group, MaxMaxMembers-1)} {
+		if err := backend.ValidateElection(name); err != nil {
+			return fmt.Errorf("partition: group %q: %w", group, err)
+		}
+	}
+	return nil
+}
+
+// Election returns the name of the election that decides who owns partition
+// p of group: group + "/p/" + p. Its tokens are the partition's fencing
+// tokens; elector.Elector or `elect status` can read it like any election.
+func Election(group string, p int) string { return group + "/p/" + strconv.Itoa(p) }
+
+// memberElection returns the name of membership slot k of group.
+func memberElection(group string, k int) string { return group + "/m/" + strconv.Itoa(k) }
+
+// ErrMoved is the reason a partition is revoked when the current member list
+// places it on another member: the hand-over of a rebalance. It wraps
+// [elector.ErrResigned], so metrics count it as a resignation.
+var ErrMoved = fmt.Errorf("partition: placed on another member: %w", elector.ErrResigned)
+
+// ErrRunning is returned by [Assigner.Run] when another call to Run on the
+// same Assigner has not returned yet.
+var ErrRunning = errors.New("partition: already running")

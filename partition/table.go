@@ -1,0 +1,119 @@
+package partition
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/leaderkit/elector/backend"
+)
+
+// Table is who owns what in a group, as read from the backend by
+// [ReadTable]: every partition's holder and every member's load. It is a
+// snapshot taken by many reads, not one atomic read: during a hand-over a
+// partition may show its old owner, its new one, or none.
+type Table struct {
+	// Group is the group's name.
+	Group string `json:"group"`
+	// Members lists the members holding a membership slot, by identity.
+	Members []MemberLoad `json:"members"`
+	// Partitions lists every partition in order; Owner is "" when the
+	// partition has no holder.
+	Partitions []Owner `json:"partitions"`
+}
+
+// Owner is one partition's holder in a [Table].
+type Owner struct {
+	// Partition is the partition's number.
+	Partition int `json:"partition"`
+	// Owner is the holder's identity, or "" when nobody holds it.
+	Owner string `json:"owner"`
+	// Token is the holder's fencing token, or 0.
+	Token uint64 `json:"token"`
+	// Placed is the member the placement computed from Members puts the
+	// partition on (with the default load factor), or "".
+	Placed string `json:"placed"`
+}
+
+// MemberLoad is one member's line in a [Table].
+type MemberLoad struct {
+	// Identity is the member's identity.
+	Identity string `json:"identity"`
+	// Slot is the membership slot the member holds.
+	Slot int `json:"slot"`
+	// Owned is how many partitions the member holds.
+	Owned int `json:"owned"`
+	// Placed is how many partitions the placement puts on it.
+	Placed int `json:"placed"`
+}
+
+// ReadTable reads the holders of the n partitions of group and of its
+// membership slots from b, with up to 8 reads in flight. Partitions held by
+// an identity that holds no slot (a member that just left, or crashed) are
+// reported with that owner; it has no line in Members. An error is returned
+// when any read fails for another reason than an election without holder.
+func ReadTable(ctx context.Context, b backend.Backend, group string, n int) (*Table, error) {
+	if err := validateNew(b, group, n); err != nil {
+		return nil, err
+	}
+	t := &Table{Group: group, Partitions: make([]Owner, n)}
+	slots, err := scanSlots(ctx, b, group, MaxMaxMembers, nil, true)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for k, id := range slots {
+		if id != "" {
+			t.Members = append(t.Members, MemberLoad{Identity: id, Slot: k})
+			ids = append(ids, id)
+		}
+	}
+	holders, err := readHolders(ctx, b, n, func(p int) string { return Election(group, p) })
+	if err != nil {
+		return nil, fmt.Errorf("partition: read partitions of %q: %w", group, err)
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	placed := Place(group, n, ids, DefaultLoadFactor)
+	load := map[string]*MemberLoad{}
+	for i := range t.Members {
+		load[t.Members[i].Identity] = &t.Members[i]
+	}
+	for p, h := range holders {
+		o := Owner{Partition: p, Owner: h.Identity, Token: h.Token}
+		if placed[p] >= 0 {
+			o.Placed = ids[placed[p]]
+			load[o.Placed].Placed++
+		}
+		if m := load[o.Owner]; m != nil {
+			m.Owned++
+		}
+		t.Partitions[p] = o
+	}
+	return t, nil
+}
+
+// readHolders reads the holders of the n elections name(0) … name(n-1).
+func readHolders(ctx context.Context, b backend.Backend, n int, name func(int) string) ([]backend.Holder, error) {
+	hs, errs := make([]backend.Holder, n), make([]error, n)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, scanParallelism)
+	for p := range n {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			h, err := b.Leader(ctx, name(p))
+			if errors.Is(err, backend.ErrNoLeader) {
+				h, err = backend.Holder{}, nil
+			}
+			hs[p], errs[p] = h, err
+		})
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return hs, errors.Join(errs...)
+}
