@@ -19,9 +19,9 @@ type lease struct {
 	lost     chan struct{}
 	lostOnce sync.Once
 
-	mu                 sync.Mutex // serialises Renew and Release
-	oldGone, newGone   bool       // released or known lost
-	released           bool
+	mu               sync.Mutex // serialises Renew and Release
+	oldGone, newGone bool       // released or known lost
+	released         bool
 }
 
 func (l *lease) Token() uint64 { return l.token }
