@@ -63,7 +63,7 @@ type settings struct {
 }
 
 // New returns a Backend running elections in phase over old and new. old
-// may be nil only in [PhaseDone], new never. opts may be nil for the
+// may be nil only in [PhaseDone] (after [Cleanup]), new never. opts may be nil for the
 // defaults.
 //
 // New does not take ownership of old and new: Close closes only what New
@@ -133,7 +133,11 @@ func (b *Backend) check(op, election string) error {
 //     carries the marker. Before that it campaigns as PhaseBoth and, having
 //     won, writes the marker with [Options.Marker]; the term then holds the
 //     new backend's lease only.
-//   - PhaseDone campaigns on the new backend alone.
+//   - PhaseDone campaigns on the new backend alone. Given an old backend,
+//     it first checks (once per election) that the old store carries the
+//     marker, and returns an error wrapping [backend.ErrInvalid] if not:
+//     rolling replicas to PhaseDone before a PhaseNew replica has written
+//     the marker would let an old-only replica lead beside them.
 //
 // The lease's token is described in # Fencing of the package
 // documentation. A native token above [MaxNative] makes Campaign release
@@ -155,7 +159,7 @@ func (b *Backend) Campaign(ctx context.Context, c backend.Candidate) (backend.Le
 	case PhaseNew:
 		l, err = b.campaignBoth(ctx, c, true)
 	default:
-		l, err = b.campaignNewOnly(ctx, c)
+		l, err = b.campaignDone(ctx, c)
 	}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -190,6 +194,22 @@ func (b *Backend) campaignNewOnly(ctx context.Context, c backend.Candidate) (*le
 		return nil, fmt.Errorf("migrate: campaign %q on the new backend: %w", c.Election, err)
 	}
 	return b.newLease(ctx, b.newEpoch(), ln.Token(), nil, ln)
+}
+
+// campaignDone is PhaseDone's campaign.
+func (b *Backend) campaignDone(ctx context.Context, c backend.Candidate) (*lease, error) {
+	if b.old != nil && !b.seenMarked(c.Election) {
+		_, ok, err := marked(ctx, b.old, c.Election)
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("migrate: campaign %q: read the old store: %w", c.Election, err)
+		case !ok:
+			return nil, fmt.Errorf("migrate: campaign %q in phase done (runbook step 4): %w: the old store carries no marker yet; keep replicas in phase new until one has led (step 3), or configure no old backend once Cleanup has run",
+				c.Election, backend.ErrInvalid)
+		}
+		b.setMarked(c.Election)
+	}
+	return b.campaignNewOnly(ctx, c)
 }
 
 // newLease wraps the won leases, or releases them and returns an error when

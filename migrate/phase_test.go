@@ -253,3 +253,26 @@ func mustLeader(t *testing.T, b *migrate.Backend) backend.Holder {
 	}
 	return h
 }
+
+// TestDoneBeforeMarkerRefused: PhaseDone with an old backend refuses to
+// campaign until the marker is on the old store, then runs on new alone.
+func TestDoneBeforeMarkerRefused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		old, new := newMarkStore(), memory.New()
+		db, _ := pair(t, old, new, migrate.PhaseDone)
+		_, err := db.Campaign(t.Context(), cand)
+		if !errors.Is(err, backend.ErrInvalid) || !strings.Contains(err.Error(), "step 3") {
+			t.Errorf("PhaseDone before the marker: got %v; want ErrInvalid naming runbook step 3", err)
+		}
+		nb, _ := pair(t, old, new, migrate.PhaseNew)
+		l, err := nb.Campaign(t.Context(), cand)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = l.Release(t.Context())
+		if l, err = db.Campaign(t.Context(), cand); err != nil {
+			t.Fatalf("PhaseDone after the marker: %v", err)
+		}
+		_ = l.Release(t.Context())
+	})
+}
