@@ -56,20 +56,40 @@ func (b *Backend) campaignBoth(ctx context.Context, c backend.Candidate, mark bo
 	return b.newLease(ctx, b.newEpoch(), ln.Token(), nil, ln)
 }
 
-// campaignOld campaigns on the old backend. It returns an error wrapping
-// errMarked when the old store carries the marker before the campaign or
-// when the marker appears while it waits (seen through the old backend's
-// Watcher, when it has one).
+// markerWatchDelay is how long an old campaign runs before it starts
+// watching for the marker. An uncontended campaign wins well within it and
+// pays nothing for the watch; a marked election blocks the campaign, so the
+// watch's first report ends it about this much later.
+const markerWatchDelay = 20 * time.Millisecond
+
+// campaignOld campaigns on the old backend. It returns errMarked when the
+// old store carries the marker or when the marker appears while it waits.
+// With a Watcher as old backend, the watch (started after
+// markerWatchDelay, its first report the current holder) sees both; without
+// one, the marker is read once before the campaign, and a marker written
+// while it waits leaves it waiting behind the marker until ctx ends.
 func (b *Backend) campaignOld(ctx context.Context, c backend.Candidate) (backend.Lease, error) {
-	if _, ok, err := marked(ctx, b.old, c.Election); err != nil {
-		return nil, fmt.Errorf("migrate: campaign %q: read the old store: %w", c.Election, err)
-	} else if ok {
-		return nil, errMarked
+	w, watcher := b.old.(backend.Watcher)
+	if !watcher {
+		if _, ok, err := marked(ctx, b.old, c.Election); err != nil {
+			return nil, fmt.Errorf("migrate: campaign %q: read the old store: %w", c.Election, err)
+		} else if ok {
+			return nil, errMarked
+		}
 	}
 	octx, cancel := context.WithCancelCause(ctx)
 	var wg sync.WaitGroup
-	if w, ok := b.old.(backend.Watcher); ok {
-		wg.Go(func() { b.watchMarker(octx, w, c, cancel) })
+	if watcher {
+		wg.Go(func() {
+			t := time.NewTimer(markerWatchDelay)
+			defer t.Stop()
+			select {
+			case <-octx.Done():
+				return
+			case <-t.C:
+			}
+			b.watchMarker(octx, w, c, cancel)
+		})
 	}
 	lo, err := b.old.Campaign(octx, c)
 	cause := context.Cause(octx)
