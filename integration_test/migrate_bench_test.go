@@ -14,11 +14,11 @@ package integration_test
 // two backends' alone.
 
 import (
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/leaderkit/elector/backend"
-	"github.com/leaderkit/elector/etcd"
 	"github.com/leaderkit/elector/internal/testenv"
 	"github.com/leaderkit/elector/migrate"
 	"github.com/leaderkit/elector/redlock"
@@ -110,4 +110,49 @@ func BenchmarkMigrateAcquireRelease(b *testing.B) {
 	}
 }
 
-var _ = etcd.New // the etcd store comes from etcdBackend
+// BenchmarkMigrateAcquireReleaseInterleaved measures, in each iteration
+// and on separate elections, one acquire+release on Redis alone, one on the
+// new store alone and one in PhaseBoth over both, so that a load that
+// changes during the run weighs on the three alike. It reports the p50 of
+// each and both-over-sum: the p50 of PhaseBoth divided by the sum of the
+// two stores' p50s (the target is at most 1).
+func BenchmarkMigrateAcquireReleaseInterleaved(b *testing.B) {
+	for _, newName := range []string{"etcd", "zookeeper"} {
+		b.Run("new="+newName, func(b *testing.B) {
+			stores := benchStores(b)
+			ctx := etcdCtx(b)
+			old, nw := stores["redis"](), stores[newName]()
+			both := benchBackend(b, stores, "redis", newName)
+			cases := []struct {
+				be backend.Backend
+				c  backend.Candidate
+				ls latencies
+			}{
+				{be: old, c: backend.Candidate{Election: zkName("interleaved-old"), Identity: "bench", TTL: migrateTTL}},
+				{be: nw, c: backend.Candidate{Election: zkName("interleaved-new"), Identity: "bench", TTL: migrateTTL}},
+				{be: both, c: backend.Candidate{Election: zkName("interleaved-both"), Identity: "bench", TTL: migrateTTL}},
+			}
+			for b.Loop() {
+				for i := range cases {
+					start := time.Now()
+					l, err := cases[i].be.Campaign(ctx, cases[i].c)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if err := l.Release(ctx); err != nil {
+						b.Fatal(err)
+					}
+					cases[i].ls = append(cases[i].ls, time.Since(start))
+				}
+			}
+			p50 := make([]float64, len(cases))
+			for i, name := range []string{"redis", newName, "both"} {
+				cases[i].ls.report(b, name)
+				s := slices.Clone(cases[i].ls)
+				slices.Sort(s)
+				p50[i] = float64(s[len(s)/2])
+			}
+			b.ReportMetric(p50[2]/(p50[0]+p50[1]), "both-over-sum")
+		})
+	}
+}
