@@ -35,7 +35,7 @@ type side func(tb testing.TB) backend.Backend
 
 // redisSide is the old store of the tests: redlock on the five masters,
 // default key prefix, and its marker.
-func redisSide(tb testing.TB) (side, *redismark.Marker) {
+func redisSide(tb testing.TB) (side, migrate.Marker) {
 	clients := redlockClients(tb)
 	m, err := redismark.New(clients, redlock.DefaultKeyPrefix, 0)
 	if err != nil {

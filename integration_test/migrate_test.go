@@ -1,10 +1,10 @@
 package integration_test
 
 // Rolling migrations on the real servers: five replicas restarted one at a
-// time from Redis (unmodified redlock electors) through PhaseBoth, PhaseNew
+// time from the old store (unmodified electors) through PhaseBoth, PhaseNew
 // and PhaseDone of package migrate, leaders resigning every 300 ms, with a
-// late unmodified Redis replica and a late PhaseOld replica started after
-// the marker. Run with the test servers up:
+// late unmodified replica and a late PhaseOld replica started once the
+// marker is written, then Cleanup. Run with the test servers up:
 //
 //	eval "$(../scripts/servers.sh env)"
 //	go test -race -run 'TestMigrate' -v .
@@ -16,42 +16,74 @@ import (
 	"time"
 
 	"github.com/leaderkit/elector/backend"
-	"github.com/leaderkit/elector/etcd"
 	"github.com/leaderkit/elector/internal/testenv"
 	"github.com/leaderkit/elector/migrate"
-	"github.com/leaderkit/elector/redlock"
+	"github.com/leaderkit/elector/migrate/etcdmark"
+	"github.com/leaderkit/elector/migrate/zkmark"
 	"github.com/leaderkit/elector/zookeeper"
 )
 
-func TestMigrateRedisToEtcd(t *testing.T) {
-	cli := etcdClient(t, etcdEndpoints(t)...)
-	newSide := func(tb testing.TB) backend.Backend {
-		b, err := etcd.New(cli, nil)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		return b
+// etcdSide returns the etcd store of the tests and its marker.
+func etcdSide(tb testing.TB) (side, migrate.Marker) {
+	cli := etcdClient(tb, etcdEndpoints(tb)...)
+	m, err := etcdmark.New(cli, "")
+	if err != nil {
+		tb.Fatal(err)
 	}
-	runRedisMigration(t, newSide, "etcd")
+	return func(tb testing.TB) backend.Backend { return etcdBackendNoCleanup(cli) }, m
 }
 
-func TestMigrateRedisToZooKeeper(t *testing.T) {
-	servers := testenv.ZKServers(t)
-	newSide := func(tb testing.TB) backend.Backend {
+// zkSide returns the ZooKeeper store of the tests and its marker.
+func zkSide(tb testing.TB) (side, migrate.Marker) {
+	servers := testenv.ZKServers(tb)
+	m, err := zkmark.New(zkConn(tb, servers, nil), zkRoot, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return func(tb testing.TB) backend.Backend {
 		b, err := zookeeper.New(servers, &zookeeper.Options{Root: zkRoot})
 		if err != nil {
 			tb.Fatal(err)
 		}
 		return b
-	}
-	runRedisMigration(t, newSide, "zookeeper")
+	}, m
 }
 
-// runRedisMigration rolls a migration from Redis to newSide and checks the
-// history, the late replicas, and the cleanup.
-func runRedisMigration(t *testing.T, newSide side, newName string) {
-	oldSide, marker := redisSide(t)
-	m := &migration{tb: t, election: migrateName("redis-" + newName), old: oldSide, new: newSide,
+func TestMigrateRedisToEtcd(t *testing.T) {
+	old, marker := redisSide(t)
+	newSide, _ := etcdSide(t)
+	runMigration(t, old, marker, newSide, "etcd")
+}
+
+func TestMigrateRedisToZooKeeper(t *testing.T) {
+	old, marker := redisSide(t)
+	newSide, _ := zkSide(t)
+	runMigration(t, old, marker, newSide, "zookeeper")
+}
+
+func TestMigrateEtcdToZooKeeper(t *testing.T) {
+	old, marker := etcdSide(t)
+	newSide, _ := zkSide(t)
+	runMigration(t, old, marker, newSide, "zookeeper")
+}
+
+func TestMigrateZooKeeperToEtcd(t *testing.T) {
+	old, marker := zkSide(t)
+	newSide, _ := etcdSide(t)
+	runMigration(t, old, marker, newSide, "etcd")
+}
+
+func TestMigrateEtcdToRedis(t *testing.T) {
+	old, marker := etcdSide(t)
+	newSide, _ := redisSide(t)
+	runMigration(t, old, marker, newSide, "redis")
+}
+
+// runMigration rolls a migration from old to newSide and checks the
+// history, the late replicas, the marker as the old store reports it, and
+// the cleanup.
+func runMigration(t *testing.T, old side, marker migrate.Marker, newSide side, newName string) {
+	m := &migration{tb: t, election: migrateName("to-" + newName), old: old, new: newSide,
 		marker: marker, newName: newName, fence: &fenceLog{tb: t}, log: testLogger(t)}
 	lateErr := m.roll(time.Second)
 	m.checkTerms()
@@ -59,19 +91,16 @@ func runRedisMigration(t *testing.T, newSide side, newName string) {
 		t.Errorf("late PhaseOld replica: got Run error %v; want ErrInvalid naming runbook step 3", lateErr)
 	}
 
-	rb, err := redlock.New(redlockClients(t), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rb.Close()
-	ctx := redlockCtx(t)
-	if h, err := rb.Leader(ctx, m.election); err != nil || h.Identity != migrate.MarkerPrefix+newName {
-		t.Errorf("Redis holder after the migration: got %+v, %v; want the marker", h, err)
+	ob := old(t)
+	defer ob.Close()
+	ctx := etcdCtx(t)
+	if h, err := ob.Leader(ctx, m.election); err != nil || h.Identity != migrate.MarkerPrefix+newName {
+		t.Errorf("old store's holder after the migration: got %+v, %v; want the marker", h, err)
 	}
 	if err := migrate.Cleanup(ctx, marker, m.election); err != nil {
 		t.Fatal(err)
 	}
-	if h, err := rb.Leader(ctx, m.election); !errors.Is(err, backend.ErrNoLeader) {
-		t.Errorf("Redis holder after Cleanup: got %+v, %v; want none", h, err)
+	if h, err := ob.Leader(ctx, m.election); !errors.Is(err, backend.ErrNoLeader) {
+		t.Errorf("old store's holder after Cleanup: got %+v, %v; want none", h, err)
 	}
 }

@@ -31,10 +31,13 @@ func IsMarker(h backend.Holder) bool { return strings.HasPrefix(h.Identity, Mark
 type Marker interface {
 	// Mark turns held, the lease on election that the caller holds on the
 	// old store and that [Backend.Campaign] will not release, into the
-	// persistent holder identity, keeping its token. Because the caller
-	// holds the election while Mark runs, no other candidate of the old
-	// store can hold it then or ever after. Marking an election that already
-	// carries the marker succeeds.
+	// persistent holder identity (keeping held's token where the store's
+	// format allows). Because the caller holds the election while Mark
+	// runs, no other candidate of the old store can hold it then or ever
+	// after. Mark must wake the store's watchers of held (so waiting
+	// candidates and Leader watches see the marker): rewrite held's own
+	// record, or delete it once the marker is in place. Marking an election
+	// that already carries the marker succeeds.
 	Mark(ctx context.Context, election string, held backend.Lease, identity string) error
 
 	// Unmark removes the marker of election and the other keys the old

@@ -8,7 +8,8 @@
 // the identity "migrated-to-<new>" as its data. Candidates sort by the text
 // after the last "latch-" (see the zookeeper package documentation), and
 // "-" sorts before every digit of a sequence number, so the marker is first
-// for good: every candidate, including a Curator LeaderLatch on the same
+// for good once the marking candidate's own znode, which Mark deletes, is
+// gone: every candidate, including a Curator LeaderLatch on the same
 // path, watches its predecessor and waits, and the zookeeper driver's Leader
 // reports the marker as the holder, its token the marker's czxid.
 package zkmark
@@ -17,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -58,9 +60,12 @@ func New(conn *zk.Conn, root string, acl []zk.ACL) (*Marker, error) {
 func (m *Marker) path(election string) string { return m.root + "/" + election + "/" + Name }
 
 // Mark creates the persistent marker znode while held still holds the
-// election, so it joins the queue while no other candidate can lead and is
-// first once held's znode is gone. A marker already there is success.
-// go-zookeeper calls take no context: ctx is checked only before the call.
+// election, so that it joins the queue while no other candidate can lead,
+// then deletes held's own candidate znode (the one whose czxid is held's
+// token): the marker is then the first candidate, and watchers of the old
+// holder's znode (waiting candidates, Leader watches) are woken to find it.
+// A marker already there is success. go-zookeeper calls take no context:
+// ctx is checked only between calls.
 func (m *Marker) Mark(ctx context.Context, election string, held backend.Lease, identity string) error {
 	if err := backend.ValidateElection(election); err != nil {
 		return fmt.Errorf("zkmark: %w", err)
@@ -74,6 +79,38 @@ func (m *Marker) Mark(ctx context.Context, election string, held backend.Lease, 
 	_, err := m.conn.Create(m.path(election), []byte(identity), 0, m.acl)
 	if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 		return fmt.Errorf("zkmark: mark %q: %w", election, err)
+	}
+	if err := m.dropHeld(ctx, election, held.Token()); err != nil {
+		return fmt.Errorf("zkmark: mark %q: %w", election, err)
+	}
+	return nil
+}
+
+// dropHeld deletes the candidate znode of election whose czxid is token.
+func (m *Marker) dropHeld(ctx context.Context, election string, token uint64) error {
+	dir := m.root + "/" + election
+	kids, _, err := m.conn.Children(dir)
+	if err != nil {
+		return err
+	}
+	for _, k := range kids {
+		if k == Name || !strings.HasPrefix(k, "_c_") {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		ok, st, err := m.conn.Exists(dir + "/" + k)
+		switch {
+		case err != nil:
+			return err
+		case !ok || uint64(st.Czxid) != token:
+			continue
+		}
+		if err := m.conn.Delete(dir+"/"+k, st.Version); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return err
+		}
+		return nil
 	}
 	return nil
 }
