@@ -47,6 +47,12 @@
 //     store's keys. Later deploys may configure PhaseDone without an old
 //     backend.
 //
+// To roll back before step 3, roll the replicas back through PhaseBoth to
+// PhaseOld: the old lease still orders every term. Once the marker is
+// written, the fence has seen tokens of the new epoch, so going back is a
+// migration of its own in the other direction, with Epoch set to this one's
+// Epoch+1 and a Marker for the new store.
+//
 // # Guarantees
 //
 // At every moment of the runbook, any two replicas that can run at once

@@ -101,7 +101,9 @@ func New(clients []redis.UniversalClient, keyPrefix string, timeout time.Duratio
 // Mark makes the lock key of election persistent with the marker on every
 // node that held's lease holds or that has no key, keeping held's token. It
 // succeeds once a majority of the nodes carry the marker, so that no
-// redlock quorum can form again.
+// redlock quorum can form again. When it fails, the nodes it reached keep
+// the marker (the next Mark completes it, or Unmark removes it); they count
+// as down for the redlock backend meanwhile.
 func (m *Marker) Mark(ctx context.Context, election string, held backend.Lease, identity string) error {
 	if err := backend.ValidateElection(election); err != nil {
 		return fmt.Errorf("redismark: %w", err)
