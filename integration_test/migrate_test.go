@@ -79,6 +79,12 @@ func TestMigrateEtcdToRedis(t *testing.T) {
 	runMigration(t, old, marker, newSide, "redis")
 }
 
+func TestMigrateZooKeeperToRedis(t *testing.T) {
+	old, marker := zkSide(t)
+	newSide, _ := redisSide(t)
+	runMigration(t, old, marker, newSide, "redis")
+}
+
 // runMigration rolls a migration from old to newSide and checks the
 // history, the late replicas, the marker as the old store reports it, and
 // the cleanup.
