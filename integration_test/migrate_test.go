@@ -1,0 +1,112 @@
+package integration_test
+
+// Rolling migrations on the real servers: five replicas restarted one at a
+// time from the old store (unmodified electors) through PhaseBoth, PhaseNew
+// and PhaseDone of package migrate, leaders resigning every 300 ms, with a
+// late unmodified replica and a late PhaseOld replica started once the
+// marker is written, then Cleanup. Run with the test servers up:
+//
+//	eval "$(../scripts/servers.sh env)"
+//	go test -race -run 'TestMigrate' -v .
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/leaderkit/elector/backend"
+	"github.com/leaderkit/elector/internal/testenv"
+	"github.com/leaderkit/elector/migrate"
+	"github.com/leaderkit/elector/migrate/etcdmark"
+	"github.com/leaderkit/elector/migrate/zkmark"
+	"github.com/leaderkit/elector/zookeeper"
+)
+
+// etcdSide returns the etcd store of the tests and its marker.
+func etcdSide(tb testing.TB) (side, migrate.Marker) {
+	cli := etcdClient(tb, etcdEndpoints(tb)...)
+	m, err := etcdmark.New(cli, "")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return func(tb testing.TB) backend.Backend { return etcdBackendNoCleanup(cli) }, m
+}
+
+// zkSide returns the ZooKeeper store of the tests and its marker.
+func zkSide(tb testing.TB) (side, migrate.Marker) {
+	servers := testenv.ZKServers(tb)
+	m, err := zkmark.New(zkConn(tb, servers, nil), zkRoot, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return func(tb testing.TB) backend.Backend {
+		b, err := zookeeper.New(servers, &zookeeper.Options{Root: zkRoot})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return b
+	}, m
+}
+
+func TestMigrateRedisToEtcd(t *testing.T) {
+	old, marker := redisSide(t)
+	newSide, _ := etcdSide(t)
+	runMigration(t, old, marker, newSide, "etcd")
+}
+
+func TestMigrateRedisToZooKeeper(t *testing.T) {
+	old, marker := redisSide(t)
+	newSide, _ := zkSide(t)
+	runMigration(t, old, marker, newSide, "zookeeper")
+}
+
+func TestMigrateEtcdToZooKeeper(t *testing.T) {
+	old, marker := etcdSide(t)
+	newSide, _ := zkSide(t)
+	runMigration(t, old, marker, newSide, "zookeeper")
+}
+
+func TestMigrateZooKeeperToEtcd(t *testing.T) {
+	old, marker := zkSide(t)
+	newSide, _ := etcdSide(t)
+	runMigration(t, old, marker, newSide, "etcd")
+}
+
+func TestMigrateEtcdToRedis(t *testing.T) {
+	old, marker := etcdSide(t)
+	newSide, _ := redisSide(t)
+	runMigration(t, old, marker, newSide, "redis")
+}
+
+func TestMigrateZooKeeperToRedis(t *testing.T) {
+	old, marker := zkSide(t)
+	newSide, _ := redisSide(t)
+	runMigration(t, old, marker, newSide, "redis")
+}
+
+// runMigration rolls a migration from old to newSide and checks the
+// history, the late replicas, the marker as the old store reports it, and
+// the cleanup.
+func runMigration(t *testing.T, old side, marker migrate.Marker, newSide side, newName string) {
+	m := &migration{tb: t, election: migrateName("to-" + newName), old: old, new: newSide,
+		marker: marker, newName: newName, fence: &fenceLog{tb: t}, log: testLogger(t)}
+	lateErr := m.roll(time.Second)
+	m.checkTerms()
+	if !errors.Is(lateErr, backend.ErrInvalid) || !strings.Contains(lateErr.Error(), "step 3") {
+		t.Errorf("late PhaseOld replica: got Run error %v; want ErrInvalid naming runbook step 3", lateErr)
+	}
+
+	ob := old(t)
+	defer ob.Close()
+	ctx := etcdCtx(t)
+	if h, err := ob.Leader(ctx, m.election); err != nil || h.Identity != migrate.MarkerPrefix+newName {
+		t.Errorf("old store's holder after the migration: got %+v, %v; want the marker", h, err)
+	}
+	if err := migrate.Cleanup(ctx, marker, m.election); err != nil {
+		t.Fatal(err)
+	}
+	if h, err := ob.Leader(ctx, m.election); !errors.Is(err, backend.ErrNoLeader) {
+		t.Errorf("old store's holder after Cleanup: got %+v, %v; want none", h, err)
+	}
+}

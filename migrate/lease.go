@@ -1,0 +1,170 @@
+package migrate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/leaderkit/elector/backend"
+)
+
+// lease implements [backend.Lease] over the lease held on the old backend,
+// the one on the new backend, or both.
+type lease struct {
+	b        *Backend
+	token    uint64
+	old, new backend.Lease // nil for a side the term does not hold
+	lost     chan struct{}
+	lostOnce sync.Once
+
+	mu               sync.Mutex // serialises Renew and Release
+	oldGone, newGone bool       // released or known lost
+	released         bool
+}
+
+func (l *lease) Token() uint64 { return l.token }
+
+// Deadline is the earlier of the two sides' deadlines: past it, one of the
+// stores may have given its side to another candidate.
+func (l *lease) Deadline() time.Time {
+	switch {
+	case l.old == nil:
+		return l.new.Deadline()
+	case l.new == nil:
+		return l.old.Deadline()
+	}
+	do, dn := l.old.Deadline(), l.new.Deadline()
+	if do.Before(dn) {
+		return do
+	}
+	return dn
+}
+
+func (l *lease) Lost() <-chan struct{} { return l.lost }
+
+func (l *lease) closeLost() { l.lostOnce.Do(func() { close(l.lost) }) }
+
+// watch closes l.lost when either side is lost, the migrate Backend is
+// closed, or l is released.
+func (l *lease) watch() {
+	var oldLost, newLost <-chan struct{}
+	if l.old != nil {
+		oldLost = l.old.Lost()
+	}
+	if l.new != nil {
+		newLost = l.new.Lost()
+	}
+	go func() {
+		select {
+		case <-oldLost:
+		case <-newLost:
+		case <-l.b.done:
+		case <-l.lost:
+		}
+		l.closeLost()
+	}()
+}
+
+// sides returns the leases l holds, old first.
+func (l *lease) sides() []backend.Lease {
+	var s []backend.Lease
+	if l.old != nil {
+		s = append(s, l.old)
+	}
+	if l.new != nil {
+		s = append(s, l.new)
+	}
+	return s
+}
+
+// Renew renews both sides, one after the other. If either is lost, the
+// term is over: Lost closes and Renew returns an error wrapping
+// [backend.ErrLost].
+func (l *lease) Renew(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	select {
+	case <-l.b.done:
+		l.closeLost()
+		return fmt.Errorf("migrate: renew token %d: %w", l.token, backend.ErrClosed)
+	default:
+	}
+	if l.released || l.oldGone || l.newGone {
+		l.closeLost()
+		return fmt.Errorf("migrate: renew token %d: %w", l.token, backend.ErrLost)
+	}
+	for i, s := range l.sides() {
+		if err := s.Renew(ctx); err != nil {
+			if errors.Is(err, backend.ErrLost) {
+				l.markGone(s)
+				l.closeLost()
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("migrate: renew token %d on the %s backend: %w", l.token, sideName(l, i), err)
+		}
+	}
+	return nil
+}
+
+func sideName(l *lease, i int) string {
+	if i == 0 && l.old != nil {
+		return "old"
+	}
+	return "new"
+}
+
+func (l *lease) markGone(s backend.Lease) {
+	if s == l.old {
+		l.oldGone = true
+	} else {
+		l.newGone = true
+	}
+}
+
+// Release releases both sides at once. A side that is already gone counts
+// as released. When one side fails, Release returns its error and may be
+// called again, which releases only what is left.
+func (l *lease) Release(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var todo []backend.Lease
+	if l.old != nil && !l.oldGone {
+		todo = append(todo, l.old)
+	}
+	if l.new != nil && !l.newGone {
+		todo = append(todo, l.new)
+	}
+	errs := make([]error, len(todo))
+	var wg sync.WaitGroup
+	for i, s := range todo {
+		wg.Go(func() { errs[i] = s.Release(ctx) })
+	}
+	wg.Wait()
+	var failed []error
+	for i, s := range todo {
+		if errs[i] == nil || errors.Is(errs[i], backend.ErrLost) {
+			l.markGone(s)
+			continue
+		}
+		failed = append(failed, errs[i])
+	}
+	if len(failed) > 0 {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("migrate: release token %d: %w", l.token, errors.Join(failed...))
+	}
+	l.released = true
+	l.closeLost()
+	return nil
+}
