@@ -4,7 +4,6 @@ import (
 	"hash/fnv"
 	"math"
 	"slices"
-	"strconv"
 )
 
 // Place returns the placement every member of group computes from the same
@@ -79,6 +78,3 @@ func placedOn(group string, n int, members []string, identity string, loadFactor
 	}
 	return set
 }
-
-// itoa is strconv.Itoa, short.
-func itoa(i int) string { return strconv.Itoa(i) }
