@@ -13,6 +13,11 @@ import (
 	"github.com/leaderkit/elector/backend"
 )
 
+// maxCampaigns bounds the campaigns one member has in flight: a cold start
+// or a large rebalance then sends the backend waves of requests rather than
+// one burst per partition (Redlock's fan-out multiplies it by the nodes).
+const maxCampaigns = 32
+
 // part is a partition this member owns, or owned and is handing over.
 type part struct {
 	as     Assignment
@@ -60,6 +65,7 @@ type retry struct {
 type loop struct {
 	a       *Assigner
 	view    view // the last member list
+	settled bool // a member list has been read twice in a row since joining
 	placed  map[int]bool
 	parts   map[int]*part
 	camps   map[int]*camp
@@ -229,6 +235,9 @@ func (l *loop) reconcile(ctx context.Context, now time.Time) time.Time {
 		}
 	}
 	for p := range l.placed {
+		if len(l.camps) >= maxCampaigns {
+			break
+		}
 		if l.parts[p] != nil || l.camps[p] != nil {
 			continue
 		}
@@ -250,7 +259,18 @@ func earliest(a, b time.Time) time.Time {
 
 // onView recomputes the placement from a new member list.
 func (l *loop) onView(ctx context.Context, v view) {
-	if slices.Equal(v.members, l.view.members) && v.joined == l.view.joined && l.view.members != nil {
+	same := slices.Equal(v.members, l.view.members) && v.joined == l.view.joined
+	if !l.settled {
+		// Before the first campaign, wait until two polls in a row read
+		// the same member list: members starting together then campaign
+		// once for their final share, instead of grabbing what an early,
+		// partial list places on them and handing most of it over.
+		l.view = v
+		if !same || !v.joined {
+			return
+		}
+		l.settled = true
+	} else if same {
 		return
 	}
 	l.view = v
