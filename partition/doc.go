@@ -74,6 +74,9 @@
 //
 // # Timing
 //
+//   - Start: a member campaigns once it has read the same member list in two
+//     polls in a row, so members started together campaign once, for their
+//     final share. It keeps at most 32 campaigns in flight.
 //   - Join or graceful leave: noticed by the others within PollInterval
 //     (default min(TTL/3, 500 ms)); the partitions that move are owned by
 //     their new owners as soon as their old owners' OnAssigned have returned.

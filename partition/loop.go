@@ -13,6 +13,11 @@ import (
 	"github.com/leaderkit/elector/backend"
 )
 
+// maxCampaigns bounds the campaigns one member has in flight: a cold start
+// or a large rebalance then sends the backend waves of requests rather than
+// one burst per partition (Redlock's fan-out multiplies it by the nodes).
+const maxCampaigns = 32
+
 // part is a partition this member owns, or owned and is handing over.
 type part struct {
 	as     Assignment
@@ -20,10 +25,11 @@ type part struct {
 	lease  backend.Lease
 	cancel context.CancelFunc // cancels OnAssigned's ctx
 
-	reason    error // why ownership ended; nil while it lasts
-	returned  bool  // OnAssigned has returned
-	releasing bool  // the release (then OnRevoked) is under way
-	renewing  bool  // a renewal is in flight
+	deadline  time.Time // the lease's Deadline, as last read off the loop
+	reason    error     // why ownership ended; nil while it lasts
+	returned  bool      // OnAssigned has returned
+	releasing bool      // the release (then OnRevoked) is under way
+	renewing  bool      // a renewal is in flight
 	nextRenew time.Time
 	failed    int // consecutive failed renewals
 }
@@ -35,16 +41,18 @@ type camp struct {
 }
 
 type campResult struct {
-	p     int
-	lease backend.Lease
-	err   error
-	took  time.Duration
+	p        int
+	lease    backend.Lease
+	deadline time.Time // the lease's Deadline when it was won
+	err      error
+	took     time.Duration
 }
 
 type renewResult struct {
-	pt   *part
-	err  error
-	took time.Duration
+	pt       *part
+	err      error
+	took     time.Duration
+	deadline time.Time // the lease's Deadline after the attempt
 }
 
 type retry struct {
@@ -55,11 +63,14 @@ type retry struct {
 // loop is the one goroutine that decides, for every partition, whether this
 // member campaigns, owns, renews or hands over. Blocking work (campaigns,
 // renewals, releases, callbacks) runs in goroutines that report back on
-// channels; the loop itself never blocks on the backend. Its fields are
+// channels; the loop itself never calls the backend or a lease method other
+// than Lost (a driver may hold a lease's lock during a renewal, even for
+// Deadline), so a slow store never delays a step-down. Its fields are
 // touched only by the loop's goroutine.
 type loop struct {
 	a       *Assigner
 	view    view // the last member list
+	settled bool // a member list has been read twice in a row since joining
 	placed  map[int]bool
 	parts   map[int]*part
 	camps   map[int]*camp
@@ -187,7 +198,7 @@ func (l *loop) reconcile(ctx context.Context, now time.Time) time.Time {
 	renewNow := false
 	for p, pt := range l.parts {
 		if pt.reason == nil {
-			stepDown := pt.lease.Deadline().Add(-o.SafetyMargin)
+			stepDown := pt.deadline.Add(-o.SafetyMargin)
 			switch {
 			case !l.placed[p]:
 				reason := ErrMoved
@@ -229,6 +240,9 @@ func (l *loop) reconcile(ctx context.Context, now time.Time) time.Time {
 		}
 	}
 	for p := range l.placed {
+		if len(l.camps) >= maxCampaigns {
+			break
+		}
 		if l.parts[p] != nil || l.camps[p] != nil {
 			continue
 		}
@@ -250,7 +264,18 @@ func earliest(a, b time.Time) time.Time {
 
 // onView recomputes the placement from a new member list.
 func (l *loop) onView(ctx context.Context, v view) {
-	if slices.Equal(v.members, l.view.members) && v.joined == l.view.joined && l.view.members != nil {
+	same := slices.Equal(v.members, l.view.members) && v.joined == l.view.joined
+	if !l.settled {
+		// Before the first campaign, wait until two polls in a row read
+		// the same member list: members starting together then campaign
+		// once for their final share, instead of grabbing what an early,
+		// partial list places on them and handing most of it over.
+		l.view = v
+		if !same || !v.joined {
+			return
+		}
+		l.settled = true
+	} else if same {
 		return
 	}
 	l.view = v
@@ -280,7 +305,11 @@ func (l *loop) campaign(ctx context.Context, p int) {
 	go func() {
 		began := time.Now()
 		ls, err := l.a.b.Campaign(cctx, c)
-		l.campaigned <- campResult{p: p, lease: ls, err: err, took: time.Since(began)}
+		r := campResult{p: p, lease: ls, err: err, took: time.Since(began)}
+		if err == nil {
+			r.deadline = ls.Deadline()
+		}
+		l.campaigned <- r
 	}()
 }
 
@@ -296,11 +325,11 @@ func (l *loop) onCampaign(ctx context.Context, r campResult) {
 	switch {
 	case r.err == nil && (c.cancelled || !l.placed[r.p]):
 		l.releaseStray(ctx, r.lease)
-	case r.err == nil && time.Until(r.lease.Deadline()) <= o.SafetyMargin:
+	case r.err == nil && time.Until(r.deadline) <= o.SafetyMargin:
 		l.releaseStray(ctx, r.lease) // won too late to act safely
 		l.backoff(r.p)
 	case r.err == nil:
-		l.hold(ctx, r.p, r.lease)
+		l.hold(ctx, r.p, r.lease, r.deadline)
 	case c.cancelled:
 	case backend.IsPermanent(r.err):
 		l.stop(fmt.Errorf("partition: campaign %q: %w", Election(l.a.group, r.p), r.err))
@@ -325,7 +354,7 @@ func (l *loop) backoff(p int) {
 }
 
 // hold starts owning partition p under lease ls.
-func (l *loop) hold(ctx context.Context, p int, ls backend.Lease) {
+func (l *loop) hold(ctx context.Context, p int, ls backend.Lease, deadline time.Time) {
 	o := &l.a.opts
 	as := Assignment{Group: l.a.group, Partition: p, Token: ls.Token()}
 	actx, cancel := context.WithCancel(ctx)
@@ -333,6 +362,7 @@ func (l *loop) hold(ctx context.Context, p int, ls backend.Lease) {
 		as:        as,
 		term:      elector.Term{Election: Election(l.a.group, p), Identity: o.Identity, Token: as.Token, Start: time.Now()},
 		lease:     ls,
+		deadline:  deadline,
 		cancel:    cancel,
 		nextRenew: time.Now().Add(o.RenewInterval),
 	}

@@ -37,8 +37,9 @@ func (l *loop) renew(ctx context.Context, batch []*part) {
 				rctx, cancel := context.WithDeadline(ctx, pt.lease.Deadline().Add(-margin))
 				began := time.Now()
 				err := pt.lease.Renew(rctx)
+				took := time.Since(began)
 				cancel()
-				l.renewed <- renewResult{pt: pt, err: err, took: time.Since(began)}
+				l.renewed <- renewResult{pt: pt, err: err, took: took, deadline: pt.lease.Deadline()}
 			}
 		}()
 	}
@@ -52,6 +53,9 @@ func (l *loop) onRenew(ctx context.Context, r renewResult) {
 	pt := r.pt
 	pt.renewing = false
 	l.a.observe(pt.as.Partition, elector.Event{Kind: elector.EventRenew, Term: pt.term, Took: r.took, Err: r.err})
+	if r.deadline.After(pt.deadline) {
+		pt.deadline = r.deadline // a deadline never moves back
+	}
 	o := &l.a.opts
 	switch {
 	case r.err == nil:
