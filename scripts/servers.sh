@@ -258,19 +258,16 @@ tls_ca() {
 
 # tls_cert DIR NAME EKU [SAN] writes NAME.key and NAME.crt (CN elector-NAME),
 # signed by DIR's CA, for the extended key usages EKU and, if given, the
-# subjectAltName SAN, unless they are there.
+# subjectAltName SAN, unless they are there. (One openssl call: req -x509
+# -CA, OpenSSL 3.0 or later.)
 tls_cert() {
-	local dir=$1 name=$2 eku=$3 san=${4:-}
+	local dir=$1 name=$2 eku=$3 san=${4:-} ext
 	[[ -s $dir/$name.crt ]] && return 0
-	{
-		printf '%s\n' 'basicConstraints=CA:FALSE' 'keyUsage=critical,digitalSignature,keyEncipherment' \
-			"extendedKeyUsage=$eku"
-		if [[ -n $san ]]; then printf 'subjectAltName=%s\n' "$san"; fi
-	} >"$dir/$name.ext"
-	openssl_in "$dir" req "${EC_KEY[@]}" -keyout "$name.key" -out "$name.csr" -subj "/CN=elector-$name"
-	openssl_in "$dir" x509 -req -in "$name.csr" -CA ca.crt -CAkey ca.key -CAcreateserial \
-		-days 3650 -extfile "$name.ext" -out "$name.crt"
-	rm -f "$dir/$name.csr" "$dir/$name.ext" "$dir/ca.srl"
+	ext=(-addext basicConstraints=CA:FALSE -addext keyUsage=critical,digitalSignature,keyEncipherment
+		-addext "extendedKeyUsage=$eku")
+	if [[ -n $san ]]; then ext+=(-addext "subjectAltName=$san"); fi
+	openssl_in "$dir" req -x509 "${EC_KEY[@]}" -keyout "$name.key" -out "$name.crt" -days 3650 \
+		-subj "/CN=elector-$name" -CA ca.crt -CAkey ca.key "${ext[@]}"
 	chmod 600 "$dir/$name.key"
 }
 
@@ -308,7 +305,7 @@ redis_launch() { # redis_launch N [aof]
 	mkdir -p "$dir/data"
 	if ((n == 7)); then # TLS only, client certificate and password required
 		tls=$(redis_tls_dir)
-		tls_set "$tls"
+		tls_set "$tls" # made by cmd_start already, unless restarting without it
 		args=(--port 0 --tls-port "$port" --tls-cert-file "$tls/server.crt" --tls-key-file "$tls/server.key"
 			--tls-ca-cert-file "$tls/ca.crt" --tls-auth-clients yes --requirepass "$REDIS_PASSWORD")
 	else
@@ -482,6 +479,16 @@ etcd_env() {
 zk_client_port() { echo $((21810 + OFF + $1)); }
 zk_tls_dir() { printf '%s/zk/tls' "$STATE"; }
 
+# zk_certs makes the TLS server's CA, certificates and its PEM key store (key
+# then certificate), unless they are there.
+zk_certs() {
+	local tls
+	tls=$(zk_tls_dir)
+	tls_set "$tls"
+	[[ -s $tls/server.pem ]] || cat "$tls/server.key" "$tls/server.crt" >"$tls/server.pem"
+	chmod 600 "$tls/server.pem"
+}
+
 zk_launch() { # zk_launch N
 	local n=$1 dir port i
 	dir=$(node_dir zk "$n")
@@ -513,9 +520,7 @@ zk_launch() { # zk_launch N
 zk_tls_launch() {
 	local dir=$1 port=$2 tls
 	tls=$(zk_tls_dir)
-	tls_set "$tls"
-	[[ -s $tls/server.pem ]] || cat "$tls/server.key" "$tls/server.crt" >"$tls/server.pem"
-	chmod 600 "$tls/server.pem"
+	zk_certs
 	printf '%s\n' tickTime=500 minSessionTimeout=1000 maxSessionTimeout=30000 \
 		"dataDir=$dir/data" "secureClientPortAddress=$HOST" "secureClientPort=$port" \
 		serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory \
@@ -601,11 +606,9 @@ preflight() {
 }
 
 # launch_kind KIND starts the nodes of KIND that are not running and resumes
-# paused ones. If none of them runs, leftovers of an earlier run are removed
-# first for a clean start.
+# paused ones.
 launch_kind() {
 	local kind=$1 n
-	kind_running "$kind" || rm -rf "${STATE:?}/$kind"
 	for n in $(nodes_of "$kind"); do
 		if node_pid "$kind" "$n" >/dev/null; then
 			signal_node "$kind" "$n" CONT
@@ -615,6 +618,22 @@ launch_kind() {
 	done
 }
 
+# make_tls KIND... makes the TLS material of the kinds, one process per kind,
+# before any server starts: openssl is slow on a CPU the JVMs are starting on.
+make_tls() {
+	local kind pids=() pid failed=0
+	for kind in "$@"; do
+		case $kind in
+		redis) tls_set "$(redis_tls_dir)" & ;;
+		etcd) etcd_certs & ;;
+		zk) zk_certs & ;;
+		esac
+		pids+=($!)
+	done
+	for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
+	((failed == 0)) || die "making TLS material failed; see the messages above"
+}
+
 cmd_start() {
 	local kinds kind t0 nodes
 	kinds=$(parse_kinds "${1:-all}")
@@ -622,6 +641,11 @@ cmd_start() {
 	mkdir -p "$STATE"
 	t0=$(now)
 	for kind in $kinds; do preflight "$kind"; done
+	# If no node of a kind runs, remove leftovers of an earlier run for a
+	# clean start.
+	for kind in $kinds; do kind_running "$kind" || rm -rf "${STATE:?}/$kind"; done
+	# shellcheck disable=SC2086 # a word list
+	make_tls $kinds
 	# Launch everything first (the JVMs are slowest), then wait for each kind.
 	for kind in zk etcd redis; do
 		if [[ " $kinds " == *" $kind "* ]]; then launch_kind "$kind"; fi
