@@ -25,9 +25,10 @@
 //	etcd://[user:password@]host:port[,host:port...][?params]
 //	etcds://...    the same over TLS
 //	zk://[user:password@]host:port[,host:port...][/root][?params]
+//	zks://...      the same over TLS (ZooKeeper's secureClientPort)
 //
 // (redis and rediss by package github.com/leaderkit/elector/redlock, etcd
-// and etcds by .../etcd, zk by .../zookeeper.) A redis URL names the independent masters of a Redlock quorum (one client
+// and etcds by .../etcd, zk and zks by .../zookeeper.) A redis URL names the independent masters of a Redlock quorum (one client
 // each; 3 or 5 for fault tolerance), never replicas of one another. An etcd
 // URL names the endpoints of one cluster; a zk URL the servers of one
 // ensemble, and its path is the root znode of the elections (default
@@ -38,15 +39,25 @@
 //	redis, rediss  prefix, no_prefix (bool), node_timeout, drift_factor,
 //	               dial_timeout
 //	etcd, etcds    prefix, drift_factor, cleanup_timeout, dial_timeout
-//	zk             disconnect_grace, drift_factor
-//	rediss, etcds  ca, cert, key (PEM file paths), server_name,
-//	               insecure_skip_verify (bool)
+//	zk, zks        disconnect_grace, drift_factor
+//	rediss, etcds, ca, cert, key (PEM file paths), server_name,
+//	zks            insecure_skip_verify (bool)
 //
 // They map to the fields of redlock.Options, etcd.Options and
 // zookeeper.Options of the same meaning, and are validated by the drivers'
-// constructors. A zk URL's user and password add "digest" authentication to
-// the session and protect the znodes it creates with the matching digest
-// ACL. Write secrets percent-encoded; they never appear in errors, which show
+// constructors. The TLS parameters: ca verifies the servers' certificates
+// (default: the system's roots), cert and key are the client certificate
+// for servers that require one (mutual TLS), and server_name is the name
+// the servers' certificates must hold when it is not the host in the URL
+// (say the URL names 127.0.0.1 and the certificate etcd.internal).
+//
+// ZooKeeper ACLs: a zk or zks URL's user and password add "digest"
+// authentication to the session and protect the znodes it creates with the
+// matching digest ACL, so that only that user can read or change the
+// election. Without user and password the znodes are world:anyone with all
+// permissions (Curator's default): any client of the ensemble can delete
+// the leader's znode and so end its term. See the Security section of
+// package zookeeper. Write secrets percent-encoded; they never appear in errors, which show
 // the URL redacted.
 //
 // # Errors

@@ -175,7 +175,7 @@ var defaultMux = new(Mux)
 
 // DefaultMux returns the Mux [Open] uses. Drivers register their schemes on
 // it when their package is imported: redlock registers redis and rediss,
-// etcd registers etcd and etcds, zookeeper registers zk. A program may
+// etcd registers etcd and etcds, zookeeper registers zk and zks. A program may
 // register more schemes on it.
 func DefaultMux() *Mux { return defaultMux }
 
@@ -198,6 +198,7 @@ var drivers = map[string]string{
 	"etcd":   "github.com/leaderkit/elector/etcd",
 	"etcds":  "github.com/leaderkit/elector/etcd",
 	"zk":     "github.com/leaderkit/elector/zookeeper",
+	"zks":    "github.com/leaderkit/elector/zookeeper",
 }
 
 // unknownScheme is the error for a scheme nobody registered on m.

@@ -65,9 +65,9 @@ func TestMuxZeroValueAndRegister(t *testing.T) {
 
 func TestOpenRefusesBadURLs(t *testing.T) {
 	for _, tc := range []struct{ url, want string }{
-		{"", "with a scheme among etcd, etcds, redis, rediss, zk"},
+		{"", "with a scheme among etcd, etcds, redis, rediss, zk, zks"},
 		{"127.0.0.1:7001", "is not a backend URL; want scheme://host:port[,host:port...]"},
-		{"consul://h:8500", `unknown scheme "consul"; want one of etcd, etcds, redis, rediss, zk`},
+		{"consul://h:8500", `unknown scheme "consul"; want one of etcd, etcds, redis, rediss, zk, zks`},
 		{"redis://", "no host"},
 		{"redis://h1:7001,,h2", "empty host"},
 		{"redis://h1:99999", "not a number in 1-65535"},
@@ -87,6 +87,8 @@ func TestOpenRefusesBadURLs(t *testing.T) {
 		{"etcd://h1?drift_factor=0.7", "DriftFactor"},
 		{"etcd://h1?session_timeout=1s", `unknown query parameter "session_timeout"`},
 		{"zk://h1/a?session_timeout=1s", `unknown query parameter "session_timeout"`},
+		{"zk://h1/a?ca=/x.pem", "need the zks:// scheme"},
+		{"zks://h1/a?ca=/nonexistent.pem", "query parameter ca"},
 		{"zk://h1/a?drift_factor=0.7", "DriftFactor"},
 		{"zk://127.0.0.1:1,127.0.0.1/", ""}, // valid: the default root
 		{"zk://h1/zookeeper/x", "zookeeper"},

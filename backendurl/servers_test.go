@@ -23,6 +23,8 @@ import (
 func TestOpenRealServers(t *testing.T) {
 	ep, ca, cert, key := testenv.EtcdTLS(t)
 	tlsQuery := url.Values{"ca": {ca}, "cert": {cert}, "key": {key}}.Encode()
+	redisTLS, rca, rcert, rkey := testenv.RedisTLS(t)
+	zkTLS, zca, zcert, zkey := testenv.ZKTLS(t)
 	// node_timeout=1s: this test checks what Open builds, not latency, and
 	// a loaded test machine can take more than the default 100 ms.
 	urls := map[string]string{
@@ -31,6 +33,9 @@ func TestOpenRealServers(t *testing.T) {
 		"etcd":       "etcd://" + strings.Join(testenv.EtcdEndpoints(t), ",") + "?prefix=/backendurl-test/",
 		"etcds-auth": fmt.Sprintf("etcds://%s:%s@%s?%s", testenv.EtcdUser, testenv.EtcdPassword, ep, tlsQuery),
 		"zk":         "zk://" + strings.Join(testenv.ZKServers(t), ",") + "/backendurl-test",
+		"rediss-mtls": fmt.Sprintf("rediss://:%s@%s?node_timeout=1s&%s", testenv.RedisPassword, redisTLS,
+			url.Values{"ca": {rca}, "cert": {rcert}, "key": {rkey}}.Encode()),
+		"zks-mtls": "zks://" + zkTLS + "/backendurl-test?" + url.Values{"ca": {zca}, "cert": {zcert}, "key": {zkey}}.Encode(),
 	}
 	for name, raw := range urls {
 		t.Run(name, func(t *testing.T) {

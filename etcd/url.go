@@ -9,6 +9,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 
 	"github.com/leaderkit/elector/backend"
 	"github.com/leaderkit/elector/backendurl"
@@ -50,9 +51,16 @@ func openURL(_ context.Context, u *url.URL) (backend.Backend, io.Closer, error) 
 	if err := p.Finish(); err != nil {
 		return nil, nil, err
 	}
+	var dialOpts []grpc.DialOption
 	if tlsCfg != nil {
 		for i, ep := range eps {
 			eps[i] = "https://" + ep
+		}
+		if tlsCfg.ServerName != "" {
+			// gRPC verifies the server's certificate against the
+			// connection's authority, which overrides the tls.Config's
+			// ServerName; by default the authority is the endpoint's host.
+			dialOpts = append(dialOpts, grpc.WithAuthority(tlsCfg.ServerName))
 		}
 	}
 	password, _ := u.User.Password()
@@ -62,6 +70,7 @@ func openURL(_ context.Context, u *url.URL) (backend.Backend, io.Closer, error) 
 		Password:    password,
 		TLS:         tlsCfg,
 		DialTimeout: dial,
+		DialOptions: dialOpts,
 		Logger:      zap.NewNop(),
 	})
 	if err != nil {

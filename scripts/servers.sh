@@ -20,10 +20,20 @@
 # Nodes (one line per server kind; each start command is in its *_start function below):
 #   redis 1-5  independent masters 127.0.0.1:7001-7005, no persistence
 #   redis 6    127.0.0.1:7006, requirepass elector-secret, ACL user elector/elector-acl
+#   redis 7    TLS only, 127.0.0.1:7007: mutual TLS (client certificate required),
+#              requirepass elector-secret
 #   etcd  1-3  cluster, client 127.0.0.1:23791-23793, peer 23801-23803, fast raft timing
 #   etcd  4    single member, client https://127.0.0.1:23794 (client-cert TLS),
 #              peer 23804, auth enabled (user root, password elector-root)
+#   etcd  5    single member, client https://127.0.0.1:23795 (client-cert TLS), peer
+#              23805; its server certificate names only DNS:etcd.internal, so a
+#              client must set the TLS server name
 #   zk    1-3  ensemble, client 127.0.0.1:21811-21813
+#   zk    4    standalone, TLS only (Netty secureClientPort) on 127.0.0.1:21814,
+#              client certificate required
+#
+# TLS material (a CA, server and client certificates, EC P-256) is made with
+# openssl into <state dir>/<kind>/tls when a TLS node first starts.
 #
 # Processes are tracked by PID files under $ELECTOR_STATE_DIR (default
 # /tmp/elector-servers) that also record the process start time, so a recycled
@@ -35,7 +45,7 @@ STATE=${ELECTOR_STATE_DIR:-/tmp/elector-servers}
 HOST=127.0.0.1
 # OFF shifts every port below, so that a second set of servers (another
 # ELECTOR_STATE_DIR) can run beside the first: ELECTOR_PORT_OFFSET=100 puts
-# Redis on 7101-7106, etcd on 23891-23894 and ZooKeeper on 21911-21913.
+# Redis on 7101-7107, etcd on 23891-23895 and ZooKeeper on 21911-21914.
 OFF=${ELECTOR_PORT_OFFSET:-0}
 [[ $OFF =~ ^[0-9]+$ ]] && ((OFF % 100 == 0 && OFF < 1000)) || {
 	printf 'servers.sh: error: ELECTOR_PORT_OFFSET must be a multiple of 100 below 1000, got %q\n' "$OFF" >&2
@@ -49,9 +59,13 @@ REDIS_ACL_USER=elector
 REDIS_ACL_PASSWORD=elector-acl
 ETCD_ROOT_PASSWORD=elector-root
 ZK_CLASSPATH=/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar
+# The TLS server's Netty SSL handler needs netty-codec, which zookeeper.jar's
+# manifest class path leaves out.
+ZK_TLS_CLASSPATH=$ZK_CLASSPATH:/usr/share/java/netty-codec.jar
+ETCD_TLS_SERVER_NAME=etcd.internal
 
 KINDS=(redis etcd zk)
-PACKAGES=(redis-server etcd-server etcd-client zookeeper libcurator-recipes-java openssl)
+PACKAGES=(redis-server etcd-server etcd-client zookeeper libcurator-recipes-java libnetty-java openssl)
 
 log() { printf 'servers.sh: %s\n' "$*" >&2; }
 die() {
@@ -72,7 +86,7 @@ missing_tools() {
 		command -v "$c" >/dev/null 2>&1 || printf '%s ' "$c"
 	done
 	for f in /usr/share/java/zookeeper.jar /usr/share/java/slf4j-simple.jar \
-		/usr/share/java/curator-recipes.jar; do
+		/usr/share/java/curator-recipes.jar /usr/share/java/netty-codec.jar; do
 		[[ -e $f ]] || printf '%s ' "$f"
 	done
 }
@@ -206,9 +220,9 @@ wait_ready() {
 
 nodes_of() { # all node numbers of a kind
 	case $1 in
-	redis) echo 1 2 3 4 5 6 ;;
-	etcd) echo 1 2 3 4 ;;
-	zk) echo 1 2 3 ;;
+	redis) echo 1 2 3 4 5 6 7 ;;
+	etcd) echo 1 2 3 4 5 ;;
+	zk) echo 1 2 3 4 ;;
 	esac
 }
 
@@ -218,26 +232,86 @@ kind_running() { # succeeds if any node of the kind runs
 	return 1
 }
 
+# ---------------------------------------------------------------- TLS material
+
+EC_KEY=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
+
+# openssl_in DIR ARGS... runs openssl in DIR, logging to DIR/openssl.log; it
+# dies with the log on failure.
+openssl_in() {
+	local dir=$1
+	shift
+	mkdir -p "$dir"
+	(cd "$dir" && openssl "$@") >>"$dir/openssl.log" 2>&1 ||
+		die "openssl $1 failed in $dir:$(tail -n 25 "$dir/openssl.log" | sed 's/^/    | /')"
+}
+
+# tls_ca DIR writes a CA (ca.key, ca.crt) into DIR, unless one is there.
+tls_ca() {
+	[[ -s $1/ca.crt ]] && return 0
+	openssl_in "$1" req -x509 "${EC_KEY[@]}" -keyout ca.key -out ca.crt -days 3650 \
+		-subj /CN=elector-test-ca \
+		-addext basicConstraints=critical,CA:TRUE \
+		-addext keyUsage=critical,keyCertSign,cRLSign
+	chmod 600 "$1/ca.key"
+}
+
+# tls_cert DIR NAME EKU [SAN] writes NAME.key and NAME.crt (CN elector-NAME),
+# signed by DIR's CA, for the extended key usages EKU and, if given, the
+# subjectAltName SAN, unless they are there. (One openssl call: req -x509
+# -CA, OpenSSL 3.0 or later.)
+tls_cert() {
+	local dir=$1 name=$2 eku=$3 san=${4:-} ext
+	[[ -s $dir/$name.crt ]] && return 0
+	ext=(-addext basicConstraints=CA:FALSE -addext keyUsage=critical,digitalSignature,keyEncipherment
+		-addext "extendedKeyUsage=$eku")
+	if [[ -n $san ]]; then ext+=(-addext "subjectAltName=$san"); fi
+	openssl_in "$dir" req -x509 "${EC_KEY[@]}" -keyout "$name.key" -out "$name.crt" -days 3650 \
+		-subj "/CN=elector-$name" -CA ca.crt -CAkey ca.key "${ext[@]}"
+	chmod 600 "$dir/$name.key"
+}
+
+# tls_set DIR makes a CA, a server certificate for 127.0.0.1 and localhost and
+# a client certificate in DIR, unless they are there.
+tls_set() {
+	tls_ca "$1"
+	tls_cert "$1" server serverAuth,clientAuth IP:127.0.0.1,DNS:localhost
+	tls_cert "$1" client clientAuth
+}
+
 # ---------------------------------------------------------------- redis
 
 redis_port() { echo $((7000 + OFF + $1)); }
+redis_tls_dir() { printf '%s/redis/tls' "$STATE"; }
 
 # redis_cli N ARGS... runs redis-cli against node N, giving up after 2 s: a
 # paused node accepts the connection but never answers.
 redis_cli() {
-	local n=$1 auth=()
+	local n=$1 auth=() tls
 	shift
-	((n == 6)) && auth=(--no-auth-warning -a "$REDIS_PASSWORD")
+	((n == 6 || n == 7)) && auth=(--no-auth-warning -a "$REDIS_PASSWORD")
+	if ((n == 7)); then
+		tls=$(redis_tls_dir)
+		auth+=(--tls --cacert "$tls/ca.crt" --cert "$tls/client.crt" --key "$tls/client.key")
+	fi
 	timeout 2 redis-cli -h "$HOST" -p "$(redis_port "$n")" "${auth[@]}" "$@"
 }
 
 redis_launch() { # redis_launch N [aof]
-	local n=$1 aof=${2:-} dir port args
+	local n=$1 aof=${2:-} dir port args tls
 	dir=$(node_dir redis "$n")
 	port=$(redis_port "$n")
 	port_busy "$port" && die "redis $n: port $port is already in use by a process this script did not start"
 	mkdir -p "$dir/data"
-	args=(--port "$port" --bind "$HOST" --dir "$dir/data" --daemonize no --save '')
+	if ((n == 7)); then # TLS only, client certificate and password required
+		tls=$(redis_tls_dir)
+		tls_set "$tls" # made by cmd_start already, unless restarting without it
+		args=(--port 0 --tls-port "$port" --tls-cert-file "$tls/server.crt" --tls-key-file "$tls/server.key"
+			--tls-ca-cert-file "$tls/ca.crt" --tls-auth-clients yes --requirepass "$REDIS_PASSWORD")
+	else
+		args=(--port "$port")
+	fi
+	args+=(--bind "$HOST" --dir "$dir/data" --daemonize no --save '')
 	if [[ $aof == aof ]]; then
 		args+=(--appendonly yes --appendfsync always)
 	else
@@ -268,6 +342,12 @@ redis_env() {
 		echo "${addrs[*]}"
 	)"
 	env_line ELECTOR_REDIS_AUTH_ADDR "$HOST:$(redis_port 6)"
+	local tls
+	tls=$(redis_tls_dir)
+	env_line ELECTOR_REDIS_TLS_ADDR "$HOST:$(redis_port 7)"
+	env_line ELECTOR_REDIS_TLS_CA "$tls/ca.crt"
+	env_line ELECTOR_REDIS_TLS_CERT "$tls/client.crt"
+	env_line ELECTOR_REDIS_TLS_KEY "$tls/client.key"
 }
 
 # ---------------------------------------------------------------- etcd
@@ -278,7 +358,7 @@ etcd_tls_dir() { printf '%s/etcd/tls' "$STATE"; }
 
 etcd_client_url() {
 	local scheme=http
-	(($1 == 4)) && scheme=https
+	(($1 >= 4)) && scheme=https
 	printf '%s://%s:%s' "$scheme" "$HOST" "$(etcd_client_port "$1")"
 }
 
@@ -288,42 +368,28 @@ etcdctl_node() { # etcdctl_node N ARGS... (TLS and, once enabled, auth for node 
 	local n=$1 tls
 	shift
 	local flags=(--endpoints "$(etcd_client_url "$n")" --dial-timeout 1s --command-timeout 3s)
-	if ((n == 4)); then
+	if ((n >= 4)); then
 		tls=$(etcd_tls_dir)
 		flags+=(--cacert "$tls/ca.crt" --cert "$tls/client.crt" --key "$tls/client.key")
-		[[ -e $(node_dir etcd 4)/auth-enabled ]] && flags+=(--user "root:$ETCD_ROOT_PASSWORD")
+		if ((n == 4)) && [[ -e $(node_dir etcd 4)/auth-enabled ]]; then
+			flags+=(--user "root:$ETCD_ROOT_PASSWORD")
+		fi
+		# etcdctl 3.4 cannot set a TLS server name; member 5's certificate
+		# names only etcd.internal, so its probe skips verification.
+		if ((n == 5)); then flags+=(--insecure-skip-tls-verify); fi
 	fi
 	ETCDCTL_API=3 etcdctl "${flags[@]}" "$@"
 }
 
-# etcd_certs writes a CA, a server certificate for 127.0.0.1/localhost and a
+# etcd_certs writes a CA, a server certificate for 127.0.0.1/localhost, a
 # client certificate (CN elector-client, not an etcd user, so a client must
-# still authenticate with a password) into the TLS dir, once.
+# still authenticate with a password) and member 5's server certificate, whose
+# only name is DNS:etcd.internal, into the TLS dir, once.
 etcd_certs() {
 	local tls
 	tls=$(etcd_tls_dir)
-	[[ -s $tls/client.crt ]] && return 0
-	mkdir -p "$tls"
-	(
-		cd "$tls"
-		local ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
-		openssl req -x509 "${ec[@]}" -keyout ca.key -out ca.crt -days 3650 \
-			-subj /CN=elector-test-ca \
-			-addext basicConstraints=critical,CA:TRUE \
-			-addext keyUsage=critical,keyCertSign,cRLSign
-		printf '%s\n' 'basicConstraints=CA:FALSE' 'keyUsage=critical,digitalSignature,keyEncipherment' \
-			'extendedKeyUsage=serverAuth,clientAuth' 'subjectAltName=IP:127.0.0.1,DNS:localhost' >server.ext
-		printf '%s\n' 'basicConstraints=CA:FALSE' 'keyUsage=critical,digitalSignature,keyEncipherment' \
-			'extendedKeyUsage=clientAuth' >client.ext
-		local who
-		for who in server client; do
-			openssl req "${ec[@]}" -keyout "$who.key" -out "$who.csr" -subj "/CN=elector-$who"
-			openssl x509 -req -in "$who.csr" -CA ca.crt -CAkey ca.key -CAcreateserial \
-				-days 3650 -extfile "$who.ext" -out "$who.crt"
-		done
-		rm -f ./*.csr ./*.ext ca.srl
-		chmod 600 ./*.key
-	) >"$tls/openssl.log" 2>&1 || die "openssl failed:$(sed 's/^/    | /' "$tls/openssl.log")"
+	tls_set "$tls"
+	tls_cert "$tls" named serverAuth "DNS:$ETCD_TLS_SERVER_NAME"
 }
 
 etcd_launch() { # etcd_launch N
@@ -339,6 +405,13 @@ etcd_launch() { # etcd_launch N
 		cluster="tls=$peer"
 		args=(--name tls --initial-cluster-token elector-tls
 			--cert-file "$tls/server.crt" --key-file "$tls/server.key"
+			--client-cert-auth --trusted-ca-file "$tls/ca.crt")
+	elif ((n == 5)); then
+		etcd_certs
+		tls=$(etcd_tls_dir)
+		cluster="named=$peer"
+		args=(--name named --initial-cluster-token elector-named
+			--cert-file "$tls/named.crt" --key-file "$tls/named.key"
 			--client-cert-auth --trusted-ca-file "$tls/ca.crt")
 	else
 		cluster=""
@@ -398,11 +471,23 @@ etcd_env() {
 	env_line ELECTOR_ETCD_TLS_CA "$tls/ca.crt"
 	env_line ELECTOR_ETCD_TLS_CERT "$tls/client.crt"
 	env_line ELECTOR_ETCD_TLS_KEY "$tls/client.key"
+	env_line ELECTOR_ETCD_TLS_NAMED_ENDPOINT "$HOST:$(etcd_client_port 5)"
 }
 
 # ---------------------------------------------------------------- zookeeper
 
 zk_client_port() { echo $((21810 + OFF + $1)); }
+zk_tls_dir() { printf '%s/zk/tls' "$STATE"; }
+
+# zk_certs makes the TLS server's CA, certificates and its PEM key store (key
+# then certificate), unless they are there.
+zk_certs() {
+	local tls
+	tls=$(zk_tls_dir)
+	tls_set "$tls"
+	[[ -s $tls/server.pem ]] || cat "$tls/server.key" "$tls/server.crt" >"$tls/server.pem"
+	chmod 600 "$tls/server.pem"
+}
 
 zk_launch() { # zk_launch N
 	local n=$1 dir port i
@@ -410,6 +495,10 @@ zk_launch() { # zk_launch N
 	port=$(zk_client_port "$n")
 	port_busy "$port" && die "zk $n: port $port is already in use by a process this script did not start"
 	mkdir -p "$dir/data"
+	if ((n == 4)); then
+		zk_tls_launch "$dir" "$port"
+		return
+	fi
 	[[ -e $dir/data/myid ]] || echo "$n" >"$dir/data/myid"
 	{
 		printf '%s\n' tickTime=500 initLimit=20 syncLimit=10 \
@@ -423,7 +512,35 @@ zk_launch() { # zk_launch N
 		org.apache.zookeeper.server.quorum.QuorumPeerMain "$dir/zoo.cfg"
 }
 
+# zk_tls_launch DIR PORT starts the standalone TLS server, node 4: Netty,
+# secureClientPort only, a client certificate signed by the CA required
+# (ZooKeeper's default ssl.clientAuth=need), and the client's certificate
+# identity added to its session by the x509 auth provider. Key stores are PEM
+# files (ZooKeeper 3.6+); the key store holds the key and its certificate.
+zk_tls_launch() {
+	local dir=$1 port=$2 tls
+	tls=$(zk_tls_dir)
+	zk_certs
+	printf '%s\n' tickTime=500 minSessionTimeout=1000 maxSessionTimeout=30000 \
+		"dataDir=$dir/data" "secureClientPortAddress=$HOST" "secureClientPort=$port" \
+		serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory \
+		"ssl.keyStore.location=$tls/server.pem" ssl.keyStore.type=PEM \
+		"ssl.trustStore.location=$tls/ca.crt" ssl.trustStore.type=PEM \
+		authProvider.x509=org.apache.zookeeper.server.auth.X509AuthenticationProvider \
+		'4lw.commands.whitelist=*' admin.enableServer=false >"$dir/zoo.cfg"
+	spawn zk 4 java -Xms64m -Xmx128m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
+		-Djava.net.preferIPv4Stack=true -cp "$ZK_TLS_CLASSPATH" \
+		org.apache.zookeeper.server.quorum.QuorumPeerMain "$dir/zoo.cfg"
+}
+
 zk_4lw() { # zk_4lw N WORD prints the server's answer
+	local tls
+	if (($1 == 4)); then # TLS only; -quiet waits for the server to close
+		tls=$(zk_tls_dir)
+		printf %s "$2" | timeout 2 openssl s_client -quiet -verify_return_error -connect "$HOST:$(zk_client_port 4)" \
+			-CAfile "$tls/ca.crt" -cert "$tls/client.crt" -key "$tls/client.key" 2>/dev/null
+		return
+	fi
 	# shellcheck disable=SC2016 # the inner script expands its own arguments
 	timeout 2 bash -c 'exec 3<>"/dev/tcp/$1/$2"; printf %s "$3" >&3; cat <&3' _ "$HOST" "$(zk_client_port "$1")" "$2"
 }
@@ -431,7 +548,11 @@ zk_4lw() { # zk_4lw N WORD prints the server's answer
 zk_mode() { zk_4lw "$1" srvr 2>/dev/null | sed -n 's/^Mode: //p'; }
 
 # ruok answers imok even without a quorum; srvr's Mode is the readiness test.
-zk_ready() { [[ $(zk_mode "$1") =~ ^(leader|follower)$ ]]; }
+zk_ready() {
+	local want='^(leader|follower)$'
+	if (($1 == 4)); then want="^standalone$"; fi
+	[[ $(zk_mode "$1") =~ $want ]]
+}
 
 zk_addr() { printf '%s:%s' "$HOST" "$(zk_client_port "$1")"; }
 
@@ -440,7 +561,15 @@ zk_wait() { # zk_wait N...
 	for n in "$@"; do wait_ready zk "$n"; done
 }
 
-zk_env() { env_line ELECTOR_ZK_SERVERS "$HOST:$(zk_client_port 1),$HOST:$(zk_client_port 2),$HOST:$(zk_client_port 3)"; }
+zk_env() {
+	local tls
+	tls=$(zk_tls_dir)
+	env_line ELECTOR_ZK_SERVERS "$HOST:$(zk_client_port 1),$HOST:$(zk_client_port 2),$HOST:$(zk_client_port 3)"
+	env_line ELECTOR_ZK_TLS_SERVER "$HOST:$(zk_client_port 4)"
+	env_line ELECTOR_ZK_TLS_CA "$tls/ca.crt"
+	env_line ELECTOR_ZK_TLS_CERT "$tls/client.crt"
+	env_line ELECTOR_ZK_TLS_KEY "$tls/client.key"
+}
 
 # ---------------------------------------------------------------- commands
 
@@ -456,9 +585,12 @@ parse_kinds() { # parse_kinds [KIND|all] → kind names
 
 ports_of() { # every port a kind listens on
 	case $1 in
-	redis) for n in 1 2 3 4 5 6; do redis_port "$n"; done ;;
-	etcd) for n in 1 2 3 4; do etcd_client_port "$n" && etcd_peer_port "$n"; done ;;
-	zk) for n in 1 2 3; do zk_client_port "$n" && echo $((21820 + OFF + n)) $((21830 + OFF + n)); done ;;
+	redis) for n in $(nodes_of redis); do redis_port "$n"; done ;;
+	etcd) for n in 1 2 3 4 5; do etcd_client_port "$n" && etcd_peer_port "$n"; done ;;
+	zk)
+		for n in 1 2 3; do zk_client_port "$n" && echo $((21820 + OFF + n)) $((21830 + OFF + n)); done
+		zk_client_port 4
+		;;
 	esac
 }
 
@@ -474,11 +606,9 @@ preflight() {
 }
 
 # launch_kind KIND starts the nodes of KIND that are not running and resumes
-# paused ones. If none of them runs, leftovers of an earlier run are removed
-# first for a clean start.
+# paused ones.
 launch_kind() {
 	local kind=$1 n
-	kind_running "$kind" || rm -rf "${STATE:?}/$kind"
 	for n in $(nodes_of "$kind"); do
 		if node_pid "$kind" "$n" >/dev/null; then
 			signal_node "$kind" "$n" CONT
@@ -488,6 +618,22 @@ launch_kind() {
 	done
 }
 
+# make_tls KIND... makes the TLS material of the kinds, one process per kind,
+# before any server starts: openssl is slow on a CPU the JVMs are starting on.
+make_tls() {
+	local kind pids=() pid failed=0
+	for kind in "$@"; do
+		case $kind in
+		redis) tls_set "$(redis_tls_dir)" & ;;
+		etcd) etcd_certs & ;;
+		zk) zk_certs & ;;
+		esac
+		pids+=($!)
+	done
+	for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
+	((failed == 0)) || die "making TLS material failed; see the messages above"
+}
+
 cmd_start() {
 	local kinds kind t0 nodes
 	kinds=$(parse_kinds "${1:-all}")
@@ -495,6 +641,11 @@ cmd_start() {
 	mkdir -p "$STATE"
 	t0=$(now)
 	for kind in $kinds; do preflight "$kind"; done
+	# If no node of a kind runs, remove leftovers of an earlier run for a
+	# clean start.
+	for kind in $kinds; do kind_running "$kind" || rm -rf "${STATE:?}/$kind"; done
+	# shellcheck disable=SC2086 # a word list
+	make_tls $kinds
 	# Launch everything first (the JVMs are slowest), then wait for each kind.
 	for kind in zk etcd redis; do
 		if [[ " $kinds " == *" $kind "* ]]; then launch_kind "$kind"; fi

@@ -132,6 +132,54 @@
 // successor is elected between one TTL and one TTL plus a tick after its
 // last packet.
 //
+// # Security
+//
+// Who may touch an election is decided by the ACL of its znodes, set when
+// each znode is created (the election parents and the candidates alike):
+//
+//   - Without [Options.Auth] and [Options.ACL] (and in a zk:// URL without
+//     user and password) every znode is world:anyone with all permissions,
+//     Curator's default. Any client that reaches the ensemble can then read
+//     the identities of the candidates, join the election, and delete the
+//     leader's znode, which ends the term at the store at once and elects
+//     the next candidate: the old leader learns it only through its watch,
+//     a round trip later, so only fencing ([Backend.Guard], the token)
+//     protects a resource in between. Use this only on an ensemble that
+//     untrusted clients cannot reach.
+//   - With Options.Auth and no ACL, every znode is creator-only,
+//     zk.AuthACL(zk.PermAll): the server grants all permissions to the
+//     identities the creating session authenticated as (the digest user,
+//     and over TLS the client certificate's identity when the server maps
+//     certificates to identities), and nothing to anyone else, reads
+//     included. So every participant of an election, Curator peers and
+//     monitoring tools such as `elect status` alike, must authenticate as
+//     one of those identities. A zk:// or zks:// URL with user and password
+//     adds digest authentication and the ACL zk.DigestACL(zk.PermAll, user,
+//     password): that user only.
+//   - Options.ACL set is used as given, for example
+//     append(zk.DigestACL(zk.PermAll, "svc", pw), zk.WorldACL(zk.PermRead)...)
+//     to let anyone read who leads while only "svc" may campaign.
+//
+// An election parent keeps the ACL it was created with until it is removed
+// (a container goes once it has no children), so Backends of one election
+// should share one ACL.
+//
+// Digest credentials travel in clear over a plain connection. [Options.TLS]
+// (or a zks:// URL, with ca, cert and key parameters) encrypts every
+// connection and verifies the servers' certificates. ZooKeeper serves TLS on
+// its secureClientPort with the Netty connection factory
+// (serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory,
+// ssl.keyStore.* and ssl.trustStore.*; see
+// https://zookeeper.apache.org/doc/r3.8.0/zookeeperAdmin.html#Communication+using+the+Netty+framework),
+// and by default requires a client certificate signed by a CA in its trust
+// store. With the server's x509 auth provider
+// (authProvider.x509=org.apache.zookeeper.server.auth.X509AuthenticationProvider)
+// a session over TLS is authenticated as its certificate's subject, so
+// Options{TLS: cfg, ACL: zk.AuthACL(zk.PermAll)} makes creator-only znodes
+// without a password. A plain client on the secure port is dropped by the
+// server: go-zookeeper logs EOF to [Options.Logger] and calls fail with
+// zk.ErrNoServer.
+//
 // # Errors
 //
 // Invalid options (from New) and TTLs (from Campaign, as above) wrap
@@ -160,7 +208,9 @@
 //     expire the session after one TTL; the Deadline cannot see that, so
 //     keep syncLimit × tickTime well below the shortest TTL;
 //   - nobody deletes a leader's znode by hand: that ends the term at the
-//     store at once, and the leader learns it only through its watch.
+//     store at once, and the leader learns it only through its watch. Any
+//     client may do so unless the znodes have a restrictive ACL (see
+//     Security).
 //
 // A process paused past its Deadline may still believe it leads: fence
 // writes with [Backend.Guard] or the token.

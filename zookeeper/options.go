@@ -1,9 +1,12 @@
 package zookeeper
 
 import (
+	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"math"
+	"net"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -31,6 +34,12 @@ const (
 	// readTimeout is the session timeout Leader and Watch ask for when the
 	// Backend has no campaign session to read on.
 	readTimeout = 10 * time.Second
+
+	// tlsHandshakeTimeout bounds a TLS handshake with one server when
+	// [Options.TLS] is set. go-zookeeper's connect timeout (1 s) is too short
+	// for a handshake with a loaded JVM, or for the first load of the
+	// system's root certificates.
+	tlsHandshakeTimeout = 5 * time.Second
 )
 
 // Options configures a [Backend]. A nil *Options means all defaults.
@@ -43,17 +52,30 @@ type Options struct {
 	Root string
 
 	// ACL is set on every znode the Backend creates (election parents and
-	// candidates). Nil means zk.WorldACL(zk.PermAll), Curator's default.
+	// candidates). Nil means creator-only, zk.AuthACL(zk.PermAll), when
+	// Auth is set, and zk.WorldACL(zk.PermAll) (Curator's default: any
+	// client may delete a leader's znode) without Auth; see the package
+	// documentation, section Security.
 	ACL []zk.ACL
 
 	// Auth holds credentials added to every session of the Backend before
 	// it is used, for example {Scheme: "digest", Secret:
-	// []byte("user:password")} together with ACL zk.DigestACL(zk.PermAll,
-	// "user", "password").
+	// []byte("user:password")}. With Auth and no ACL, the znodes the
+	// Backend creates are readable and writable by these credentials only.
 	Auth []Auth
 
+	// TLS, when not nil, makes every connection to the servers a TLS
+	// connection with this configuration, as ZooKeeper's secureClientPort
+	// (served by the Netty connection factory) requires: set RootCAs to
+	// verify the servers, and Certificates when they require client
+	// certificates (ssl.clientAuth=need, ZooKeeper's default). An empty
+	// ServerName means the host of the server address dialled. The TCP
+	// connection under it is opened by Dialer; the handshake that follows
+	// is bounded by 5 s. Nil means plain TCP.
+	TLS *tls.Config
+
 	// Dialer opens the TCP connection to one server, for example through a
-	// TLS-terminating proxy. Nil means net.DialTimeout.
+	// proxy. Nil means net.DialTimeout.
 	Dialer zk.Dialer
 
 	// DisconnectGrace is how long a lease survives a lost connection while
@@ -126,8 +148,15 @@ func (o *Options) config() (config, error) {
 		return c, fmt.Errorf("zookeeper: %w", err)
 	}
 	c.drift = drift
-	if c.acl == nil {
+	switch {
+	case c.acl != nil:
+	case len(c.auth) > 0:
+		c.acl = zk.AuthACL(zk.PermAll) // the server expands it to the session's identities
+	default:
 		c.acl = zk.WorldACL(zk.PermAll)
+	}
+	if o.TLS != nil {
+		c.dialer = tlsDialer(c.dialer, o.TLS)
 	}
 	for i, a := range c.auth {
 		if a.Scheme == "" {
@@ -150,6 +179,37 @@ func (c *config) sessionTimeout(ttl time.Duration) (time.Duration, error) {
 		return 0, fmt.Errorf("%w: TTL is %v; want at least twice Options.DisconnectGrace (%v)", backend.ErrInvalid, ttl, c.grace)
 	}
 	return ttl.Truncate(time.Millisecond), nil
+}
+
+// tlsDialer returns a zk.Dialer that opens a connection with dial (nil
+// means net.DialTimeout) and completes a TLS handshake over it with cfg
+// within tlsHandshakeTimeout, or the dial's timeout if that is longer.
+func tlsDialer(dial zk.Dialer, cfg *tls.Config) zk.Dialer {
+	if dial == nil {
+		dial = net.DialTimeout
+	}
+	return func(network, addr string, timeout time.Duration) (net.Conn, error) {
+		raw, err := dial(network, addr, timeout)
+		if err != nil {
+			return nil, err
+		}
+		c := cfg.Clone()
+		if c.ServerName == "" {
+			host, _, err := net.SplitHostPort(addr)
+			if err != nil {
+				host = addr
+			}
+			c.ServerName = host
+		}
+		conn := tls.Client(raw, c)
+		ctx, cancel := context.WithTimeout(context.Background(), max(timeout, tlsHandshakeTimeout))
+		defer cancel()
+		if err := conn.HandshakeContext(ctx); err != nil {
+			_ = raw.Close()
+			return nil, fmt.Errorf("TLS handshake with %s: %w", addr, err)
+		}
+		return conn, nil
+	}
 }
 
 // zkLogger adapts go-zookeeper's Printf logging to slog, or discards it.

@@ -13,11 +13,12 @@ import (
 
 func init() {
 	backendurl.Register("zk", backendurl.OpenerFunc(openURL))
+	backendurl.Register("zks", backendurl.OpenerFunc(openURL))
 }
 
-// openURL opens zk:// URLs for package backendurl, which documents the
-// form; the path is the root znode. Importing this package registers the
-// scheme with backendurl.DefaultMux.
+// openURL opens zk:// and zks:// (TLS) URLs for package backendurl, which
+// documents the form; the path is the root znode. Importing this package
+// registers both schemes with backendurl.DefaultMux.
 func openURL(_ context.Context, u *url.URL) (backend.Backend, io.Closer, error) {
 	servers, err := backendurl.Hosts(u, "2181")
 	if err != nil {
@@ -30,6 +31,9 @@ func openURL(_ context.Context, u *url.URL) (backend.Backend, io.Closer, error) 
 	opts := &Options{
 		DriftFactor:     p.Float("drift_factor"),
 		DisconnectGrace: p.Duration("disconnect_grace"),
+	}
+	if opts.TLS, err = p.TLS(u.Scheme == "zks", "zks"); err != nil {
+		return nil, nil, err
 	}
 	if err := p.Finish(); err != nil {
 		return nil, nil, err

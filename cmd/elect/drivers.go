@@ -5,5 +5,5 @@ package main
 import (
 	_ "github.com/leaderkit/elector/etcd"      // etcd://, etcds://
 	_ "github.com/leaderkit/elector/redlock"   // redis://, rediss://
-	_ "github.com/leaderkit/elector/zookeeper" // zk://
+	_ "github.com/leaderkit/elector/zookeeper" // zk://, zks://
 )

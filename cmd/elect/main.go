@@ -60,7 +60,7 @@ Backend URLs:
   redis://[user:pass@]h1:6379,h2:6379,h3:6379[/db][?prefix=..&node_timeout=50ms]
   rediss://...  (TLS: ?ca=FILE&cert=FILE&key=FILE&server_name=..)
   etcd://[user:pass@]h1:2379,h2:2379[?prefix=..]   etcds://... (TLS)
-  zk://[user:pass@]h1:2181,h2:2181[/root][?disconnect_grace=1s]
+  zk://[user:pass@]h1:2181,h2:2181[/root][?disconnect_grace=1s]   zks://... (TLS)
 
 Exit codes:
   0    success; with --once, also when another replica ran the command;

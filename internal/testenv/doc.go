@@ -16,11 +16,14 @@
 //
 // # Servers
 //
-// Redis: five independent masters ([RedisAddrs]) and one node requiring
-// authentication ([RedisAuthAddr]). etcd: a three-member cluster with fast
-// raft timing ([EtcdEndpoints]) and a single member behind client-certificate
-// TLS and password auth ([EtcdTLS]). ZooKeeper: a three-server ensemble
-// ([ZKServers]). All listen on 127.0.0.1 only.
+// Redis: five independent masters ([RedisAddrs]), one node requiring
+// authentication ([RedisAuthAddr]) and one requiring mutual TLS and a
+// password ([RedisTLS]). etcd: a three-member cluster with fast raft timing
+// ([EtcdEndpoints]), a single member behind client-certificate TLS and
+// password auth ([EtcdTLS]) and one whose certificate names only
+// [EtcdTLSServerName] ([EtcdTLSNamed]). ZooKeeper: a three-server ensemble
+// ([ZKServers]) and a standalone server requiring mutual TLS ([ZKTLS]). All
+// listen on 127.0.0.1 only; the TLS material is made by the script.
 //
 // # Faults
 //

@@ -28,6 +28,10 @@ const (
 	EtcdUser = "root"
 	// EtcdPassword is the password of [EtcdUser].
 	EtcdPassword = "elector-root"
+	// EtcdTLSServerName is the only name in the server certificate of the
+	// etcd member at [EtcdTLSNamed]: a client reaching it at 127.0.0.1 must
+	// set it as the TLS server name.
+	EtcdTLSServerName = "etcd.internal"
 )
 
 // The environment variables printed by `scripts/servers.sh env`.
@@ -39,7 +43,16 @@ const (
 	envEtcdTLSCA     = "ELECTOR_ETCD_TLS_CA"
 	envEtcdTLSCert   = "ELECTOR_ETCD_TLS_CERT"
 	envEtcdTLSKey    = "ELECTOR_ETCD_TLS_KEY"
+	envEtcdTLSNamed  = "ELECTOR_ETCD_TLS_NAMED_ENDPOINT"
+	envRedisTLSAddr  = "ELECTOR_REDIS_TLS_ADDR"
+	envRedisTLSCA    = "ELECTOR_REDIS_TLS_CA"
+	envRedisTLSCert  = "ELECTOR_REDIS_TLS_CERT"
+	envRedisTLSKey   = "ELECTOR_REDIS_TLS_KEY"
 	envZKServers     = "ELECTOR_ZK_SERVERS"
+	envZKTLSServer   = "ELECTOR_ZK_TLS_SERVER"
+	envZKTLSCA       = "ELECTOR_ZK_TLS_CA"
+	envZKTLSCert     = "ELECTOR_ZK_TLS_CERT"
+	envZKTLSKey      = "ELECTOR_ZK_TLS_KEY"
 	envScripts       = "ELECTOR_SCRIPTS"
 )
 
@@ -57,6 +70,16 @@ func RedisAddrs(t testing.TB) []string {
 func RedisAuthAddr(t testing.TB) string {
 	t.Helper()
 	return lookup(t, envRedisAuthAddr)
+}
+
+// RedisTLS returns the host:port of the Redis node that accepts TLS only
+// (node 7 for [Fault]) and the paths of the PEM files to reach it: the CA
+// that signed the server's certificate (valid for 127.0.0.1 and localhost),
+// and the client certificate and key the node requires (mutual TLS). The
+// node also requires the password [RedisPassword].
+func RedisTLS(t testing.TB) (addr, ca, cert, key string) {
+	t.Helper()
+	return lookup(t, envRedisTLSAddr), lookup(t, envRedisTLSCA), lookup(t, envRedisTLSCert), lookup(t, envRedisTLSKey)
 }
 
 // EtcdEndpoints returns the host:port client endpoints of the three-member
@@ -77,11 +100,31 @@ func EtcdTLS(t testing.TB) (endpoint, ca, cert, key string) {
 	return lookup(t, envEtcdTLS), lookup(t, envEtcdTLSCA), lookup(t, envEtcdTLSCert), lookup(t, envEtcdTLSKey)
 }
 
+// EtcdTLSNamed returns the host:port endpoint (on 127.0.0.1) of the
+// single-member etcd server whose certificate names only the DNS name
+// [EtcdTLSServerName]. It requires client-certificate TLS with the CA,
+// certificate and key of [EtcdTLS], and no password. It is member 5 for
+// [Fault].
+func EtcdTLSNamed(t testing.TB) string {
+	t.Helper()
+	return lookup(t, envEtcdTLSNamed)
+}
+
 // ZKServers returns the host:port client addresses of the three-server
 // ZooKeeper ensemble, in server order: element i is server i+1 for [Fault].
 func ZKServers(t testing.TB) []string {
 	t.Helper()
 	return list(t, envZKServers)
+}
+
+// ZKTLS returns the host:port of the standalone ZooKeeper server that
+// accepts TLS only (server 4 for [Fault]) and the paths of the PEM files to
+// reach it: the CA that signed the server's certificate (valid for 127.0.0.1
+// and localhost), and the client certificate and key it requires (mutual
+// TLS).
+func ZKTLS(t testing.TB) (addr, ca, cert, key string) {
+	t.Helper()
+	return lookup(t, envZKTLSServer), lookup(t, envZKTLSCA), lookup(t, envZKTLSCert), lookup(t, envZKTLSKey)
 }
 
 // Scripts returns the absolute path of scripts/servers.sh, which manages the

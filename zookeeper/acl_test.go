@@ -1,0 +1,68 @@
+package zookeeper
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// With credentials and no ACL, every znode the Backend creates is
+// creator-only: the server expands the "auth" ACL to the session's digest
+// identity, so an anonymous client can neither read the election nor delete
+// the leader's znode (issue 11, defect 11: the default was world:anyone).
+func TestAuthWithoutACLIsCreatorOnly(t *testing.T) {
+	f := newFixture(t)
+	root := testRoot + "-acl-" + randomSuffix()
+	a, _ := f.backend(&Options{Root: root, Auth: []Auth{{Scheme: "digest", Secret: []byte("elector:s3cret")}}})
+	l := f.acquire(a, "e", "alice")
+
+	paths := []string{root, root + "/e", l.path}
+	for _, p := range paths {
+		if _, _, err := f.admin.GetACL(p); !errors.Is(err, zk.ErrNoAuth) {
+			t.Fatalf("anonymous GetACL(%s): got %v, want zk.ErrNoAuth", p, err)
+		}
+	}
+	if err := f.admin.Delete(l.path, -1); !errors.Is(err, zk.ErrNoAuth) {
+		t.Fatalf("anonymous Delete of the leader's znode: got %v, want zk.ErrNoAuth", err)
+	}
+	f.admin.AddAuth("digest", []byte("elector:s3cret"))
+	for _, p := range paths {
+		acl, _, err := f.admin.GetACL(p)
+		if err != nil {
+			t.Fatalf("GetACL(%s): %v", p, err)
+		}
+		if len(acl) != 1 || acl[0].Scheme != "digest" || !strings.HasPrefix(acl[0].ID, "elector:") || acl[0].Perms != zk.PermAll {
+			t.Fatalf("ACL of %s: got %+v, want only digest elector:… with all permissions: credentials make znodes creator-only", p, acl)
+		}
+	}
+	if err := l.Release(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The containers vanish once empty; delete them now to keep the tree tidy.
+	f.admin.Delete(root+"/e", -1)
+	f.admin.Delete(root, -1)
+}
+
+// Without credentials the znodes are world:anyone with all permissions, as
+// Curator's default, and any client of the ensemble can end a term by
+// deleting the leader's znode: what the package documentation warns of.
+func TestNoAuthIsWorldACL(t *testing.T) {
+	f := newFixture(t)
+	a, _ := f.backend(nil)
+	l := f.acquire(a, "world-"+randomSuffix(), "alice")
+	acl, _, err := f.admin.GetACL(l.path)
+	if err != nil || len(acl) != 1 || acl[0] != zk.WorldACL(zk.PermAll)[0] {
+		t.Fatalf("ACL of %s: got %+v, %v; want world:anyone with all permissions", l.path, acl, err)
+	}
+	if err := f.admin.Delete(l.path, -1); err != nil {
+		t.Fatalf("anonymous Delete of the leader's znode: %v", err)
+	}
+	select {
+	case <-l.Lost():
+	case <-time.After(testTTL):
+		t.Fatal("lease not lost within a TTL after its znode was deleted")
+	}
+}
