@@ -710,8 +710,8 @@ type warning struct {
 }
 
 func (w *warnings) Enabled(context.Context, slog.Level) bool { return true }
-func (w *warnings) WithAttrs([]slog.Attr) slog.Handler        { return w }
-func (w *warnings) WithGroup(string) slog.Handler             { return w }
+func (w *warnings) WithAttrs([]slog.Attr) slog.Handler       { return w }
+func (w *warnings) WithGroup(string) slog.Handler            { return w }
 func (w *warnings) Handle(_ context.Context, r slog.Record) error {
 	if r.Level < slog.LevelWarn {
 		return nil
