@@ -41,8 +41,9 @@ func healthz(addr string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-// TestUnreachableBackendIsLoud: elect run against a backend that refuses
-// connections warns within 5 s naming the cause, and /healthz turns 503
+// TestUnreachableBackendIsLoud: elect run and elect watch against a backend
+// that refuses connections warn within 5 s naming the cause, and run's
+// /healthz turns 503
 // once campaigning has failed for longer than the TTL (issue 11, defect
 // 2). Before, against etcd, it stayed silent and healthy for as long as it
 // ran.
@@ -53,6 +54,8 @@ func TestUnreachableBackendIsLoud(t *testing.T) {
 			addr := freeAddr(t)
 			p := startElect(t, "run", nil, "run", "--ttl=2s", "--metrics-addr="+addr,
 				"--backend="+url, "--election="+election(t), "--", "true")
+			w := startElect(t, "watch", nil, "watch", "--backend="+url, "--election=x")
+			waitOutput(t, w, "connection refused", 6*time.Second)
 			waitOutput(t, p, "level=WARN", 6*time.Second)
 			out := p.out.String()
 			if !strings.Contains(out, "campaign failed") || !strings.Contains(out, "connection refused") {
@@ -72,9 +75,11 @@ func TestUnreachableBackendIsLoud(t *testing.T) {
 				}
 				time.Sleep(100 * time.Millisecond) // polling an HTTP endpoint
 			}
-			p.signal(syscall.SIGTERM)
-			if code := p.wait(10 * time.Second); code != 0 {
-				t.Errorf("stopped by SIGTERM: exit %d, want 0", code)
+			for _, p := range []*proc{p, w} {
+				p.signal(syscall.SIGTERM)
+				if code := p.wait(10 * time.Second); code != 0 {
+					t.Errorf("%s stopped by SIGTERM: exit %d, want 0", p.name, code)
+				}
 			}
 		})
 	}
