@@ -23,8 +23,10 @@ import (
 //
 // Each request it makes is bounded by [Options.RequestTimeout]: a cluster
 // that does not answer yields a transient error naming the cause within a
-// few seconds. Waiting behind an older candidate is not bounded, but a
-// keepalive that fails while it waits ends the Campaign with that error.
+// few seconds. Waiting behind an older candidate is not bounded; a
+// keepalive that fails while it waits is tried again shortly, and once the
+// lease has less than a third of its TTL left the Campaign returns the
+// failure.
 //
 // c.TTL is rounded up to whole seconds. A TTL under one second, or one the
 // cluster would raise to its minimum lease TTL (ceil(1.5 × its election
@@ -173,8 +175,9 @@ func (l *lease) waitDelete(ctx context.Context, pred *mvccpb.KeyValue) error {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	created := false
+	var pause time.Duration // before the next keepalive, after a failed one
 	for {
-		timer.Reset(max(0, s.ttl/3-s.age()))
+		timer.Reset(max(pause, s.ttl/3-s.age()))
 		select {
 		case wr, ok := <-wch:
 			switch {
@@ -217,11 +220,14 @@ func (l *lease) waitDelete(ctx context.Context, pred *mvccpb.KeyValue) error {
 			switch {
 			case ctx.Err() != nil:
 				return ctx.Err()
-			case err != nil:
-				// Lost, or transient: the contract returns a transient
-				// failure rather than retry it silently, and the caller
-				// campaigns again.
+			case err == nil:
+				pause = 0
+			case errors.Is(err, backend.ErrLost) || time.Until(s.Deadline()) < s.ttl/3:
+				// Lost, or failing for so long that the key may lapse:
+				// return the failure, and the caller campaigns again.
 				return fmt.Errorf("etcd: campaign %q: keep the lease alive while waiting: %w", l.election, err)
+			default:
+				pause = s.ttl / 10 // a blip: try again shortly
 			}
 		case <-l.lost:
 			return fmt.Errorf("etcd: campaign %q: key or lease gone while waiting: %w", l.election, backend.ErrLost)

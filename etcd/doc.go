@@ -111,9 +111,10 @@
 // the client's connection state and its last connection error (a refused
 // connection, a name that does not resolve, a certificate the client does
 // not trust), rather than leave the caller waiting in silence. A Campaign
-// waiting behind an older candidate keeps waiting; a keepalive of its lease
-// that fails meanwhile ends it with that failure, and the caller campaigns
-// again.
+// waiting behind an older candidate keeps waiting; keepalives of its lease
+// that fail meanwhile are tried again shortly, and once the lease has less
+// than a third of its TTL left the Campaign returns the failure, and the
+// caller campaigns again.
 //
 // # Safety
 //

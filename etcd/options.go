@@ -45,16 +45,16 @@ type Options struct {
 	CleanupTimeout time.Duration
 
 	// RequestTimeout bounds each request of Campaign, Leader, Watch and
-	// Renew, or three quarters of the time their ctx has left when that is
-	// less. The etcd client waits for a connection as long as its context
-	// allows, so without it a cluster that cannot be reached (a refused
-	// connection, a name that does not resolve, a certificate the client
-	// does not trust) would make Campaign wait silently for as long as its
-	// ctx lasts. A request the cluster does not answer in time returns a
-	// transient error naming the client's last connection error instead.
-	// The wait of a Campaign behind an older candidate is not bounded: only
-	// the requests it makes meanwhile are. The default, 0, means
-	// [DefaultRequestTimeout] (3s); negative values are refused.
+	// Renew whose ctx would last longer. The etcd client waits for a
+	// connection as long as its context allows, so without it a cluster
+	// that cannot be reached (a refused connection, a name that does not
+	// resolve, a certificate the client does not trust) would make
+	// Campaign wait silently for as long as its ctx lasts. A request the
+	// cluster does not answer in time returns a transient error naming the
+	// client's last connection error instead. The wait of a Campaign
+	// behind an older candidate is not bounded: only the requests it makes
+	// meanwhile are. The default, 0, means [DefaultRequestTimeout] (3s);
+	// negative values are refused.
 	RequestTimeout time.Duration
 }
 

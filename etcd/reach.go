@@ -15,23 +15,22 @@ import (
 const probeTimeout = time.Second
 
 // bounded runs one request of a Backend under ctx bounded by
-// [Options.RequestTimeout], or by three quarters of the time ctx has left
-// when that is less. The etcd client waits for a connection as long as its
-// context allows (gRPC's WaitForReady) and reports only "context deadline
-// exceeded"; when the bound, not ctx, ends the request, the error instead
-// says why the cluster did not answer: the client's connection state and
-// its last connection error (a refused connection, a failed DNS lookup, an
-// x509 certificate error), from [Backend.noAnswer].
+// [Options.RequestTimeout]. The etcd client waits for a connection as long
+// as its context allows (gRPC's WaitForReady) and then reports only "context
+// deadline exceeded"; when the bound, not ctx, ends the request, the error
+// instead says why the cluster did not answer: the client's connection
+// state and its last connection error (a refused connection, a failed DNS
+// lookup, an x509 certificate error), from [Backend.noAnswer]. A ctx that
+// ends before the bound ends the request as it would without it.
 func bounded[T any](b *Backend, ctx context.Context, req func(ctx context.Context) (T, error)) (T, error) {
-	bound := b.set.request
-	if d, ok := ctx.Deadline(); ok {
-		bound = min(bound, time.Until(d)*3/4)
+	if d, ok := ctx.Deadline(); ok && time.Until(d) <= b.set.request {
+		return req(ctx)
 	}
-	rctx, cancel := context.WithTimeout(ctx, bound)
+	rctx, cancel := context.WithTimeout(ctx, b.set.request)
 	defer cancel()
 	v, err := req(rctx)
 	if err != nil && ctx.Err() == nil && rctx.Err() != nil {
-		return v, b.noAnswer(ctx, bound)
+		return v, b.noAnswer(ctx, b.set.request)
 	}
 	return v, err
 }
