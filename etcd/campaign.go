@@ -25,7 +25,7 @@ import (
 // that does not answer yields a transient error naming the cause within a
 // few seconds. Waiting behind an older candidate is not bounded; a
 // keepalive that fails while it waits is tried again shortly, and once the
-// lease has less than a third of its TTL left the Campaign returns the
+// lease's Deadline has passed without one the Campaign returns the
 // failure.
 //
 // c.TTL is rounded up to whole seconds. A TTL under one second, or one the
@@ -222,9 +222,9 @@ func (l *lease) waitDelete(ctx context.Context, pred *mvccpb.KeyValue) error {
 				return ctx.Err()
 			case err == nil:
 				pause = 0
-			case errors.Is(err, backend.ErrLost) || time.Until(s.Deadline()) < s.ttl/3:
-				// Lost, or failing for so long that the key may lapse:
-				// return the failure, and the caller campaigns again.
+			case errors.Is(err, backend.ErrLost) || !time.Now().Before(s.Deadline()):
+				// Lost, or failing for so long that the key may have
+				// lapsed: return the failure; the caller campaigns again.
 				return fmt.Errorf("etcd: campaign %q: keep the lease alive while waiting: %w", l.election, err)
 			default:
 				pause = s.ttl / 10 // a blip: try again shortly

@@ -112,9 +112,9 @@
 // connection, a name that does not resolve, a certificate the client does
 // not trust), rather than leave the caller waiting in silence. A Campaign
 // waiting behind an older candidate keeps waiting; keepalives of its lease
-// that fail meanwhile are tried again shortly, and once the lease has less
-// than a third of its TTL left the Campaign returns the failure, and the
-// caller campaigns again.
+// that fail meanwhile are tried again shortly, and once the lease's local
+// deadline has passed without one the Campaign returns the failure, and
+// the caller campaigns again.
 //
 // # Safety
 //
