@@ -465,6 +465,7 @@ func TestOnLeaderChange(t *testing.T) {
 				done := make(chan error, 1)
 				go func() { done <- obs.Run(ctx) }()
 				<-changes // alice
+				synctest.Wait() // the observer queues behind alice
 				require.NoError(t, ra.e.Resign(t.Context()))
 				<-changes // observer itself
 				mu.Lock()
