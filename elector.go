@@ -25,8 +25,9 @@ type Elector struct {
 	running  atomic.Bool
 	resignCh chan *resignRequest // received by the term loop of the current term
 
-	mu   sync.Mutex
-	term *termState // the current or ending term; nil between terms
+	mu      sync.Mutex
+	term    *termState // the current or ending term; nil between terms
+	failing streak     // campaign attempts failing in a row
 }
 
 // termState is a term as the Elector tracks it.
@@ -100,6 +101,7 @@ func (e *Elector) Run(ctx context.Context) error {
 		return ErrRunning
 	}
 	defer e.running.Store(false)
+	defer e.attemptsForgotten()
 	if e.opts.OnLeaderChange != nil {
 		octx, cancel := context.WithCancel(ctx)
 		var wg sync.WaitGroup
@@ -130,11 +132,13 @@ func (e *Elector) campaign(ctx context.Context) (backend.Lease, error) {
 	for attempt := 0; ; attempt++ {
 		e.log.LogAttrs(ctx, slog.LevelDebug, "campaigning", slog.Int("attempt", attempt))
 		began := time.Now()
+		e.attemptBegins(began)
 		l, err := e.b.Campaign(ctx, c)
 		e.observe(Event{Kind: EventCampaign, Took: time.Since(began), Err: err})
 		if err == nil {
 			left := time.Until(l.Deadline())
 			if left > e.opts.SafetyMargin {
+				e.attemptWon(ctx)
 				return l, nil
 			}
 			// Won too late to act safely (the campaign itself took most
@@ -143,14 +147,15 @@ func (e *Elector) campaign(ctx context.Context) (backend.Lease, error) {
 			err = fmt.Errorf("won with only %v left before the lease deadline, within the safety margin %v", left, e.opts.SafetyMargin)
 		}
 		if ctx.Err() != nil {
+			e.attemptEnded()
 			return nil, ctx.Err()
 		}
 		if backend.IsPermanent(err) {
+			e.attemptEnded()
 			return nil, fmt.Errorf("elector: campaign %q: %w", e.election, err)
 		}
 		delay := backoff(attempt, e.opts.RenewInterval)
-		e.log.LogAttrs(ctx, slog.LevelWarn, "campaign failed; retrying",
-			slog.Any("error", err), slog.Duration("retry_in", delay))
+		e.attemptFailed(ctx, err, delay)
 		if !wait.Sleep(ctx, delay) {
 			return nil, ctx.Err()
 		}
@@ -266,16 +271,19 @@ func (e *Elector) Leader(ctx context.Context) (Holder, error) {
 
 // Check reports the elector's health, for a liveness probe: an error when
 // it believes it leads although the lease's deadline has passed (the term
-// loop is stuck), or when OnElected has not returned within TTL after its
-// term ended (the leader's work ignores its ctx). It returns nil otherwise,
-// including when Run is not running.
+// loop is stuck), when OnElected has not returned within TTL after its
+// term ended (the leader's work ignores its ctx), or when every campaign
+// attempt has failed for longer than TTL (the backend cannot be reached or
+// refuses; the error says for how long, and the last error). It returns nil
+// otherwise, including while a campaign waits behind another leader and
+// when Run is not running.
 func (e *Elector) Check() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	ts := e.term
 	switch {
 	case ts == nil:
-		return nil
+		return e.checkCampaign(time.Now())
 	case ts.endedAt.IsZero():
 		if late := time.Since(ts.lease.Deadline()); late > 0 {
 			return fmt.Errorf("elector: %v: still leading %v past the lease deadline; the term loop is stuck", ts.term, late)
@@ -310,12 +318,17 @@ func (e *Elector) watchLeader(ctx context.Context) {
 		}
 	}
 	if w, ok := e.b.(backend.Watcher); ok {
+		var warned time.Time
 		for attempt := 0; ; attempt++ {
 			err := w.Watch(ctx, e.election, report)
 			if ctx.Err() != nil || backend.IsPermanent(err) {
 				return
 			}
-			e.log.LogAttrs(ctx, slog.LevelWarn, "watch failed; retrying", slog.Any("error", err))
+			level := slog.LevelDebug
+			if time.Since(warned) >= e.warnEvery() {
+				level, warned = slog.LevelWarn, time.Now()
+			}
+			e.log.LogAttrs(ctx, level, "watch failed; retrying", slog.Any("error", err))
 			if !wait.Sleep(ctx, backoff(attempt, e.opts.RenewInterval)) {
 				return
 			}

@@ -84,7 +84,10 @@ type Options struct {
 	Observer func(Event)
 
 	// Logger receives structured logs: Info for terms starting and ending,
-	// Warn for failed renewals and campaign errors, Debug for each attempt.
+	// Warn for failed renewals and for campaign errors (the first failure of
+	// a run of failed attempts, then one per TTL, at least 5 s apart, each
+	// saying how long campaigning has failed; the others at Debug), Debug
+	// for each attempt.
 	// Default slog.Default(). Use slog.New(slog.DiscardHandler) for none.
 	Logger *slog.Logger
 }

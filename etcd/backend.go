@@ -86,7 +86,9 @@ func (b *Backend) Leader(ctx context.Context, election string) (backend.Holder, 
 	}
 	dir := b.electionDir(election)
 	key, opts := candidateRange(dir)
-	resp, err := b.cli.Get(ctx, key, opts...)
+	resp, err := bounded(b, ctx, func(ctx context.Context) (*clientv3.GetResponse, error) {
+		return b.cli.Get(ctx, key, opts...)
+	})
 	if err != nil {
 		if ctx.Err() != nil {
 			return backend.Holder{}, ctx.Err()
@@ -99,7 +101,9 @@ func (b *Backend) Leader(ctx context.Context, election string) (backend.Holder, 
 	}
 	h := backend.Holder{Election: election, Identity: string(q.first.Value), Token: uint64(q.first.CreateRevision)}
 	if q.first.Lease != 0 {
-		ttl, err := b.cli.TimeToLive(ctx, clientv3.LeaseID(q.first.Lease))
+		ttl, err := bounded(b, ctx, func(ctx context.Context) (*clientv3.LeaseTimeToLiveResponse, error) {
+			return b.cli.TimeToLive(ctx, clientv3.LeaseID(q.first.Lease))
+		})
 		switch {
 		case ctx.Err() != nil:
 			return backend.Holder{}, ctx.Err()
@@ -217,7 +221,9 @@ func (b *Backend) reserve(ctx context.Context, l *lease, ttlSeconds int64) (*ses
 		return nil, fmt.Errorf("etcd: campaign %q: read server versions: %w", l.election, err)
 	}
 	sent := time.Now()
-	resp, err := b.cli.Grant(clientv3.WithRequireLeader(ctx), ttlSeconds)
+	resp, err := bounded(b, clientv3.WithRequireLeader(ctx), func(ctx context.Context) (*clientv3.LeaseGrantResponse, error) {
+		return b.cli.Grant(ctx, ttlSeconds)
+	})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

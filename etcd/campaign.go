@@ -21,6 +21,13 @@ import (
 // deletes its key (upstream leaves it:
 // https://github.com/etcd-io/etcd/issues/21128) and returns ctx.Err().
 //
+// Each request it makes is bounded by [Options.RequestTimeout]: a cluster
+// that does not answer yields a transient error naming the cause within a
+// few seconds. Waiting behind an older candidate is not bounded; a
+// keepalive that fails while it waits is tried again shortly, and once the
+// lease's Deadline has passed without one the Campaign returns the
+// failure.
+//
 // c.TTL is rounded up to whole seconds. A TTL under one second, or one the
 // cluster would raise to its minimum lease TTL (ceil(1.5 × its election
 // timeout)), returns an error wrapping [backend.ErrInvalid] that names the
@@ -76,7 +83,9 @@ func (b *Backend) campaign(ctx context.Context, l *lease, dir, identity string) 
 	if s.age() >= s.ttl/reuseFraction {
 		ka = make(chan error, 1)
 		go func() {
-			_, err := s.keepAlive(ctx, l.key, s.ttl/reuseFraction, time.Time{})
+			_, err := bounded(b, ctx, func(ctx context.Context) (time.Time, error) {
+				return s.keepAlive(ctx, l.key, s.ttl/reuseFraction, time.Time{})
+			})
 			ka <- err
 		}()
 	}
@@ -84,10 +93,12 @@ func (b *Backend) campaign(ctx context.Context, l *lease, dir, identity string) 
 	// in a txn see its earlier writes). Put keeps the create revision of a
 	// key already there, which can only be an orphan of this session.
 	rk, ropts := candidateRange(dir, clientv3.WithKeysOnly())
-	resp, err := b.cli.Txn(ctx).Then(
-		clientv3.OpPut(l.key, identity, clientv3.WithLease(s.id)),
-		clientv3.OpGet(rk, ropts...),
-	).Commit()
+	resp, err := bounded(b, ctx, func(ctx context.Context) (*clientv3.TxnResponse, error) {
+		return b.cli.Txn(ctx).Then(
+			clientv3.OpPut(l.key, identity, clientv3.WithLease(s.id)),
+			clientv3.OpGet(rk, ropts...),
+		).Commit()
+	})
 	if ka != nil {
 		if kerr := <-ka; kerr != nil && err == nil && errors.Is(kerr, backend.ErrLost) {
 			err = kerr
@@ -116,7 +127,9 @@ func (b *Backend) campaign(ctx context.Context, l *lease, dir, identity string) 
 		// Re-read the queue: the predecessor may have had a predecessor,
 		// and our own key must still be there.
 		key, opts := candidateRange(dir, clientv3.WithKeysOnly())
-		gr, err := b.cli.Get(ctx, key, opts...)
+		gr, err := bounded(b, ctx, func(ctx context.Context) (*clientv3.GetResponse, error) {
+			return b.cli.Get(ctx, key, opts...)
+		})
 		if err != nil {
 			return nil, fmt.Errorf("etcd: campaign %q: %w", l.election, err)
 		}
@@ -128,7 +141,9 @@ func (b *Backend) campaign(ctx context.Context, l *lease, dir, identity string) 
 	}
 	// Won. Make sure the returned Deadline leaves the caller time to renew.
 	if time.Until(s.Deadline()) < s.ttl/2 {
-		if _, err := s.keepAlive(ctx, l.key, 0, time.Time{}); err != nil {
+		if _, err := bounded(b, ctx, func(ctx context.Context) (time.Time, error) {
+			return s.keepAlive(ctx, l.key, 0, time.Time{})
+		}); err != nil {
 			return nil, fmt.Errorf("etcd: campaign %q: %w", l.election, err)
 		}
 	}
@@ -179,7 +194,9 @@ func (l *lease) waitDelete(ctx context.Context, pred *mvccpb.KeyValue) error {
 				return nil // only deletes pass the filter
 			case wr.Created && !created:
 				created = true
-				resp, err := l.b.cli.Get(ctx, key, clientv3.WithKeysOnly())
+				resp, err := bounded(l.b, ctx, func(ctx context.Context) (*clientv3.GetResponse, error) {
+					return l.b.cli.Get(ctx, key, clientv3.WithKeysOnly())
+				})
 				if err != nil {
 					if ctx.Err() != nil {
 						return ctx.Err()
@@ -195,20 +212,22 @@ func (l *lease) waitDelete(ctx context.Context, pred *mvccpb.KeyValue) error {
 			// responsive while etcd is unreachable.
 			kctx, cancel := context.WithTimeout(ctx, s.ttl/3)
 			stop := context.AfterFunc(l.b.base, cancel)
-			_, err := s.keepAlive(kctx, l.key, s.ttl/3, time.Time{})
+			_, err := bounded(l.b, kctx, func(ctx context.Context) (time.Time, error) {
+				return s.keepAlive(ctx, l.key, s.ttl/3, time.Time{})
+			})
 			stop()
 			cancel()
 			switch {
-			case errors.Is(err, backend.ErrLost):
-				return fmt.Errorf("etcd: campaign %q: %w", l.election, err)
 			case ctx.Err() != nil:
 				return ctx.Err()
-			case err != nil:
-				// Transient: try again shortly. If the lease lapses
-				// meanwhile, the own-key watch reports it.
-				pause = s.ttl / 10
-			default:
+			case err == nil:
 				pause = 0
+			case errors.Is(err, backend.ErrLost) || !time.Now().Before(s.Deadline()):
+				// Lost, or failing for so long that the key may have
+				// lapsed: return the failure; the caller campaigns again.
+				return fmt.Errorf("etcd: campaign %q: keep the lease alive while waiting: %w", l.election, err)
+			default:
+				pause = s.ttl / 10 // a blip: try again shortly
 			}
 		case <-l.lost:
 			return fmt.Errorf("etcd: campaign %q: key or lease gone while waiting: %w", l.election, backend.ErrLost)

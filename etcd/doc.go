@@ -103,6 +103,19 @@
 // [backend.ErrNoLeader]. Context errors are returned unwrapped. Every other
 // error (an unreachable cluster, a lost quorum) is transient.
 //
+// The etcd client waits for a connection for as long as a request's context
+// lasts, and then reports only "context deadline exceeded". So every request
+// the driver makes is bounded by [Options.RequestTimeout] (3 s by default):
+// a cluster that cannot be reached makes Campaign, Leader, Watch and Renew
+// return a transient error within a few seconds that names the cause, from
+// the client's connection state and its last connection error (a refused
+// connection, a name that does not resolve, a certificate the client does
+// not trust), rather than leave the caller waiting in silence. A Campaign
+// waiting behind an older candidate keeps waiting; keepalives of its lease
+// that fail meanwhile are tried again shortly, and once the lease's local
+// deadline has passed without one the Campaign returns the failure, and
+// the caller campaigns again.
+//
 // # Safety
 //
 // Mutual exclusion rests on etcd's linearizable writes and lease expiry,

@@ -158,9 +158,15 @@ func TestLostWhileWaiting(t *testing.T) {
 			ch := campaignAsync(testCtx(t), b, cand(name, "bob"))
 			pending(t, ch, 200*time.Millisecond)
 			b.mu.Lock()
-			s := b.sessions[1][0]
-			key := s.users[name].key
+			ss := b.sessions[1]
 			b.mu.Unlock()
+			if len(ss) == 0 {
+				t.Fatal("no session after the Campaign waited 200ms")
+			}
+			s := ss[0]
+			s.mu.Lock()
+			key := s.users[name].key
+			s.mu.Unlock()
 			start := time.Now()
 			var err error
 			if how == "lease revoked" {

@@ -55,7 +55,9 @@ func (l *lease) Renew(ctx context.Context) error {
 	l.mu.Lock()
 	after := l.acked
 	l.mu.Unlock()
-	sent, err := l.s.keepAlive(ctx, l.key, l.s.ttl/reuseFraction, after)
+	sent, err := bounded(l.b, ctx, func(ctx context.Context) (time.Time, error) {
+		return l.s.keepAlive(ctx, l.key, l.s.ttl/reuseFraction, after)
+	})
 	if err == nil {
 		l.mu.Lock()
 		if sent.After(l.acked) {

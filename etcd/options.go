@@ -10,6 +10,9 @@ import (
 // DefaultCleanupTimeout is the default of [Options.CleanupTimeout].
 const DefaultCleanupTimeout = 2 * time.Second
 
+// DefaultRequestTimeout is the default of [Options.RequestTimeout].
+const DefaultRequestTimeout = 3 * time.Second
+
 // maxTTLSeconds is etcd's MaxLeaseTTL (server/lease/lessor.go): 9,000,000,000
 // seconds.
 const maxTTLSeconds = 9_000_000_000
@@ -40,6 +43,19 @@ type Options struct {
 	// and revoking the Backend's leases in Close. The default, 0, means
 	// [DefaultCleanupTimeout] (2s); negative values are refused.
 	CleanupTimeout time.Duration
+
+	// RequestTimeout bounds each request of Campaign, Leader, Watch and
+	// Renew whose ctx would last longer. The etcd client waits for a
+	// connection as long as its context allows, so without it a cluster
+	// that cannot be reached (a refused connection, a name that does not
+	// resolve, a certificate the client does not trust) would make
+	// Campaign wait silently for as long as its ctx lasts. A request the
+	// cluster does not answer in time returns a transient error naming the
+	// client's last connection error instead. The wait of a Campaign
+	// behind an older candidate is not bounded: only the requests it makes
+	// meanwhile are. The default, 0, means [DefaultRequestTimeout] (3s);
+	// negative values are refused.
+	RequestTimeout time.Duration
 }
 
 // settings are validated Options with defaults filled in.
@@ -47,10 +63,11 @@ type settings struct {
 	prefix  string
 	drift   float64
 	cleanup time.Duration
+	request time.Duration
 }
 
 func (o *Options) settings() (settings, error) {
-	s := settings{drift: backend.DefaultDriftFactor, cleanup: DefaultCleanupTimeout}
+	s := settings{drift: backend.DefaultDriftFactor, cleanup: DefaultCleanupTimeout, request: DefaultRequestTimeout}
 	if o == nil {
 		return s, nil
 	}
@@ -65,6 +82,12 @@ func (o *Options) settings() (settings, error) {
 		return s, fmt.Errorf("etcd: %w: Options.CleanupTimeout is %v; want >= 0 (0 means %v)", backend.ErrInvalid, o.CleanupTimeout, DefaultCleanupTimeout)
 	case o.CleanupTimeout > 0:
 		s.cleanup = o.CleanupTimeout
+	}
+	switch {
+	case o.RequestTimeout < 0:
+		return s, fmt.Errorf("etcd: %w: Options.RequestTimeout is %v; want >= 0 (0 means %v)", backend.ErrInvalid, o.RequestTimeout, DefaultRequestTimeout)
+	case o.RequestTimeout > 0:
+		s.request = o.RequestTimeout
 	}
 	return s, nil
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // statusTimeout bounds each member's Status request in serversRevokeEarly.
@@ -56,7 +58,9 @@ func (b *Backend) serversRevokeEarly(ctx context.Context) (bool, error) {
 	if c.done {
 		return c.early, nil
 	}
-	members, err := b.cli.MemberList(ctx)
+	members, err := bounded(b, ctx, func(ctx context.Context) (*clientv3.MemberListResponse, error) {
+		return b.cli.MemberList(ctx)
+	})
 	if err != nil {
 		return false, err
 	}

@@ -25,7 +25,9 @@ func (b *Backend) Watch(ctx context.Context, election string, fn func(backend.Ho
 	}
 	dir := b.electionDir(election)
 	key, opts := candidateRange(dir)
-	resp, err := b.cli.Get(ctx, key, opts...)
+	resp, err := bounded(b, ctx, func(ctx context.Context) (*clientv3.GetResponse, error) {
+		return b.cli.Get(ctx, key, opts...)
+	})
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()

@@ -2,13 +2,11 @@ package zookeeper
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"github.com/leaderkit/elector/backend"
 )
 
@@ -168,32 +166,16 @@ func (b *Backend) newSessionLocked(timeout time.Duration) (*session, error) {
 
 // ready waits until s can be used; a session that cannot (its credentials
 // were refused) is dropped, so that the next call makes a new one. While
-// no server can be reached it fails with zk.ErrNoServer rather than wait
-// out ctx: go-zookeeper fails queued requests with it each time it has
-// tried every server, and a probe request is queued to learn it.
+// no server can be reached it fails with an error naming the last
+// connection problem rather than wait out ctx (see [Backend.connecting]).
 func (b *Backend) ready(ctx context.Context, s *session) error {
 	select {
 	case <-b.done:
 		return errClosed
 	case <-s.ready:
 	default:
-		pctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		probe := make(chan error, 1)
-		go func() {
-			_, err := do(b, pctx, func() (bool, error) {
-				ok, _, err := s.conn.Exists("/")
-				return ok, err
-			}, nil)
-			probe <- err
-		}()
-		select {
-		case err := <-probe:
-			if errors.Is(err, zk.ErrNoServer) {
-				return err
-			}
-		case <-s.ready:
-		case <-ctx.Done():
+		if err := b.connecting(ctx, s); err != nil {
+			return err
 		}
 	}
 	err := s.wait(ctx)

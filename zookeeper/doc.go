@@ -191,7 +191,13 @@
 // a lease known to be gone wraps [backend.ErrLost]; Leader of an election
 // without candidates wraps [backend.ErrNoLeader]. Context errors are
 // returned unwrapped. Other errors (no server reachable, lost quorum) are
-// transient.
+// transient. While a session is being established, a call returns as soon
+// as go-zookeeper has tried every server in vain, or after 3 s without an
+// answer to the session handshake, with an error naming the servers and the
+// last connection problem (a refused connection, a name that does not
+// resolve, a server that accepted the connection but never answered),
+// instead of go-zookeeper's bare "could not connect to a server" or a wait
+// for as long as its ctx lasts.
 //
 // # Safety
 //

@@ -28,6 +28,8 @@ type session struct {
 	grace   time.Duration // Options.DisconnectGrace
 	seq     uint64        // order of creation within the Backend
 	janitor *housekeeper  // deletes znodes nobody uses
+	// problems is the last connection problem, for errors.
+	problems *problems
 
 	ready    chan struct{} // closed once the first handshake and auth are done
 	readyErr error         // why the session cannot be used; set before ready closes
@@ -60,13 +62,14 @@ type state struct {
 // returns at once; ready is closed when the session can be used.
 func newSession(servers []string, asked time.Duration, seq uint64, cfg *config) (*session, error) {
 	s := &session{
-		asked:   asked,
-		grace:   cfg.grace,
-		seq:     seq,
-		ready:   make(chan struct{}),
-		done:    make(chan struct{}),
-		changed: make(chan struct{}),
-		watches: make(chan struct{}),
+		asked:    asked,
+		grace:    cfg.grace,
+		seq:      seq,
+		ready:    make(chan struct{}),
+		done:     make(chan struct{}),
+		changed:  make(chan struct{}),
+		watches:  make(chan struct{}),
+		problems: &problems{servers: servers},
 	}
 	dial := cfg.dialer
 	if dial == nil {
@@ -75,12 +78,13 @@ func newSession(servers []string, asked time.Duration, seq uint64, cfg *config) 
 	conn, _, err := zk.Connect(servers, asked,
 		zk.WithDialer(func(network, addr string, timeout time.Duration) (net.Conn, error) {
 			c, err := dial(network, addr, timeout)
+			s.problems.dialed(addr, err)
 			if err != nil {
 				return nil, err
 			}
 			return newTrackedConn(c, s), nil
 		}),
-		zk.WithLogger(zkLogger{cfg.logger}),
+		zk.WithLogger(problemLogger{s.problems, zkLogger{cfg.logger}}),
 		zk.WithLogInfo(false),
 		zk.WithEventCallback(s.onEvent),
 	)

@@ -9,16 +9,20 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
+	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/leaderkit/elector/backend"
 	"github.com/leaderkit/elector/backendurl"
+	"github.com/leaderkit/elector/internal/wait"
 )
 
 // envName is the environment variable that sets a flag: --metrics-addr is
@@ -33,6 +37,8 @@ type common struct {
 	election   string
 	logLevel   string
 	logFormat  string
+
+	log *slog.Logger // set by logger; open warns on it
 }
 
 func (c *common) register(fs *flag.FlagSet) {
@@ -63,6 +69,7 @@ func (c *common) logger(stderr io.Writer) *slog.Logger {
 	log := newLogger(stderr, c.logLevel, c.logFormat)
 	// go-redis logs dial failures on its own; keep them for --log-level=debug.
 	redis.SetLogger(redisLogger{log})
+	c.log = log
 	return log
 }
 
@@ -73,13 +80,67 @@ func (l redisLogger) Printf(ctx context.Context, format string, args ...any) {
 	l.log.DebugContext(ctx, fmt.Sprintf(format, args...), "component", "go-redis")
 }
 
-// open opens the backend, mapping a bad URL to the usage exit code.
-func (c *common) open(ctx context.Context) (backend.Backend, io.Closer, error) {
-	b, closer, err := backendurl.Open(ctx, c.backendURL)
-	if err != nil {
-		return nil, nil, exitf(exitUsage, "--backend: %v", err)
+// open opens the backend. A URL that can never work (malformed, an unknown
+// scheme or parameter, refused options or credentials) is a usage error,
+// exit 2. A backend that cannot be reached yet (a refused connection, a
+// name that does not resolve, no answer) is not: it is retried, with a
+// warning naming the cause at the first failure and then every
+// openWarnEvery, until ctx ends (exit 3, with the last error) or SIGINT or
+// SIGTERM stops elect (exit 0).
+func (c *common) open(parent context.Context) (backend.Backend, io.Closer, error) {
+	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log := c.log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
-	return b, closer, nil
+	var (
+		last   error
+		warned time.Time
+	)
+	for attempt := 0; ; attempt++ {
+		b, closer, err := backendurl.Open(ctx, c.backendURL)
+		switch {
+		case err == nil:
+			return b, closer, nil
+		case ctx.Err() == nil && !unreachable(err):
+			return nil, nil, exitf(exitUsage, "--backend: %v", err)
+		case ctx.Err() == nil:
+			last = err
+			delay := min(time.Duration(attempt+1)*500*time.Millisecond, 5*time.Second)
+			level := slog.LevelDebug
+			if time.Since(warned) >= openWarnEvery {
+				level, warned = slog.LevelWarn, time.Now()
+			}
+			log.Log(ctx, level, "cannot reach the backend; retrying", "error", err, "retry_in", delay)
+			if wait.Sleep(ctx, delay) {
+				continue
+			}
+		case last == nil || !errors.Is(err, ctx.Err()):
+			last = err
+		}
+		if parent.Err() == nil {
+			return nil, nil, &exitError{code: exitOK} // stopped by SIGINT or SIGTERM
+		}
+		return nil, nil, exitf(exitBackend, "--backend: cannot reach the backend: %v", last)
+	}
+}
+
+// openWarnEvery is the time between two warnings while the backend cannot
+// be reached at start.
+const openWarnEvery = 10 * time.Second
+
+// unreachable reports whether err, from opening a backend URL, says that
+// the backend could not be reached rather than that the URL is wrong: a
+// network error, a refused connection, or no answer in time.
+func unreachable(err error) bool {
+	var (
+		opErr  *net.OpError
+		dnsErr *net.DNSError
+	)
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EHOSTUNREACH) ||
+		errors.Is(err, syscall.ENETUNREACH) || errors.As(err, &opErr) || errors.As(err, &dnsErr)
 }
 
 // newFlagSet returns a silent flag set: parse prints the usage.

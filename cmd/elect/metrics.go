@@ -28,7 +28,8 @@ type metricsServer struct {
 
 // serveMetrics listens on addr and serves, in the background, the
 // elector's metrics with Go's and the process's, and /healthz from
-// e.Check: 200 "ok", or 503 with the reason.
+// e.Check: 200 "ok", or 503 with the reason (among them: campaigning has
+// failed for longer than the TTL, with the last error).
 func serveMetrics(addr string, m *promelector.Metrics, e *elector.Elector, log *slog.Logger) (*metricsServer, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(m, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

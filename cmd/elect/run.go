@@ -125,7 +125,12 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	c.argv[0] = path
 	log := c.logger(stderr)
-	b, closer, err := c.open(ctx)
+	octx, cancel := ctx, context.CancelFunc(func() {})
+	if c.once { // --wait bounds reaching a backend that is down, too
+		octx, cancel = context.WithTimeout(ctx, c.wait)
+	}
+	b, closer, err := c.open(octx)
+	cancel()
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,127 @@
+package etcd
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/leaderkit/elector/backend"
+	"github.com/leaderkit/elector/internal/testenv"
+)
+
+// silentListener accepts connections and never answers; it is closed when
+// t ends.
+func silentListener(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	var (
+		mu    sync.Mutex
+		conns []net.Conn
+		wg    sync.WaitGroup
+	)
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	})
+	t.Cleanup(func() {
+		_ = ln.Close()
+		wg.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	})
+	return ln.Addr().String()
+}
+
+// TestUnreachableClusterNamesTheCause: Campaign, Leader and Watch on a
+// cluster that cannot be reached return a transient error naming the cause
+// within a few seconds, instead of waiting for as long as their ctx lasts
+// (the etcd client waits for a connection: gRPC's WaitForReady).
+func TestUnreachableClusterNamesTheCause(t *testing.T) {
+	tlsEndpoint, _, _, _ := testenv.EtcdTLS(t)
+	cases := []struct {
+		name     string
+		endpoint string
+		tls      *tls.Config
+		want     string
+	}{
+		{"refused", "127.0.0.1:1", nil, "connection refused"},
+		{"dns", "no-such-host.invalid:2379", nil, "no-such-host.invalid"},
+		{"silent", silentListener(t), nil, "no connection is established"},
+		// The TLS member's certificate is signed by a CA the client does
+		// not trust (it uses the system's roots).
+		{"x509", tlsEndpoint, &tls.Config{MinVersion: tls.VersionTLS12}, "x509"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			cli, err := clientv3.New(clientv3.Config{
+				Endpoints: []string{tc.endpoint}, TLS: tc.tls, DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
+			})
+			require.NoError(t, err)
+			defer func() { _ = cli.Close() }()
+			b := testBackend(t, cli, nil)
+			ctx := testCtx(t) // a minute
+			name := testName(t)
+			calls := map[string]func() error{
+				"Campaign": func() error { _, err := b.Campaign(ctx, cand(name, "a")); return err },
+				"Leader":   func() error { _, err := b.Leader(ctx, name); return err },
+				"Watch":    func() error { return b.Watch(ctx, name, func(backend.Holder) {}) },
+			}
+			for call, f := range calls {
+				began := time.Now()
+				err := f()
+				took := time.Since(began)
+				require.Error(t, err, call)
+				t.Logf("%s: %v after %v", call, err, took.Round(time.Millisecond))
+				assert.Less(t, took, DefaultRequestTimeout+2*probeTimeout, "%s: the error comes within the request timeout", call)
+				assert.False(t, errors.Is(err, context.DeadlineExceeded) || backend.IsPermanent(err), "%s: %v: want a transient error, not a context or permanent one", call, err)
+				assert.Contains(t, err.Error(), tc.want, "%s: the error names the cause", call)
+			}
+		})
+	}
+}
+
+// TestWaitBehindHolderIsNotBounded: a Campaign queued behind a holder
+// waits for as long as the holder holds, far past RequestTimeout.
+func TestWaitBehindHolderIsNotBounded(t *testing.T) {
+	cli := testClient(t)
+	opts := &Options{RequestTimeout: 300 * time.Millisecond}
+	a, b := testBackend(t, cli, opts), testBackend(t, cli, opts)
+	name := testName(t)
+	held := mustCampaign(t, a, cand(name, "a"))
+	ch := campaignAsync(testCtx(t), b, backend.Candidate{Election: name, Identity: "b", TTL: 2 * time.Second})
+	for range 6 { // 3 s: 10 × the request timeout, while the holder renews
+		pending(t, ch, 500*time.Millisecond)
+		require.NoError(t, held.Renew(testCtx(t)))
+	}
+	require.NoError(t, held.Release(testCtx(t)))
+	r := await(t, ch, 5*time.Second)
+	require.NoError(t, r.err)
+	require.NoError(t, r.l.Release(testCtx(t)))
+}
+
+func TestRequestTimeoutValidated(t *testing.T) {
+	_, err := New(testClient(t), &Options{RequestTimeout: -time.Second})
+	require.ErrorIs(t, err, backend.ErrInvalid)
+	assert.Contains(t, err.Error(), "Options.RequestTimeout")
+}
