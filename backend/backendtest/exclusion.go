@@ -27,76 +27,91 @@ type interval struct {
 	end      time.Time // min(Deadline, Release called)
 }
 
+// exclusionRace is the shared state of the candidates of one
+// mutual-exclusion run.
+type exclusionRace struct {
+	e      *env
+	name   string
+	ctx    context.Context
+	cancel context.CancelFunc
+	terms  atomic.Int64
+
+	mu     sync.Mutex
+	got    []interval
+	failed error
+}
+
+// fail records the first error and stops every candidate.
+func (r *exclusionRace) fail(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.failed == nil {
+		r.failed = err
+	}
+	r.cancel()
+}
+
+// candidate campaigns as id on b, term after term, until the race has
+// enough terms, recording each lease's interval.
+func (r *exclusionRace) candidate(b backend.Backend, id string) {
+	defer r.cancel() // enough terms (or a failure): stop the waiters
+	for n := 0; r.terms.Load() < exclusionTerms; n++ {
+		l, err := b.Campaign(r.ctx, r.e.candidate(r.name, id))
+		if err != nil {
+			if r.ctx.Err() == nil {
+				r.fail(fmt.Errorf("%s: Campaign: %w", id, err))
+			}
+			return
+		}
+		iv := interval{who: id, token: l.Token(), acquired: time.Now()}
+		if n%3 == 1 {
+			if err := l.Renew(r.ctx); err != nil && r.ctx.Err() == nil {
+				r.fail(fmt.Errorf("%s: Renew of a fresh lease: %w", id, err))
+			}
+		}
+		iv.end = time.Now()
+		if d := l.Deadline(); d.Before(iv.end) {
+			iv.end = d
+		}
+		r.mu.Lock()
+		r.got = append(r.got, iv)
+		r.mu.Unlock()
+		r.terms.Add(1)
+		if err := l.Release(r.e.ctx); err != nil && !errors.Is(err, backend.ErrLost) {
+			r.fail(fmt.Errorf("%s: Release: %w", id, err))
+			return
+		}
+	}
+}
+
 // testMutualExclusion races several candidates, two on each Backend value,
 // through hundreds of hand-overs and checks that the lease intervals never
 // overlap and that tokens increase in the order of election. (Hand-overs by
 // expiry are checked by ExpiryTakeover, StaleLease and Isolated.)
 func testMutualExclusion(e *env) {
-	name := e.election("exclusion")
-	var (
-		mu     sync.Mutex
-		got    []interval
-		terms  atomic.Int64
-		wg     sync.WaitGroup
-		errMu  sync.Mutex
-		failed error
-	)
-	fail := func(err error) {
-		errMu.Lock()
-		defer errMu.Unlock()
-		if failed == nil {
-			failed = err
-		}
-	}
-	ctx, cancel := context.WithCancel(e.ctx)
-	defer cancel()
+	r := &exclusionRace{e: e, name: e.election("exclusion")}
+	r.ctx, r.cancel = context.WithCancel(e.ctx)
+	defer r.cancel()
+	var wg sync.WaitGroup
 	for i := range exclusionBackends {
 		b := e.backend()
 		for j := range exclusionPerBackend {
-			id := fmt.Sprintf("cand-%d.%d", i, j)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for n := 0; terms.Load() < exclusionTerms; n++ {
-					l, err := b.Campaign(ctx, e.candidate(name, id))
-					if err != nil {
-						if ctx.Err() == nil {
-							fail(fmt.Errorf("%s: Campaign: %w", id, err))
-							cancel()
-						}
-						return
-					}
-					iv := interval{who: id, token: l.Token(), acquired: time.Now()}
-					if n%3 == 1 {
-						if err := l.Renew(ctx); err != nil && ctx.Err() == nil {
-							fail(fmt.Errorf("%s: Renew of a fresh lease: %w", id, err))
-						}
-					}
-					iv.end = time.Now()
-					if d := l.Deadline(); d.Before(iv.end) {
-						iv.end = d
-					}
-					mu.Lock()
-					got = append(got, iv)
-					mu.Unlock()
-					terms.Add(1)
-					if err := l.Release(e.ctx); err != nil && !errors.Is(err, backend.ErrLost) {
-						fail(fmt.Errorf("%s: Release: %w", id, err))
-						cancel()
-						return
-					}
-				}
-				cancel() // enough terms: stop the waiters
-			}()
+			wg.Go(func() { r.candidate(b, fmt.Sprintf("cand-%d.%d", i, j)) })
 		}
 	}
 	wg.Wait()
-	if failed != nil {
-		e.Fatalf("got error %v, want none: candidates campaign, renew and release freely", failed)
+	if r.failed != nil {
+		e.Fatalf("got error %v, want none: candidates campaign, renew and release freely", r.failed)
 	}
-	if len(got) < exclusionTerms {
-		e.Fatalf("got %d terms, want at least %d", len(got), exclusionTerms)
+	if len(r.got) < exclusionTerms {
+		e.Fatalf("got %d terms, want at least %d", len(r.got), exclusionTerms)
 	}
+	checkIntervals(e, r.got)
+}
+
+// checkIntervals checks that no lease began before the previous one ended
+// and that tokens strictly increase in the order of election.
+func checkIntervals(e *env, got []interval) {
 	slices.SortFunc(got, func(x, y interval) int { return x.acquired.Compare(y.acquired) })
 	var last interval
 	for i, iv := range got {

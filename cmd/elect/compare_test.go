@@ -126,8 +126,8 @@ func TestCompareInterrupted(t *testing.T) {
 			args := append([]string{"compare", "--short", "--held=200", "--trials=3"}, compareArgs(t)...)
 			var stdout lockedBuffer
 			p := startElectOut(t, "compare", nil, &stdout, args...)
-			prefix := waitOutput(t, p, regexp.MustCompile(`elections under (\S+)`))
-			waitOutput(t, p, regexp.MustCompile(`elect compare: `+phase+` 1/`))
+			prefix := waitMatch(t, p, regexp.MustCompile(`elections under (\S+)`))
+			waitMatch(t, p, regexp.MustCompile(`elect compare: `+phase+` 1/`))
 			p.signal(syscall.SIGINT)
 			if code := p.wait(time.Minute); code != exitInterrupted {
 				t.Fatalf("exit %d after SIGINT; want %d\n%s", code, exitInterrupted, p.out.String())
@@ -140,9 +140,9 @@ func TestCompareInterrupted(t *testing.T) {
 	}
 }
 
-// waitOutput waits for re to match elect's output and returns its first
+// waitMatch waits for re to match elect's output and returns its first
 // group (or the match).
-func waitOutput(t *testing.T, p *proc, re *regexp.Regexp) string {
+func waitMatch(t *testing.T, p *proc, re *regexp.Regexp) string {
 	t.Helper()
 	deadline := time.Now().Add(3 * time.Minute)
 	for time.Now().Before(deadline) {
