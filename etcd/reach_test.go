@@ -4,8 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"net"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,40 +15,6 @@ import (
 	"github.com/leaderkit/elector/backend"
 	"github.com/leaderkit/elector/internal/testenv"
 )
-
-// silentListener accepts connections and never answers; it is closed when
-// t ends.
-func silentListener(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	var (
-		mu    sync.Mutex
-		conns []net.Conn
-		wg    sync.WaitGroup
-	)
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	})
-	t.Cleanup(func() {
-		_ = ln.Close()
-		wg.Wait()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-	})
-	return ln.Addr().String()
-}
 
 // TestUnreachableClusterNamesTheCause: Campaign, Leader and Watch on a
 // cluster that cannot be reached return a transient error naming the cause
@@ -66,7 +30,7 @@ func TestUnreachableClusterNamesTheCause(t *testing.T) {
 	}{
 		{"refused", "127.0.0.1:1", nil, "connection refused"},
 		{"dns", "no-such-host.invalid:2379", nil, "no-such-host.invalid"},
-		{"silent", silentListener(t), nil, "no connection is established"},
+		{"silent", testenv.SilentListener(t), nil, "no connection is established"},
 		// The TLS member's certificate is signed by a CA the client does
 		// not trust (it uses the system's roots).
 		{"x509", tlsEndpoint, &tls.Config{MinVersion: tls.VersionTLS12}, "x509"},

@@ -3,8 +3,6 @@ package zookeeper
 import (
 	"context"
 	"errors"
-	"net"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,41 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/leaderkit/elector/backend"
+	"github.com/leaderkit/elector/internal/testenv"
 )
-
-// silentListener accepts connections and never answers; it is closed when
-// t ends.
-func silentListener(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	var (
-		mu    sync.Mutex
-		conns []net.Conn
-		wg    sync.WaitGroup
-	)
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	})
-	t.Cleanup(func() {
-		_ = ln.Close()
-		wg.Wait()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-	})
-	return ln.Addr().String()
-}
 
 // TestUnreachableEnsembleNamesTheCause: Campaign and Leader on an ensemble
 // that cannot be reached return a transient error naming the cause within
@@ -60,7 +25,7 @@ func TestUnreachableEnsembleNamesTheCause(t *testing.T) {
 	}{
 		{"refused", "127.0.0.1:1", "connection refused"},
 		{"dns", "no-such-host.invalid:2181", "no-such-host.invalid"},
-		{"silent", silentListener(t), "accepted the connection but has not answered"},
+		{"silent", testenv.SilentListener(t), "accepted the connection but has not answered"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
