@@ -55,7 +55,7 @@ func TestNewRefusesDuplicateNodes(t *testing.T) {
 func TestURLRefusesDuplicateHosts(t *testing.T) {
 	for raw, want := range map[string]string{
 		"redis://127.0.0.1:7004,127.0.0.1:7004,127.0.0.1:7004,h4,h5": "names the Redis server 127.0.0.1:7004 twice (hosts 1 and 2)",
-		"redis://h1,H1:6379":                 "names the Redis server h1:6379 twice",
+		"redis://h1,H1:6379":                  "names the Redis server h1:6379 twice",
 		"rediss://:pw@[::1]:7000,[0::1]:7000": "names the Redis server [::1]:7000 twice",
 	} {
 		_, c, err := backendurl.Open(t.Context(), raw)
