@@ -53,8 +53,13 @@ var _ backend.Backend = (*Backend)(nil)
 // Redis Cluster or a Sentinel-managed group counts as one node: its
 // asynchronous replication can lose a lock on failover, so it is not N
 // nodes). Use an odd number of nodes, usually 3 or 5; a single node works but
-// tolerates no failure. opts may be nil for the defaults. An invalid
-// client or option makes New return an error wrapping [backend.ErrInvalid].
+// tolerates no failure, and an even number tolerates no more failures than
+// one node fewer ([Backend.Warnings] says so). opts may be nil for the
+// defaults. An invalid client or option makes New return an error wrapping
+// [backend.ErrInvalid], and so does a node given twice: the same client
+// value, or two clients addressing the same server (compared after
+// normalising host:port, without resolving names), since one server
+// counted twice could make up a quorum alone.
 //
 // New does not take ownership of the clients: Close closes only what New
 // created; close the clients yourself after Close.
@@ -82,6 +87,9 @@ func New(clients []redis.UniversalClient, opts *Options) (*Backend, error) {
 			return nil, fmt.Errorf("redlock: %w: clients[%d] has ContextTimeoutEnabled false; set it in the client's options so NodeTimeout bounds socket reads", backend.ErrInvalid, i)
 		}
 		ctxBound = ctxBound && known
+	}
+	if err := checkDistinct(clients); err != nil {
+		return nil, err
 	}
 	b := &Backend{
 		clients:  append([]redis.UniversalClient(nil), clients...),

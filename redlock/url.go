@@ -27,6 +27,9 @@ func openURL(_ context.Context, u *url.URL) (backend.Backend, io.Closer, error) 
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := distinctHosts(addrs); err != nil {
+		return nil, nil, err
+	}
 	db := 0
 	if p := strings.TrimPrefix(u.Path, "/"); p != "" {
 		if db, err = strconv.Atoi(p); err != nil || db < 0 {
@@ -73,4 +76,19 @@ func openURL(_ context.Context, u *url.URL) (backend.Backend, io.Closer, error) 
 		return nil, nil, err
 	}
 	return b, append(backendurl.Closers{b}, cs...), nil
+}
+
+// distinctHosts refuses a host list that names one server twice (after
+// normalising each host:port as [New] does): each host must be a separate
+// Redis master, or one server would count more than once toward a quorum.
+func distinctHosts(addrs []string) error {
+	seen := make(map[string]int, len(addrs))
+	for i, a := range addrs {
+		n := normalAddr("tcp", a)
+		if j, dup := seen[n]; dup {
+			return fmt.Errorf("%w: the host list names the Redis server %s twice (hosts %d and %d); want each master once", backend.ErrInvalid, n, j+1, i+1)
+		}
+		seen[n] = i
+	}
+	return nil
 }

@@ -42,16 +42,16 @@ type parsedValue struct {
 }
 
 // parseValue parses v, reporting false for values written by other clients
-// (redsync, node-redlock) or otherwise not in this Backend's format.
+// (redsync, node-redlock) or otherwise not in this Backend's format. Only
+// the canonical form that [encodeValue] writes is accepted (lowercase hex,
+// decimals without sign or leading zeros), so a parsed value encodes back
+// to v byte for byte.
 func parseValue(v string) (parsedValue, bool) {
 	idEnd := strings.IndexByte(v, ' ')
-	if idEnd < campaignIDLen+2 || v[campaignIDLen] != '.' {
+	if idEnd < campaignIDLen+2 || v[campaignIDLen] != '.' || !lowerHex(v[:campaignIDLen]) {
 		return parsedValue{}, false
 	}
-	if _, err := hex.DecodeString(v[:campaignIDLen]); err != nil {
-		return parsedValue{}, false
-	}
-	if _, err := strconv.ParseUint(v[campaignIDLen+1:idEnd], 10, 32); err != nil {
+	if _, ok := canonicalUint(v[campaignIDLen+1:idEnd], 32); !ok {
 		return parsedValue{}, false
 	}
 	rest := v[idEnd+1:]
@@ -59,9 +59,29 @@ func parseValue(v string) (parsedValue, bool) {
 	if tokEnd < 0 {
 		return parsedValue{}, false
 	}
-	tok, err := strconv.ParseUint(rest[:tokEnd], 10, 64)
-	if err != nil {
+	tok, ok := canonicalUint(rest[:tokEnd], 64)
+	if !ok {
 		return parsedValue{}, false
 	}
 	return parsedValue{id: v[:idEnd+1], token: tok, identity: rest[tokEnd+1:]}, true
+}
+
+// lowerHex reports whether s is lowercase hexadecimal digits only.
+func lowerHex(s string) bool {
+	for _, c := range []byte(s) {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// canonicalUint parses s as strconv.FormatUint writes a number of at most
+// bits bits: decimal digits, no sign, no leading zero but in "0".
+func canonicalUint(s string, bits int) (uint64, bool) {
+	n, err := strconv.ParseUint(s, 10, bits)
+	if err != nil || strconv.FormatUint(n, 10) != s {
+		return 0, false
+	}
+	return n, true
 }

@@ -80,6 +80,16 @@ func (l redisLogger) Printf(ctx context.Context, format string, args ...any) {
 	l.log.DebugContext(ctx, fmt.Sprintf(format, args...), "component", "go-redis")
 }
 
+// warnWeak logs the advice of a backend whose configuration is valid but
+// weak (redlock: a single master, an even number of masters).
+func warnWeak(ctx context.Context, log *slog.Logger, b backend.Backend) {
+	if w, ok := b.(interface{ Warnings() []string }); ok {
+		for _, msg := range w.Warnings() {
+			log.WarnContext(ctx, msg)
+		}
+	}
+}
+
 // open opens the backend. A URL that can never work (malformed, an unknown
 // scheme or parameter, refused options or credentials) is a usage error,
 // exit 2. A backend that cannot be reached yet (a refused connection, a
@@ -102,6 +112,7 @@ func (c *common) open(parent context.Context) (backend.Backend, io.Closer, error
 		b, closer, err := backendurl.Open(ctx, c.backendURL)
 		switch {
 		case err == nil:
+			warnWeak(ctx, log, b)
 			return b, closer, nil
 		case ctx.Err() == nil && !unreachable(err):
 			return nil, nil, exitf(exitUsage, "--backend: %v", err)
