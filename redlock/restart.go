@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -68,8 +67,8 @@ type nodeCheck struct {
 	dialled atomic.Uint64 // connections dialled to the node so far
 	checked atomic.Uint64 // 1 + dialled as of the last check; 0 before any
 	started atomic.Int64  // the server's start as last checked, ns since base
-	mu      sync.Mutex    // one check at a time
-	runID   string        // the server's run_id as last checked; under mu
+	turn    chan struct{} // holds a token while a check runs: one at a time
+	runID   string        // the server's run_id as last checked; under turn
 }
 
 // dialCounter is a go-redis hook that counts the connections a client
@@ -96,7 +95,7 @@ func (dialCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 func newRestarts(clients []redis.UniversalClient, delay time.Duration) *restarts {
 	r := &restarts{base: time.Now(), delay: delay, nodes: make([]*nodeCheck, len(clients))}
 	for i, cl := range clients {
-		r.nodes[i] = &nodeCheck{}
+		r.nodes[i] = &nodeCheck{turn: make(chan struct{}, 1)}
 		cl.AddHook(dialCounter{&r.nodes[i].dialled})
 	}
 	return r
@@ -157,10 +156,7 @@ func (r *restarts) check(ctx context.Context, cl redis.UniversalClient, n *nodeC
 		delay = time.Duration(r.longest.Load())
 	}
 	if left := time.Duration(n.started.Load() + int64(delay) - r.now()); left > 0 {
-		n.mu.Lock()
-		id := n.runID
-		n.mu.Unlock()
-		return dialled, &quarantined{left: left, runID: id}
+		return dialled, &quarantined{left: left, runID: n.id()}
 	}
 	return dialled, nil
 }
@@ -171,8 +167,12 @@ func (r *restarts) check(ctx context.Context, cl redis.UniversalClient, n *nodeC
 // uptime_in_seconds ago (rounded down: the start is taken no earlier than
 // it was).
 func (r *restarts) recheck(ctx context.Context, cl redis.UniversalClient, n *nodeCheck) (uint64, error) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
+	select {
+	case n.turn <- struct{}{}:
+		defer func() { <-n.turn }()
+	case <-ctx.Done():
+		return n.dialled.Load(), fmt.Errorf("checking for a restart: %w", ctx.Err())
+	}
 	for range 3 {
 		dialled := n.dialled.Load()
 		if n.checked.Load() == dialled+1 {
@@ -194,6 +194,17 @@ func (r *restarts) recheck(ctx context.Context, cl redis.UniversalClient, n *nod
 		n.checked.Store(dialled + 1)
 	}
 	return n.dialled.Load(), errReconnected
+}
+
+// id returns the node's run_id as last checked, or "" while a check runs.
+func (n *nodeCheck) id() string {
+	select {
+	case n.turn <- struct{}{}:
+		defer func() { <-n.turn }()
+		return n.runID
+	default:
+		return ""
+	}
 }
 
 // parseServerInfo reads run_id and uptime_in_seconds from INFO server.
