@@ -66,10 +66,13 @@ func (b *Backend) acquire(ctx context.Context, key, id string, c backend.Candida
 	n, q := len(b.clients), b.quorum
 	counter := key + counterSuffix
 	ttlArg := strconv.FormatInt(c.TTL.Milliseconds(), 10)
+	if b.restarts != nil {
+		b.restarts.noteTTL(c.TTL)
+	}
 	start := time.Now()
-	r := startRound(ctx, b, b.releasing(key), func(ctx context.Context, cl redis.UniversalClient, _ int) (acquired, error) {
+	r := startRound(ctx, b, b.releasing(key), counted(b, func(ctx context.Context, cl redis.UniversalClient, _ int) (acquired, error) {
 		return parseAcquired(acquireScript.Run(ctx, cl, []string{key, counter}, id, c.Identity, ttlArg).Slice())
-	})
+	}))
 	// Wait for every node unless the round is decided: a quorum is ours,
 	// or others hold one (failed nodes alone do not decide it, so that
 	// lost sees the holder's PTTLs).
@@ -82,6 +85,9 @@ func (b *Backend) acquire(ctx context.Context, key, id string, c backend.Candida
 	case ctx.Err() != nil:
 		return acquireResult{}
 	case t.yes+t.no < q:
+		if wait, ok := quarantineWait(got, q, t); ok {
+			return acquireResult{wait: wait} // as behind a holder
+		}
 		return acquireResult{err: fmt.Errorf("quorum unreachable: %d of %d nodes answered, need %d: %s", t.yes+t.no, n, q, t.nodeErr())}
 	}
 	r2 := lost(got, q)
@@ -121,6 +127,7 @@ func (b *Backend) win(ctx context.Context, r *round[acquired], got []*reply[acqu
 		b.cleanup(key, id, r)
 		return acquireResult{err: backend.ErrClosed}
 	}
+	b.raiseCounters(key, id, token, l.value, r)
 	return acquireResult{lease: l}
 }
 
@@ -177,9 +184,9 @@ func (b *Backend) writeBack(ctx context.Context, key, id string, token uint64, i
 	q := b.quorum
 	tok := strconv.FormatUint(token, 10)
 	value := encodeValue(id, token, identity)
-	r := startRound(ctx, b, nil, func(ctx context.Context, cl redis.UniversalClient, _ int) (answer, error) {
+	r := startRound(ctx, b, nil, counted(b, func(ctx context.Context, cl redis.UniversalClient, _ int) (answer, error) {
 		return answerOf(writeBackScript.Run(ctx, cl, []string{key, key + counterSuffix}, id, tok, value).Int64())
-	})
+	}))
 	_, t := r.collect(ctx, func(t tally) bool { return t.yes >= q })
 	if t.yes < q {
 		if err := ctx.Err(); err != nil {

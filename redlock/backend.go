@@ -32,6 +32,7 @@ type Backend struct {
 	quorum   int
 	ctxBound bool // every client is known to honour ctx deadlines on socket I/O
 	notify   *notifier
+	restarts *restarts // nil with Options.NoRestartDelay
 
 	done chan struct{} // closed by Close
 	stop chan struct{} // closed by Close once leases are finished: workers exit
@@ -69,6 +70,10 @@ var _ backend.Backend = (*Backend)(nil)
 // ignores context deadlines on socket reads, and a stalled node would hold
 // every round for the client's ReadTimeout instead of [Options.NodeTimeout].
 // TLS and ACL/AUTH are configured on the clients as usual.
+//
+// Unless [Options.NoRestartDelay] is set, New adds a hook to every client
+// that counts the connections it dials (see # Safety in the package
+// documentation); the hook stays after Close.
 func New(clients []redis.UniversalClient, opts *Options) (*Backend, error) {
 	cfg, err := opts.config()
 	if err != nil {
@@ -104,6 +109,10 @@ func New(clients []redis.UniversalClient, opts *Options) (*Backend, error) {
 	}
 	for i := range b.work {
 		b.work[i] = make(chan func())
+	}
+	if !cfg.noRestartDelay {
+		b.restarts = newRestarts(b.clients, cfg.restartDelay)
+		b.checkNodes()
 	}
 	b.notify = newNotifier(b)
 	return b, nil

@@ -121,27 +121,41 @@
 // assumptions, which are Redlock's own (the Redis documentation above;
 // antirez, "Is Redlock safe?", 2016, http://antirez.com/news/101):
 //
-//   - Nodes keep their data across restarts: either every node runs with
-//     appendonly yes and appendfsync always, or a crashed node stays down for
-//     longer than the longest TTL before it rejoins ("delayed restarts").
-//     A node that restarts empty forgets the lock and the counter. A holder
-//     keeps its hold as long as the nodes still holding its key are a
-//     quorum, and each renewal that confirms the quorum puts the lease back
-//     (and the counter up to its token) on the nodes that lost it, so nodes
-//     restarting empty one at a time, each more than a RenewInterval apart,
-//     are harmless. But a holder may hold only a bare quorum for a while
-//     (nodes that did not answer its acquire in time, or that restarted
-//     since its last renewal): then one more node restarting empty lets a
-//     second candidate be elected while the first still holds a Deadline in
-//     the future. The chaos campaign (integration_test/chaos) saw this once
-//     with two of five nodes restarted at once, before the repair above;
-//     with a majority restarted empty it is routine. The second leader's
-//     token may then be lower than or EQUAL to the first's: a [Fence] (which
-//     refuses only lower tokens) refuses the new leader's writes while its
-//     token is lower, but accepts both leaders' writes while the tokens are
-//     equal. Fenced resources are only as safe as the counters' persistence.
-//     The tests TestRestartWithoutPersistence, TestRestartWithAOF and
-//     TestRenewRestoresMissingNodes show these cases.
+//   - Nodes that restart without persistence stay out of quorums for a
+//     TTL ("delayed restarts"). A node that restarts empty forgets the
+//     locks it granted and the counter. The Redis documentation asks
+//     operators to keep a crashed node down for longer than the longest
+//     TTL; a Backend enforces it from the client side instead: it asks each
+//     node for INFO server (run_id, uptime_in_seconds) when it first uses
+//     it and whenever a client dialled a new connection to it (a restart
+//     closes them all), and counts no reply of a node toward any quorum
+//     until the node has been up for [Options.RestartDelay] (by default the
+//     longest Candidate.TTL the Backend campaigned with). A Campaign that
+//     finds too few nodes counting waits for them, as behind a holder.
+//     Every lock a restarted node granted before its crash has expired by
+//     then, and so has the lease of a holder that counted on it: its last
+//     successful renewal came before the crash. After a winning round, the
+//     election's counter is raised to the new token on the nodes that did
+//     not grant it, so that a minority of the acquiring quorum restarting
+//     empty does not leave the token on too few nodes; each renewal that
+//     confirms the quorum also puts the lease back on nodes that lost it.
+//     What this verifies: nodes that restart (any number), as seen through
+//     a client's own connections. What it does not: a proxy that keeps the
+//     client's connection open across a node's restart hides it until the
+//     proxy's connection drops (INFO is asked only on reconnection); a
+//     node whose wall clock jumps reports a wrong uptime; and other
+//     processes campaigning with longer TTLs than this Backend's need
+//     RestartDelay set to theirs. A majority restarting empty keeps
+//     exclusion (no second leader until the first one's lease has expired)
+//     but loses the counter: the next token may be lower than the last
+//     one, and a [Fence] then refuses the new leader's writes until its
+//     token passes the old ones. With appendonly yes and appendfsync
+//     always nothing is lost, and [Options.NoRestartDelay] spares the
+//     delay. TestMinorityRestartAfterHandOver, TestRestartDelayOff,
+//     TestRestartWithoutPersistence and TestRestartWithAOF show these
+//     cases; the chaos campaign (integration_test/chaos, campaign
+//     redlock-noaof-restarts) restarts one or two of five nodes at random
+//     and right after hand-overs.
 //   - Clocks advance at about the same rate: the drift between this
 //     process's monotonic clock and the nodes' expiry clocks stays within
 //     TTL × DriftFactor + 2 ms over one TTL. Redis expires keys by wall

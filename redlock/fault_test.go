@@ -192,10 +192,11 @@ func TestThreeNodesDown(t *testing.T) {
 // TestRestartWithoutPersistence documents what the package doc's # Safety
 // section states. One node restarted empty during a term changes nothing:
 // the holder keeps a quorum of four, and its next renewal puts the lease
-// back on the restarted node. A majority restarted empty at once lets a
-// second candidate in while the first still believes it leads, and its
-// token goes backwards: the Fence then refuses the newcomer, so fenced
-// resources stay safe while the election does not.
+// back on the restarted node. A majority restarted empty at once stays out
+// of every quorum for the restart delay (a TTL), so the second candidate
+// is elected only after the first one's lease has expired; but the
+// restarted nodes' counters started over, so its token may go backwards,
+// and the Fence then refuses it.
 func TestRestartWithoutPersistence(t *testing.T) {
 	a, n := newBackend(t, nil)
 	b, _ := newBackend(t, nil)
@@ -206,7 +207,7 @@ func TestRestartWithoutPersistence(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	la, err := a.Campaign(ctx, backend.Candidate{Election: e, Identity: "alice", TTL: 5 * time.Second})
+	la, err := a.Campaign(ctx, backend.Candidate{Election: e, Identity: "alice", TTL: 15 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +226,7 @@ func TestRestartWithoutPersistence(t *testing.T) {
 	if v, err := n.clients[0].Get(ctx, a.lockKey(e)).Result(); err != nil || !strings.HasPrefix(v, la.(*lease).id) {
 		t.Errorf("restarted node after Renew: got %q (%v), want alice's lease put back", v, err)
 	}
-	bob := backend.Candidate{Election: e, Identity: "bob", TTL: 5 * time.Second}
+	bob := backend.Candidate{Election: e, Identity: "bob", TTL: 15 * time.Second}
 	wantWaits(t, b, bob, 300*time.Millisecond, "one empty restart does not break exclusion")
 
 	t.Cleanup(func() { testenv.Fault(t, "restart", "redis", "2") })
@@ -233,38 +234,38 @@ func TestRestartWithoutPersistence(t *testing.T) {
 	restart(t, 1, false)
 	restart(t, 2, false)
 	restart(t, 3, false)
+	if err := la.Renew(ctx); err == nil {
+		t.Errorf("alice's Renew after the majority restart: got nil, want an error: only two nodes count")
+	}
 	lb, err := b.Campaign(ctx, bob)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer lb.Release(ctx)
-	if !time.Now().Before(la.Deadline()) {
-		t.Fatalf("bob elected after alice's deadline; the test wants the overlap the # Safety section describes")
+	if time.Now().Before(la.Deadline()) {
+		t.Errorf("bob elected %v before alice's deadline: the restarted majority counted before its restart delay", time.Until(la.Deadline()))
 	}
-	if lb.Token() >= la.Token() {
-		t.Errorf("bob's token %d, want below alice's %d: the counters of the restarted majority started over", lb.Token(), la.Token())
-	}
-	if err := g.Check(ctx, lb.Token()); !errors.Is(err, ErrStaleToken) {
-		t.Errorf("Fence with bob's token after the overlap: got %v, want ErrStaleToken", err)
-	}
-	if err := la.Renew(ctx); !errors.Is(err, backend.ErrLost) {
-		t.Errorf("alice's Renew after the majority restart: got %v, want ErrLost", err)
+	t.Logf("bob's token %d, alice's %d", lb.Token(), la.Token())
+	if err := g.Check(ctx, lb.Token()); lb.Token() < la.Token() && !errors.Is(err, ErrStaleToken) {
+		t.Errorf("Fence with bob's lower token: got %v, want ErrStaleToken", err)
 	}
 }
 
 // TestRestartWithAOF: nodes running with appendfsync always keep the lock
 // and the counter across a crash, so exclusion and tokens survive a
-// majority of restarts.
+// majority of restarts, with Options.NoRestartDelay.
 func TestRestartWithAOF(t *testing.T) {
 	for i := 1; i <= 3; i++ {
 		t.Cleanup(func() { testenv.Fault(t, "restart", "redis", strconv.Itoa(i)) })
 		restart(t, i, true)
 	}
-	a, _ := newBackend(t, nil)
-	b, _ := newBackend(t, nil)
+	// With appendfsync always a restarted node lost nothing: no restart
+	// delay is needed.
+	a, _ := newBackend(t, &Options{NoRestartDelay: true})
+	b, _ := newBackend(t, &Options{NoRestartDelay: true})
 	ctx := testCtx(t)
 	e := name(t)
-	la, err := a.Campaign(ctx, backend.Candidate{Election: e, Identity: "alice", TTL: 5 * time.Second})
+	la, err := a.Campaign(ctx, backend.Candidate{Election: e, Identity: "alice", TTL: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +273,7 @@ func TestRestartWithAOF(t *testing.T) {
 		testenv.Fault(t, "kill", "redis", strconv.Itoa(i))
 		restart(t, i, true)
 	}
-	bob := backend.Candidate{Election: e, Identity: "bob", TTL: 5 * time.Second}
+	bob := backend.Candidate{Election: e, Identity: "bob", TTL: 30 * time.Second}
 	wantWaits(t, b, bob, 300*time.Millisecond, "AOF kept alice's keys on the restarted majority")
 	if err := la.Renew(ctx); err != nil {
 		t.Fatalf("Renew after AOF restarts: %v", err)

@@ -99,9 +99,9 @@ func (l *lease) Renew(ctx context.Context) error {
 	}
 	n, q := len(l.b.clients), l.b.quorum
 	ttlArg := strconv.FormatInt(l.ttl.Milliseconds(), 10)
-	r := startRound(ctx, l.b, l.last, func(ctx context.Context, cl redis.UniversalClient, _ int) (answer, error) {
+	r := startRound(ctx, l.b, l.last, counted(l.b, func(ctx context.Context, cl redis.UniversalClient, _ int) (answer, error) {
 		return answerOf(renewScript.Run(ctx, cl, []string{l.key}, l.id, ttlArg).Int64())
-	})
+	}))
 	_, t := r.collect(ctx, func(t tally) bool { return t.yes >= q || t.no+t.missing > n-q })
 	switch {
 	case t.yes >= q:
@@ -112,7 +112,7 @@ func (l *lease) Renew(ctx context.Context) error {
 		if d.After(l.deadline) {
 			l.deadline = d
 		}
-		if t.missing > 0 || t.pending() > 0 { // some node lost the key, or still may say so
+		if t.missing > 0 || t.pending() > 0 || t.failed > 0 { // some node lost the key, or still may say so
 			l.restore(ctx, r, ttlArg)
 		}
 		return nil
@@ -135,7 +135,7 @@ func (l *lease) restore(ctx context.Context, renew *round[answer], ttlArg string
 	token := strconv.FormatUint(l.token, 10)
 	keys := []string{l.key, l.key + counterSuffix}
 	l.last = startRound(context.WithoutCancel(ctx), l.b, renew.done(), func(ctx context.Context, cl redis.UniversalClient, i int) (answer, error) {
-		if renew.replies[i].status() != missing {
+		if !lostKey(renew.replies[i]) {
 			return 0, nil
 		}
 		return answerOf(restoreScript.Run(ctx, cl, keys, l.value, ttlArg, token).Int64())

@@ -70,13 +70,39 @@ type Options struct {
 	// documentation and redsync); the allowed range is (0, 0.5]
 	// ([backend.ValidateDriftFactor]).
 	DriftFactor float64
+
+	// RestartDelay is how long a node that restarted is left out of every
+	// quorum, counted from its start: a node restarted without persistence
+	// has forgotten the locks it granted, which expire at most a TTL after
+	// its crash (see # Safety in the package documentation). The Backend
+	// learns each node's start from INFO server when it first uses the node
+	// and after each reconnection. The default, used when it is 0, is the
+	// longest Candidate.TTL this Backend has campaigned with; set it when
+	// other processes campaign for the same elections with longer TTLs. The
+	// allowed range is 0 to 1h.
+	RestartDelay time.Duration
+
+	// NoRestartDelay counts a node toward quorums as soon as it answers,
+	// even right after a restart, and spares the INFO request per node and
+	// reconnection. Set it only when every node keeps its data across a
+	// crash (appendonly yes with appendfsync always) or when operators
+	// delay restarts themselves. RestartDelay must then be 0. The default
+	// is false.
+	NoRestartDelay bool
 }
+
+// maxRestartDelay is the longest Options.RestartDelay: the longest TTL the
+// portable layer accepts.
+const maxRestartDelay = time.Hour
 
 // config is Options with the defaults applied and checked.
 type config struct {
 	prefix      string
 	nodeTimeout time.Duration
 	drift       float64
+	// restartDelay is Options.RestartDelay (0: the longest TTL).
+	restartDelay   time.Duration
+	noRestartDelay bool
 }
 
 func (o *Options) config() (config, error) {
@@ -103,6 +129,13 @@ func (o *Options) config() (config, error) {
 		return c, fmt.Errorf("redlock: %w", err)
 	}
 	c.drift = drift
+	switch {
+	case o.RestartDelay < 0 || o.RestartDelay > maxRestartDelay:
+		return c, fmt.Errorf("redlock: %w: Options.RestartDelay is %v; want 0 to %v (0 for the longest Candidate.TTL)", backend.ErrInvalid, o.RestartDelay, maxRestartDelay)
+	case o.NoRestartDelay && o.RestartDelay != 0:
+		return c, fmt.Errorf("redlock: %w: Options.RestartDelay is %v but Options.NoRestartDelay is set; want one or the other", backend.ErrInvalid, o.RestartDelay)
+	}
+	c.restartDelay, c.noRestartDelay = o.RestartDelay, o.NoRestartDelay
 	return c, nil
 }
 

@@ -18,7 +18,7 @@ var (
 	flagLong     = flag.Bool("chaos.long", false, "run the long campaign (make chaos) instead of the short one (make test)")
 	flagSeed     = flag.Uint64("chaos.seed", 0, "seed of the nemesis schedule; 0 picks one (printed)")
 	flagOut      = flag.String("chaos.out", "", "directory for the report (JSON, SVG, candidate logs); default a temporary one")
-	flagCampaign = flag.String("chaos.campaigns", "redlock-aof,redlock-noaof,etcd,zookeeper", "campaigns to run")
+	flagCampaign = flag.String("chaos.campaigns", "redlock-aof,redlock-noaof,etcd,zookeeper", "campaigns to run; a suffix -restarts or -concurrent picks a fault mode (e.g. redlock-noaof-restarts, etcd-concurrent)")
 	flagFaults   = flag.Int("chaos.faults", 0, "faults per campaign (0: 100 long, 5 short)")
 	flagTerms    = flag.Int("chaos.terms", 0, "terms per campaign (0: 300 long, 12 short)")
 	flagRecheck  = flag.String("chaos.recheck", "", "check the <campaign>-history.jsonl files a run left in this directory instead of running campaigns")
@@ -78,9 +78,10 @@ func TestChaos(t *testing.T) {
 			MinFaults: faults, MinTerms: terms, MaxDuration: maxDur, Dir: out, Logf: t.Logf,
 		}
 		documented := func(string) bool { return false }
-		switch name {
+		base, mode := SplitCampaign(name)
+		switch base {
 		case "redlock-aof", "redlock-noaof":
-			cfg.Driver, cfg.ServerKind, cfg.Addrs, cfg.AOF = "redlock", "redis", testenv.RedisAddrs(t), name == "redlock-aof"
+			cfg.Driver, cfg.ServerKind, cfg.Addrs, cfg.AOF = "redlock", "redis", testenv.RedisAddrs(t), base == "redlock-aof"
 			documented = DocumentedRedlock
 		case "etcd":
 			cfg.Driver, cfg.ServerKind, cfg.Addrs = "etcd", "etcd", testenv.EtcdEndpoints(t)
@@ -88,6 +89,10 @@ func TestChaos(t *testing.T) {
 			cfg.Driver, cfg.ServerKind, cfg.Addrs = "zookeeper", "zk", testenv.ZKServers(t)
 		default:
 			t.Fatalf("unknown campaign %q in -chaos.campaigns", name)
+		}
+		var err error
+		if cfg.Faults, err = ModeFaults(mode, cfg.ServerKind, cfg.AOF); err != nil {
+			t.Fatalf("campaign %q: %v", name, err)
 		}
 		t.Run(name, func(t *testing.T) {
 			cfg.Logf = t.Logf
