@@ -225,7 +225,8 @@ func TestRoundTrips(t *testing.T) {
 			return e.Resign(ctx)
 		})
 		// A Txn to campaign, a Txn to release, and the keepalive of the
-		// shared lease (two requests every TTL/reuseFraction).
+		// shared lease (two requests every TTL/5); no watch for a lease
+		// released within 50 ms.
 		logRoundTrips(t, mine, peer, "concurrency", 2.5)
 	})
 	t.Run("zookeeper", func(t *testing.T) {
