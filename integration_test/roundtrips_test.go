@@ -257,4 +257,3 @@ func TestRoundTrips(t *testing.T) {
 		logRoundTrips(t, mine, peer, "zk.Lock", counts.total, 4.5)
 	})
 }
-
