@@ -260,9 +260,15 @@ func (b *Backend) unregister(l *lease) {
 	}
 }
 
-// startWatch starts l's own-key watch from revision rev, unless the Backend
-// is closed.
-func (b *Backend) startWatch(l *lease, rev int64) error {
+// ownWatchDelay is how long a lease that led at once waits before it
+// watches its own key. A deletion of the key by another client within that
+// time closes Lost once the watch starts (etcd replays it from the
+// campaign's revision, from a loop that runs every 100 ms).
+const ownWatchDelay = 50 * time.Millisecond
+
+// startWatch starts l's own-key watch from revision rev after delay, unless
+// the Backend is closed.
+func (b *Backend) startWatch(l *lease, rev int64, delay time.Duration) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
@@ -271,7 +277,7 @@ func (b *Backend) startWatch(l *lease, rev int64) error {
 	ctx, cancel := context.WithCancel(b.base)
 	l.stop = cancel
 	b.wg.Add(1)
-	go l.watchOwn(ctx, rev)
+	go l.watchOwn(ctx, rev, delay)
 	return nil
 }
 

@@ -3,6 +3,7 @@ package integration_test
 import (
 	"context"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -80,4 +81,57 @@ func benchHandoff(b *testing.B, ctx context.Context, holder, waiter backend.Back
 	b.StopTimer()
 	_ = l.Release(ctx)
 	ls.report(b, "handoff")
+}
+
+// throughputWorkers is how many goroutines a throughput benchmark runs, each
+// on its own election.
+const throughputWorkers = 8
+
+// benchThroughput runs throughputWorkers goroutines, each calling op on its
+// own election (named by name) until b.N operations ran in all, and reports
+// ops/s. op is one acquire+release.
+func benchThroughput(b *testing.B, ctx context.Context, name func() string, op func(ctx context.Context, name string) error) {
+	names := make([]string, throughputWorkers)
+	for i := range names {
+		names[i] = name()
+	}
+	var wg sync.WaitGroup
+	work := make(chan struct{}, b.N)
+	for range b.N {
+		work <- struct{}{}
+	}
+	close(work)
+	errs := make(chan error, throughputWorkers)
+	b.ResetTimer()
+	start := time.Now()
+	for _, name := range names {
+		wg.Go(func() {
+			for range work {
+				if err := op(ctx, name); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "ops/s")
+}
+
+// backendOp returns a throughput op that campaigns on be with identity
+// "bench" and the given TTL, and releases.
+func backendOp(be backend.Backend, ttl time.Duration) func(ctx context.Context, name string) error {
+	return func(ctx context.Context, name string) error {
+		l, err := be.Campaign(ctx, backend.Candidate{Election: name, Identity: "bench", TTL: ttl})
+		if err != nil {
+			return err
+		}
+		return l.Release(ctx)
+	}
 }

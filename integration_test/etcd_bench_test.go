@@ -66,6 +66,27 @@ func BenchmarkEtcdCampaignResign(b *testing.B) {
 	})
 }
 
+// BenchmarkEtcdThroughput: 8 goroutines, each campaigning for its own
+// election and resigning, b.N operations in all; reports ops/s. Each side
+// uses one client and one lease (elector: one Backend; concurrency: one
+// Session shared by the eight Elections).
+func BenchmarkEtcdThroughput(b *testing.B) {
+	b.Run("lib=elector", func(b *testing.B) {
+		eb := etcdBackend(b, etcdClient(b, etcdEndpoints(b)...))
+		benchThroughput(b, etcdCtx(b), func() string { return etcdName("tput") }, backendOp(eb, etcdTTL))
+	})
+	b.Run("lib=concurrency", func(b *testing.B) {
+		s := etcdSession(b, etcdClient(b, etcdEndpoints(b)...))
+		benchThroughput(b, etcdCtx(b), func() string { return etcdName("tput") }, func(ctx context.Context, name string) error {
+			e := concurrency.NewElection(s, name)
+			if err := e.Campaign(ctx, "bench"); err != nil {
+				return err
+			}
+			return e.Resign(ctx)
+		})
+	})
+}
+
 // BenchmarkEtcdHandoff: the holder releases while a waiter (another client)
 // watches; measures from the release returning to the waiter's Campaign
 // returning. The roles alternate. Run it with a fixed count, since the

@@ -54,56 +54,12 @@ func BenchmarkRedlockAcquireRelease(b *testing.B) {
 // BenchmarkRedlockThroughput: 8 goroutines, each acquiring and releasing its
 // own election, b.N operations in all; reports ops/s.
 func BenchmarkRedlockThroughput(b *testing.B) {
-	const workers = 8
-	run := func(b *testing.B, op func(ctx context.Context, name string) error) {
-		ctx := redlockCtx(b)
-		names := make([]string, workers)
-		for i := range names {
-			names[i] = redlockName("tput")
-		}
-		var wg sync.WaitGroup
-		work := make(chan struct{}, b.N)
-		for range b.N {
-			work <- struct{}{}
-		}
-		close(work)
-		errs := make(chan error, workers)
-		b.ResetTimer()
-		start := time.Now()
-		for _, name := range names {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for range work {
-					if err := op(ctx, name); err != nil {
-						errs <- err
-						return
-					}
-				}
-			}()
-		}
-		wg.Wait()
-		elapsed := time.Since(start)
-		b.StopTimer()
-		close(errs)
-		for err := range errs {
-			b.Fatal(err)
-		}
-		b.ReportMetric(float64(b.N)/elapsed.Seconds(), "ops/s")
-	}
 	b.Run("lib=elector", func(b *testing.B) {
-		rl := newRedlock(b)
-		run(b, func(ctx context.Context, name string) error {
-			l, err := rl.Campaign(ctx, backend.Candidate{Election: name, Identity: "bench", TTL: redlockTTL})
-			if err != nil {
-				return err
-			}
-			return l.Release(ctx)
-		})
+		benchThroughput(b, redlockCtx(b), func() string { return redlockName("tput") }, backendOp(newRedlock(b), redlockTTL))
 	})
 	b.Run("lib=redsync", func(b *testing.B) {
 		rs := newRedlockRedsync(b)
-		run(b, func(ctx context.Context, name string) error {
+		benchThroughput(b, redlockCtx(b), func() string { return redlockName("tput") }, func(ctx context.Context, name string) error {
 			m := rs.NewMutex(name, redsync.WithExpiry(redlockTTL), redsync.WithTries(1))
 			if err := m.LockContext(ctx); err != nil {
 				return err

@@ -22,6 +22,7 @@ package integration_test
 // level: Campaign, Release) and lib=zklock (zk.NewLock, Lock, Unlock).
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -55,6 +56,26 @@ func BenchmarkZooKeeperAcquireRelease(b *testing.B) {
 			ls = append(ls, time.Since(start))
 		}
 		ls.report(b, "op")
+	})
+}
+
+// BenchmarkZooKeeperThroughput: 8 goroutines, each acquiring and
+// releasing its own election (or lock), b.N operations in all; reports
+// ops/s. Each side uses one session on the bench server.
+func BenchmarkZooKeeperThroughput(b *testing.B) {
+	b.Run("lib=elector", func(b *testing.B) {
+		zb := zkBackend(b, zkBenchServer(b), nil)
+		benchThroughput(b, zkCtx(b), func() string { return zkName("tput") }, backendOp(zb, zkTTL))
+	})
+	b.Run("lib=zklock", func(b *testing.B) {
+		conn := zkConn(b, zkBenchServer(b), nil)
+		benchThroughput(b, zkCtx(b), func() string { return zkName("tput") }, func(_ context.Context, name string) error {
+			lock := zk.NewLock(conn, zkRoot+"-zklock/"+name, zk.WorldACL(zk.PermAll))
+			if err := lock.Lock(); err != nil {
+				return err
+			}
+			return lock.Unlock()
+		})
 	})
 }
 

@@ -14,26 +14,31 @@ import "github.com/redis/go-redis/v9"
 // starts with that prefix.
 
 // acquireScript is SET NX PX that also mints a fencing token: when the key is
-// free it INCRs the counter and stores "<id> <token> <identity>". It replies
-// {1, token} on success, or {0, pttl, holder} when the key is held: pttl as
-// PTTL reports it (-1 for a key without expiry), holder the value's first
-// word (the lease id of a value this package wrote, the whole value of a
-// redsync or node-redlock lock, "" for a key that is not a string), so that
-// the caller can tell one holder on a quorum from rivals that split the
-// nodes.
+// free it stores "<id> <token> <identity>", token the counter just INCRed.
+// It replies {1, token} on success, or {0, pttl, holder} when the key is
+// held: pttl as PTTL reports it (-1 for a key without expiry), holder the
+// value's first word (the lease id of a value this package wrote, the whole
+// value of a redsync or node-redlock lock, "" for a key that is not a
+// string), so that the caller can tell one holder on a quorum from rivals
+// that split the nodes.
+//
+// The free key is the case to make cheap: the script INCRs first and lets
+// SET NX decide, two commands in all. When the key is held it DECRs the
+// counter back before anything else can run (a script is atomic), so a lost
+// round leaves the counter as it found it and no token is spent.
 //
 // ARGV: id prefix, identity, ttl in ms.
 var acquireScript = redis.NewScript(acquireSource)
 
 const acquireSource = `
-local v = redis.pcall('GET', KEYS[1])
-if v then
-  if type(v) ~= 'string' then v = '' end
-  return {0, redis.call('PTTL', KEYS[1]), string.match(v, '^[^ ]*')}
-end
 local t = redis.call('INCR', KEYS[2])
-redis.call('SET', KEYS[1], ARGV[1] .. string.format('%d', t) .. ' ' .. ARGV[2], 'PX', ARGV[3])
-return {1, t}
+if redis.call('SET', KEYS[1], ARGV[1] .. string.format('%d', t) .. ' ' .. ARGV[2], 'NX', 'PX', ARGV[3]) then
+  return {1, t}
+end
+redis.call('DECR', KEYS[2])
+local v = redis.pcall('GET', KEYS[1])
+if type(v) ~= 'string' then v = '' end
+return {0, redis.call('PTTL', KEYS[1]), string.match(v, '^[^ ]*')}
 `
 
 // writeBackScript writes the agreed token m back: it raises the counter to

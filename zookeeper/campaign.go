@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/leaderkit/elector/backend"
@@ -38,9 +39,24 @@ func (b *Backend) Campaign(ctx context.Context, c backend.Candidate) (backend.Le
 	dir := b.electionPath(c.Election)
 	var rnd [16]byte
 	rand.Read(rnd[:])
-	path, err := b.createCandidate(ctx, s, dir, uuid4(rnd), []byte(c.Identity))
+	uuid := uuid4(rnd)
+	before, _ := s.state()
+	s.expectCreate(uuid)
+	path, first, err := b.createListed(ctx, s, dir, uuid, []byte(c.Identity))
+	czxid := s.takeCreate(uuid)
 	if err != nil {
 		return nil, wrap("campaign", c.Election, err)
+	}
+	if now, _ := s.state(); czxid != 0 && leadsAtOnce(first, path[len(dir)+1:], before, now) {
+		// Led on the listing and the create's czxid; the znode's watch
+		// is armed in the background.
+		fastLeads.Add(1)
+		l, err := b.newLease(s, c, path, uint64(czxid), before.id, nil)
+		if err != nil {
+			s.abandon(path, false)
+			return nil, wrap("campaign", c.Election, err)
+		}
+		return l, nil
 	}
 	l, err := b.await(ctx, s, c, dir, path)
 	if err != nil {
@@ -48,6 +64,65 @@ func (b *Backend) Campaign(ctx context.Context, c backend.Candidate) (backend.Le
 		return nil, wrap("campaign", c.Election, err)
 	}
 	return l, nil
+}
+
+// fastLeads counts the Campaigns that led from the listing behind their
+// create, for tests.
+var fastLeads atomic.Int64
+
+// listing is the children of an election znode and the znode's Stat, read
+// in one request.
+type listing struct {
+	kids []string
+	stat *zk.Stat
+}
+
+// createListed creates the candidate znode (createCandidate) and lists the
+// election's children in a request queued right behind the create's, so
+// that both take one round trip: the server answers a session's requests in
+// the order sent, so a listing that holds the new znode was read after the
+// create. The listing is nil when it could not be read; it may miss the
+// znode (another create of the session was written first).
+func (b *Backend) createListed(ctx context.Context, s *session, dir, uuid string, data []byte) (string, *listing, error) {
+	written := s.nextCreate()
+	type created struct {
+		path string
+		err  error
+	}
+	cc := make(chan created, 1)
+	go func() {
+		path, err := b.createCandidate(ctx, s, dir, uuid, data)
+		cc <- created{path, err}
+	}()
+	var first *listing
+	select {
+	case <-written:
+		ls, err := do(b, ctx, func() (listing, error) {
+			kids, stat, err := s.conn.Children(dir)
+			return listing{kids, stat}, err
+		}, nil)
+		if err == nil {
+			first = &ls
+		}
+	case r := <-cc:
+		return r.path, nil, r.err
+	}
+	r := <-cc
+	return r.path, first, r.err
+}
+
+// leadsAtOnce reports whether first, the listing read right behind the
+// create of the candidate znode name, proves that the candidate leads
+// without another read: the listing holds the znode (so it was read after
+// the create) as the first candidate, and the session that sent the create
+// is the current one, connected all along, so it owns the znode (Curator's
+// CURATOR-696 check).
+func leadsAtOnce(first *listing, name string, before, now state) bool {
+	if first == nil || before.id == 0 || now.id != before.id || now.epoch != before.epoch || !now.up || now.closed {
+		return false
+	}
+	cands := sortCandidates(first.kids)
+	return len(cands) > 0 && cands[0].name == name
 }
 
 // createCandidate creates the candidate znode, creating missing parents as

@@ -28,7 +28,11 @@
 // once empty (ZooKeeper 3.5.3 or later is required). Candidates are sorted
 // by the text after the last "latch-", and the first one leads, provided its
 // ephemeralOwner is its creator's current session (Curator's CURATOR-696
-// check). Each waiting candidate watches only its predecessor, with a data
+// check). The children are listed by a request sent right behind the
+// create, so an uncontended candidate leads after one round trip: it is
+// first in that listing, its session sent the create and stayed connected,
+// and its token is the create's zxid, which the reply's header carries.
+// Each waiting candidate watches only its predecessor, with a data
 // watch (no herd effect). So a Curator LeaderLatch reports an elector leader
 // and queues behind it, and the other way round.
 //

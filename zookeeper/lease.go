@@ -30,8 +30,8 @@ type lease struct {
 var _ backend.Lease = (*lease)(nil)
 
 // newLease registers the lease of a candidate that found its znode first,
-// and starts the goroutine that watches its znode (armed by watch) and its
-// session.
+// and starts the goroutine that watches its znode (armed by watch, or by
+// the goroutine when watch is nil) and its session.
 func (b *Backend) newLease(s *session, c backend.Candidate, path string, token uint64, id int64, watch <-chan zk.Event) (*lease, error) {
 	l := &lease{b: b, s: s, election: c.Election, path: path, token: token, session: id, lost: make(chan struct{})}
 	st, changed := s.state()
@@ -59,6 +59,13 @@ func (b *Backend) newLease(s *session, c backend.Candidate, path string, token u
 // znode.
 func (l *lease) watch(znode <-chan zk.Event, epoch uint64, changed <-chan struct{}) {
 	defer l.b.wg.Done()
+	if znode == nil {
+		var held bool
+		if znode, held = l.arm(); !held {
+			l.end(false, false)
+			return
+		}
+	}
 	for {
 		select {
 		case <-l.lost:
@@ -87,10 +94,16 @@ func (l *lease) rearm(ev zk.Event) (<-chan zk.Event, bool) {
 	if ev.Type == zk.EventNotWatching || ev.Type == zk.EventNodeDeleted {
 		return nil, false
 	}
-	_, _, ch, err := l.s.conn.GetW(l.path)
+	return l.arm()
+}
+
+// arm sets a watch on the lease's znode and returns its channel (nil when
+// it cannot tell), or false when the znode is gone or not the session's.
+func (l *lease) arm() (<-chan zk.Event, bool) {
+	_, st, ch, err := l.s.conn.GetW(l.path)
 	switch {
 	case err == nil:
-		return ch, true
+		return ch, st.EphemeralOwner == l.session
 	case errors.Is(err, zk.ErrNoNode):
 		return nil, false
 	default:

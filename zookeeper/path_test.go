@@ -104,8 +104,10 @@ func (r *recorder) handshake(id int64, timeout time.Duration, sent time.Time) {
 	r.handshakes = append(r.handshakes, id)
 	r.timeout, r.handSent = timeout, sent
 }
-func (r *recorder) heard(sent time.Time) { r.sent = append(r.sent, sent) }
-func (r *recorder) restored()            {}
+func (r *recorder) heard(sent time.Time)  { r.sent = append(r.sent, sent) }
+func (r *recorder) restored()             {}
+func (r *recorder) wroteCreate()          {}
+func (r *recorder) created(string, int64) {}
 
 // TestTrackedConn feeds a trackedConn a client's writes and a server's
 // replies in chunks of every size, and checks what it learns.

@@ -39,12 +39,14 @@ type session struct {
 	closeOnce sync.Once
 	wg        sync.WaitGroup // the session's goroutines
 
-	mu      sync.Mutex
-	st      state
-	changed chan struct{} // closed and replaced at every change of st
-	graceT  *time.Timer   // pending end of a DisconnectGrace
-	watches chan struct{} // closed when watches were re-sent on this connection
-	linked  time.Time     // when this connection's handshake was answered
+	mu         sync.Mutex
+	st         state
+	changed    chan struct{}    // closed and replaced at every change of st
+	graceT     *time.Timer      // pending end of a DisconnectGrace
+	watches    chan struct{}    // closed when watches were re-sent on this connection
+	linked     time.Time        // when this connection's handshake was answered
+	createSent chan struct{}    // closed when a create request is written
+	zxids      map[string]int64 // protection uuid → czxid of its create, 0 until known
 }
 
 // state is what a session knows of itself at one instant.
@@ -245,6 +247,57 @@ func (s *session) restored() {
 	default:
 		close(s.watches)
 	}
+}
+
+// wroteCreate implements wireObserver.
+func (s *session) wroteCreate() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.createSent != nil {
+		close(s.createSent)
+		s.createSent = nil
+	}
+}
+
+// created implements wireObserver.
+func (s *session) created(uuid string, zxid int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.zxids[uuid]; ok {
+		s.zxids[uuid] = zxid
+	}
+}
+
+// expectCreate has the czxid of the create of the candidate with
+// protection uuid recorded for takeCreate.
+func (s *session) expectCreate(uuid string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.zxids == nil {
+		s.zxids = make(map[string]int64)
+	}
+	s.zxids[uuid] = 0
+}
+
+// takeCreate returns the czxid recorded for uuid (0 if none) and forgets
+// it.
+func (s *session) takeCreate(uuid string) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	z := s.zxids[uuid]
+	delete(s.zxids, uuid)
+	return z
+}
+
+// nextCreate returns a channel closed when the next create request of the
+// session is written.
+func (s *session) nextCreate() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.createSent == nil {
+		s.createSent = make(chan struct{})
+	}
+	return s.createSent
 }
 
 // heard implements wireObserver.

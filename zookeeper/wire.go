@@ -1,6 +1,7 @@
 package zookeeper
 
 import (
+	"bytes"
 	"encoding/binary"
 	"net"
 	"sync"
@@ -18,6 +19,7 @@ import (
 const (
 	xidSetWatches = -8
 	xidWatchEvent = -1
+	opCreateReq   = 1    // the request type of a plain create
 	errCodeExpiry = -112 // SESSIONEXPIRED
 	errCodeMoved  = -118 // SESSIONMOVED
 )
@@ -32,7 +34,19 @@ type wireObserver interface {
 	// restored reports that go-zookeeper re-sent its watches after a
 	// reconnection (a SetWatches request went out).
 	restored()
+	// wroteCreate reports that a create request is being written: a
+	// request queued after this call reaches the server after it.
+	wroteCreate()
+	// created reports the zxid of a create of a protected candidate znode
+	// (named <dir>/_c_<uuid>-...) that succeeded: the zxid in its reply's
+	// header, which is the znode's czxid.
+	created(uuid string, zxid int64)
 }
+
+// headMax is how many bytes of each frame body a frameParser collects:
+// enough for the reply header and for the path of a create request up to
+// the candidate's protection uuid under any usual election name.
+const headMax = 256
 
 // frameParser splits a byte stream into frames and collects the first bytes
 // of each body.
@@ -40,7 +54,7 @@ type frameParser struct {
 	lenBuf  [4]byte
 	lenHave int
 	left    int // body bytes still to come
-	head    [16]byte
+	head    [headMax]byte
 	headLen int // bytes of head wanted for this frame
 	have    int
 	frames  int // frames completed or begun
@@ -92,18 +106,19 @@ type trackedConn struct {
 	mu      sync.Mutex
 	w, r    frameParser
 	sent    map[int32][]time.Time // xid → write times, oldest first
+	creates map[int32]string      // xid → uuid of a protected create in flight
 	connect time.Time             // when the handshake was written
 }
 
 func newTrackedConn(c net.Conn, obs wireObserver) *trackedConn {
-	return &trackedConn{Conn: c, obs: obs, sent: make(map[int32][]time.Time)}
+	return &trackedConn{Conn: c, obs: obs, sent: make(map[int32][]time.Time), creates: make(map[int32]string)}
 }
 
 // Write records the send time of each request before it leaves, so that a
 // reply proves the server heard from the session no earlier than that.
 func (c *trackedConn) Write(p []byte) (int, error) {
 	now := time.Now()
-	restored := false
+	restored, created := false, false
 	c.mu.Lock()
 	c.w.feed(p, func(n int, head []byte) {
 		switch {
@@ -113,11 +128,20 @@ func (c *trackedConn) Write(p []byte) (int, error) {
 			xid := int32(binary.BigEndian.Uint32(head))
 			c.sent[xid] = append(c.sent[xid], now)
 			restored = restored || xid == xidSetWatches
+			if len(head) >= 8 && int32(binary.BigEndian.Uint32(head[4:])) == opCreateReq {
+				created = true
+				if uuid := protectedUUID(head); uuid != "" {
+					c.creates[xid] = uuid
+				}
+			}
 		}
 	})
 	c.mu.Unlock()
 	if restored {
 		c.obs.restored()
+	}
+	if created {
+		c.obs.wroteCreate()
 	}
 	return c.Conn.Write(p)
 }
@@ -149,6 +173,13 @@ func (c *trackedConn) Read(p []byte) (int, error) {
 			if xid == xidWatchEvent {
 				return
 			}
+			if uuid, ok := c.creates[xid]; ok {
+				delete(c.creates, xid)
+				if code == 0 {
+					zxid := int64(binary.BigEndian.Uint64(head[4:]))
+					events = append(events, func() { c.obs.created(uuid, zxid) })
+				}
+			}
 			q := c.sent[xid]
 			if len(q) == 0 {
 				return
@@ -169,4 +200,23 @@ func (c *trackedConn) Read(p []byte) (int, error) {
 		}
 	}
 	return n, err
+}
+
+// protectedUUID returns the protection uuid of the create request whose
+// body starts with head (xid, type, path length, path), or "" when its path
+// has none within head.
+func protectedUUID(head []byte) string {
+	if len(head) < 12 {
+		return ""
+	}
+	n := int(binary.BigEndian.Uint32(head[8:]))
+	path := head[12:]
+	if n >= 0 && n < len(path) {
+		path = path[:n]
+	}
+	i := bytes.LastIndex(path, []byte("/"+protectedPrefix))
+	if i < 0 || len(path) < i+1+len(protectedPrefix)+36 {
+		return ""
+	}
+	return string(path[i+1+len(protectedPrefix) : i+1+len(protectedPrefix)+36])
 }

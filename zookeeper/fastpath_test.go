@@ -1,0 +1,92 @@
+package zookeeper
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/leaderkit/elector/backend"
+)
+
+// TestUncontendedCampaignOneRead: an uncontended Campaign leads from the
+// listing pipelined behind its create, with no read of its own znode, and
+// its token is still the znode's czxid (taken from the create's reply):
+// after earlier terms, in a session that holds other leases, and with
+// eight goroutines campaigning at once on one session. The first Campaign
+// of an election also creates the election's znode, and may read again.
+func TestUncontendedCampaignOneRead(t *testing.T) {
+	f := newFixture(t)
+	b, _ := f.backend(nil)
+	other := "other-" + randomSuffix()
+	held := f.acquire(b, other, "alice")
+	defer held.Release(f.ctx)
+	check := func(t *testing.T, l *lease) {
+		t.Helper()
+		if _, err := f.admin.Sync(l.path); err != nil { // the admin's server may lag
+			t.Fatal(err)
+		}
+		ok, st, err := f.admin.Exists(l.path)
+		if err != nil || !ok {
+			t.Fatalf("Exists(%s): (%v, %v), want the znode", l.path, ok, err)
+		}
+		if l.Token() != uint64(st.Czxid) {
+			t.Errorf("token %x, want the znode's czxid %x", l.Token(), st.Czxid)
+		}
+		if st.EphemeralOwner != l.session {
+			t.Errorf("znode owned by %x, lease's session %x", st.EphemeralOwner, l.session)
+		}
+		if err := l.Release(f.ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := "fast-" + randomSuffix()
+	check(t, f.acquire(b, e, "alice"))
+	for term := 1; term < 4; term++ {
+		before := fastLeads.Load()
+		l := f.acquire(b, e, "alice")
+		if got := fastLeads.Load() - before; got != 1 {
+			t.Errorf("term %d: Campaign led at once %d times, want 1 (from the listing behind its create)", term, got)
+		}
+		check(t, l)
+	}
+	var wg sync.WaitGroup
+	for range 8 {
+		e := "fast-" + randomSuffix()
+		wg.Go(func() {
+			for range 10 {
+				l, err := b.Campaign(f.ctx, backend.Candidate{Election: e, Identity: "bob", TTL: testTTL})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				check(t, l.(*lease))
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// TestLeadsAtOnce: the listing behind the create decides only for the first
+// candidate, in the session that created it, connected all along.
+func TestLeadsAtOnce(t *testing.T) {
+	st := state{id: 7, up: true}
+	name := protectedPrefix + "0f0f0f0f-0f0f-4f0f-8f0f-0f0f0f0f0f0f-" + latchLock + "0000000004"
+	ls := &listing{kids: []string{name}, stat: &zk.Stat{}}
+	if !leadsAtOnce(ls, name, st, st) {
+		t.Errorf("leadsAtOnce: false for the only candidate")
+	}
+	older := protectedPrefix + "1f0f0f0f-0f0f-4f0f-8f0f-0f0f0f0f0f0f-" + latchLock + "0000000003"
+	if leadsAtOnce(&listing{kids: []string{name, older}, stat: &zk.Stat{}}, name, st, st) {
+		t.Errorf("leadsAtOnce: true behind an older candidate")
+	}
+	if leadsAtOnce(&listing{kids: []string{older}, stat: &zk.Stat{}}, name, st, st) {
+		t.Errorf("leadsAtOnce: true on a listing read before the create")
+	}
+	if leadsAtOnce(ls, name, st, state{id: 8, up: true}) {
+		t.Errorf("leadsAtOnce: true after the session changed")
+	}
+	if leadsAtOnce(ls, name, st, state{id: 7, up: true, epoch: 1}) {
+		t.Errorf("leadsAtOnce: true after a disconnection")
+	}
+}
