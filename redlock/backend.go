@@ -32,6 +32,7 @@ type Backend struct {
 	quorum   int
 	ctxBound bool // every client is known to honour ctx deadlines on socket I/O
 	notify   *notifier
+	batch    *batcher // coalesces renewals; nil unless every client is one server
 
 	done chan struct{} // closed by Close
 	stop chan struct{} // closed by Close once leases are finished: workers exit
@@ -98,6 +99,9 @@ func New(clients []redis.UniversalClient, opts *Options) (*Backend, error) {
 		b.work[i] = make(chan func())
 	}
 	b.notify = newNotifier(b)
+	if canBatch(b.clients) {
+		b.batch = &batcher{b: b}
+	}
 	return b, nil
 }
 
