@@ -33,6 +33,7 @@ type Backend struct {
 	ctxBound bool // every client is known to honour ctx deadlines on socket I/O
 	notify   *notifier
 	restarts *restarts // nil with Options.NoRestartDelay
+	batch    *batcher  // coalesces renewals; nil unless every client is one server
 
 	done chan struct{} // closed by Close
 	stop chan struct{} // closed by Close once leases are finished: workers exit
@@ -115,6 +116,9 @@ func New(clients []redis.UniversalClient, opts *Options) (*Backend, error) {
 		b.checkNodes()
 	}
 	b.notify = newNotifier(b)
+	if canBatch(b.clients) {
+		b.batch = &batcher{b: b}
+	}
 	return b, nil
 }
 

@@ -44,7 +44,19 @@
 //
 // Renew is compare-and-pexpire on every node; it succeeds when a quorum
 // still held the lease within the validity measured from the renewal's
-// start, and never re-creates a key that lapsed. Release is compare-and-delete
+// start, and never re-creates a key that lapsed. On a Backend whose clients
+// are all single servers (*redis.Client), the renewals of every lease held
+// through it share calls: the Renew calls that arrive while one batch is on
+// the wire go out together, one script call per node for up to 1,000 keys,
+// and each call is topped up with the Backend's idle leases whose last
+// renewal is older than TTL/6 (riders). A rider's next Renew, if it comes
+// within TTL/3 of that batch, succeeds without a request. So a process
+// holding 10,000 leases sends about one call per node per 1,000 leases per
+// renew interval instead of one per lease. Each lease keeps its own
+// outcome: its Deadline counts from the send time of the batch that
+// confirmed it, and a batch that finds a quorum no longer holding a lease,
+// rider or not, closes its Lost channel. Cluster and Ring clients renew each
+// lease on its own (a script may not span hash slots). Release is compare-and-delete
 // on every node, each deletion announced with PUBLISH so a waiting candidate
 // is elected at once; it returns as soon as no quorum can hold the lease,
 // and the same Backend's next acquire of the election is sent to each node
@@ -95,7 +107,7 @@
 // # Timing
 //
 // A lease's Deadline is the send time of the last successful acquire or
-// renew round plus TTL − (TTL × DriftFactor + 2 ms), on this process's
+// renew round (for a batched renewal, the batch's) plus TTL − (TTL × DriftFactor + 2 ms), on this process's
 // monotonic clock ([backend.LeaseDeadline]). The portable layer steps down before it. TTLs are rounded up to
 // whole milliseconds (the precision of PX); the shortest is [MinTTL], and
 // there is no longest. A

@@ -32,6 +32,10 @@ type lease struct {
 	mu       sync.Mutex // serialises Renew, Release and finish
 	deadline time.Time
 	gone     bool // lost, released or finished: lost is closed
+	// renewed is the send time of the latest batch that renewed the
+	// lease, used that of the one the latest Renew succeeded on (see
+	// batch.go); zero before any.
+	renewed, used time.Time
 }
 
 var _ backend.Lease = (*lease)(nil)
@@ -79,6 +83,10 @@ func (l *lease) markGone() {
 // returns ctx.Err() when ctx ends first, [backend.ErrClosed] after
 // [Backend.Close], and a plain error when too few nodes answered (the lease
 // may still be held until its Deadline).
+//
+// On a Backend over single Redis servers the request is a share of a
+// batched call, and a Renew that follows a batch which renewed the lease
+// early sends nothing (see renewBatched).
 func (l *lease) Renew(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -97,12 +105,28 @@ func (l *lease) Renew(ctx context.Context) error {
 		l.releaseAsync()
 		return fmt.Errorf("redlock: renew %q: %w: past the lease deadline", l.election, backend.ErrLost)
 	}
-	n, q := len(l.b.clients), l.b.quorum
 	ttlArg := strconv.FormatInt(l.ttl.Milliseconds(), 10)
+	if l.b.batch != nil {
+		return l.renewBatched(ctx, start, ttlArg)
+	}
 	r := startRound(ctx, l.b, l.last, counted(l.b, func(ctx context.Context, cl redis.UniversalClient, _ int) (answer, error) {
 		return answerOf(renewScript.Run(ctx, cl, []string{l.key}, l.id, ttlArg).Int64())
 	}))
-	_, t := r.collect(ctx, func(t tally) bool { return t.yes >= q || t.no+t.missing > n-q })
+	_, t := r.collect(ctx, l.b.decideRenew)
+	return l.settle(ctx, start, r, t, ttlArg)
+}
+
+// decideRenew reports whether a renewal's tally is decided: a quorum
+// confirmed, or so many nodes denied that no quorum can.
+func (b *Backend) decideRenew(t tally) bool {
+	return t.yes >= b.quorum || t.no+t.missing > len(b.clients)-b.quorum
+}
+
+// settle applies the tally of a renewal round sent at start, l.mu held: the
+// Deadline moves on a timely quorum, Lost closes when no quorum can hold
+// the lease. It returns Renew's error.
+func (l *lease) settle(ctx context.Context, start time.Time, r *round[answer], t tally, ttlArg string) error {
+	n, q := len(l.b.clients), l.b.quorum
 	switch {
 	case t.yes >= q:
 		d := l.b.cfg.deadline(start, l.ttl)

@@ -121,7 +121,7 @@ func (r *restarts) now() int64 { return int64(time.Since(r.base)) }
 // check, the node is checked again after it: a server keeps its run_id for
 // its whole life, so an unchanged run_id means the reply came from the
 // server checked before; a new one starts the node's restart delay.
-func counted[T verdict](b *Backend, fn func(context.Context, redis.UniversalClient, int) (T, error)) func(context.Context, redis.UniversalClient, int) (T, error) {
+func counted[T any](b *Backend, fn func(context.Context, redis.UniversalClient, int) (T, error)) func(context.Context, redis.UniversalClient, int) (T, error) {
 	r := b.restarts
 	if r == nil {
 		return fn

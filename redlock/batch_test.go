@@ -1,0 +1,190 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/leaderkit/elector/backend"
+)
+
+// scriptCounter counts the script calls (EVALSHA and EVAL) a client sends.
+type scriptCounter struct{ n atomic.Int64 }
+
+func (h *scriptCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *scriptCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if name := cmd.Name(); name == "evalsha" || name == "eval" {
+			h.n.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+func (h *scriptCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// holdMany returns a Backend whose clients count their script calls, and k
+// leases it holds on distinct elections with ttl.
+func holdMany(t *testing.T, k int, ttl time.Duration) (*Backend, []*scriptCounter, []*lease) {
+	t.Helper()
+	b, n := newBackend(t, nil)
+	counters := make([]*scriptCounter, len(n.clients))
+	for i, c := range n.clients {
+		counters[i] = &scriptCounter{}
+		c.AddHook(counters[i])
+	}
+	ctx := testCtx(t)
+	base := name(t)
+	leases := make([]*lease, k)
+	for i := range leases {
+		l, err := b.Campaign(ctx, backend.Candidate{Election: fmt.Sprintf("%s/%d", base, i), Identity: "alice", TTL: ttl})
+		if err != nil {
+			t.Fatalf("Campaign %d: %v", i, err)
+		}
+		leases[i] = l.(*lease)
+	}
+	return b, counters, leases
+}
+
+// warmUp renews leases[0], so that every node has loaded the batch script
+// (the first call of a script may take two: EVALSHA, then EVAL), and then
+// makes every lease a rider again, as if never renewed by a batch.
+func warmUp(t *testing.T, leases []*lease) {
+	t.Helper()
+	if err := leases[0].Renew(testCtx(t)); err != nil {
+		t.Fatalf("Renew: %v", err)
+	}
+	for _, l := range leases {
+		l.mu.Lock()
+		l.renewed, l.used = time.Time{}, time.Time{}
+		l.mu.Unlock()
+	}
+}
+
+// calls returns the script calls each counter has seen.
+func calls(counters []*scriptCounter) []int64 {
+	out := make([]int64, len(counters))
+	for i, c := range counters {
+		out[i] = c.n.Load()
+	}
+	return out
+}
+
+// TestRenewalsCoalesce renews 200 leases held through one Backend, all at
+// once: they share a few script calls per node instead of one each.
+func TestRenewalsCoalesce(t *testing.T) {
+	const k = 200
+	b, counters, leases := holdMany(t, k, 10*time.Second)
+	if b.batch == nil {
+		t.Fatal("a Backend over single Redis servers does not batch renewals")
+	}
+	ctx := testCtx(t)
+	warmUp(t, leases)
+	for _, l := range leases { // no rider renewals: each Renew asks for its own
+		l.mu.Lock()
+		l.renewed = time.Now()
+		l.mu.Unlock()
+	}
+	before := calls(counters)
+	var wg sync.WaitGroup
+	errs := make(chan error, k)
+	for _, l := range leases {
+		wg.Go(func() {
+			if err := l.Renew(ctx); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("Renew: %v", err)
+	}
+	for i, after := range calls(counters) {
+		// One batch on the wire at a time: the first Renew goes alone, the
+		// others queue behind it, at most maxBatch to a call.
+		if d := after - before[i]; d > 10 {
+			t.Errorf("node %d: %d renewal calls for %d concurrent Renews, want at most 10: renewals coalesce", i, d, k)
+		}
+	}
+}
+
+// TestRidersRenewedEarly renews one of 100 idle leases: the other 99 ride
+// along in its call, their Deadlines move to the call's send time, and
+// their own Renew then sends nothing, until a Renew finds no newer rider
+// renewal to use.
+func TestRidersRenewedEarly(t *testing.T) {
+	const k, ttl = 100, 10 * time.Second
+	b, counters, leases := holdMany(t, k, ttl)
+	ctx := testCtx(t)
+	warmUp(t, leases)
+	before := calls(counters)
+	sentAfter := time.Now()
+	if err := leases[0].Renew(ctx); err != nil {
+		t.Fatalf("Renew: %v", err)
+	}
+	sentBefore := time.Now()
+	for i, after := range calls(counters) {
+		if d := after - before[i]; d != 1 {
+			t.Fatalf("node %d: %d calls for one Renew, want 1", i, d)
+		}
+	}
+	lo, hi := b.cfg.deadline(sentAfter, ttl), b.cfg.deadline(sentBefore, ttl)
+	for i, l := range leases {
+		if d := l.Deadline(); d.Before(lo) || d.After(hi) {
+			t.Fatalf("lease %d: Deadline %v after the batch, want within [%v, %v]: the batch's send time plus the validity", i, d, lo, hi)
+		}
+	}
+	for _, l := range leases[1:] {
+		if err := l.Renew(ctx); err != nil {
+			t.Fatalf("Renew: %v", err)
+		}
+	}
+	for i, after := range calls(counters) {
+		if d := after - before[i]; d != 1 {
+			t.Fatalf("node %d: %d calls after the riders' own Renew, want still 1: a rider renewal is used", i, d)
+		}
+	}
+	// The rider renewal is used once: the next Renew asks again.
+	if err := leases[1].Renew(ctx); err != nil {
+		t.Fatalf("Renew: %v", err)
+	}
+	for i, after := range calls(counters) {
+		if d := after - before[i]; d != 2 {
+			t.Fatalf("node %d: %d calls, want 2: a rider renewal serves one Renew", i, d)
+		}
+	}
+}
+
+// TestRiderLost deletes an idle lease's key on every node; another lease's
+// renewal carries it along, finds it gone and closes its Lost channel.
+func TestRiderLost(t *testing.T) {
+	b, _, leases := holdMany(t, 2, 10*time.Second)
+	ctx := testCtx(t)
+	gone := leases[1]
+	for _, c := range b.clients {
+		if err := c.Del(ctx, gone.key).Err(); err != nil {
+			t.Fatalf("DEL: %v", err)
+		}
+	}
+	if err := leases[0].Renew(ctx); err != nil {
+		t.Fatalf("Renew: %v", err)
+	}
+	// The rider is settled once every node has answered the batch, which
+	// NodeTimeout bounds.
+	select {
+	case <-gone.Lost():
+	case <-time.After(10 * b.cfg.nodeTimeout):
+		t.Fatal("Lost not closed after a batch found the lease on no node: a rider's loss is signalled at once")
+	}
+	if err := gone.Renew(ctx); !errors.Is(err, backend.ErrLost) {
+		t.Fatalf("Renew of the lost rider: got %v, want ErrLost", err)
+	}
+}
