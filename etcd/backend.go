@@ -260,15 +260,9 @@ func (b *Backend) unregister(l *lease) {
 	}
 }
 
-// ownWatchDelay is how long a lease that led at once waits before it
-// watches its own key. A deletion of the key by another client within that
-// time closes Lost once the watch starts (etcd replays it from the
-// campaign's revision, from a loop that runs every 100 ms).
-const ownWatchDelay = 50 * time.Millisecond
-
-// startWatch starts l's own-key watch from revision rev after delay, unless
-// the Backend is closed.
-func (b *Backend) startWatch(l *lease, rev int64, delay time.Duration) error {
+// startWatch starts l's own-key watch from revision rev, unless the Backend
+// is closed.
+func (b *Backend) startWatch(l *lease, rev int64) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
@@ -277,7 +271,7 @@ func (b *Backend) startWatch(l *lease, rev int64, delay time.Duration) error {
 	ctx, cancel := context.WithCancel(b.base)
 	l.stop = cancel
 	b.wg.Add(1)
-	go l.watchOwn(ctx, rev, delay)
+	go l.watchOwn(ctx, rev)
 	return nil
 }
 

@@ -117,14 +117,7 @@ func (b *Backend) campaign(ctx context.Context, l *lease, dir, identity string) 
 	}
 	l.rev = q.own.CreateRevision
 	rev := resp.Header.Revision
-	// A candidate that leads at once starts its own-key watch only after
-	// ownWatchDelay (from the revision after its Txn, so no deletion is
-	// missed): a lease released sooner costs no watch on the server.
-	var delay time.Duration
-	if q.pred == nil {
-		delay = ownWatchDelay
-	}
-	if err := b.startWatch(l, rev+1, delay); err != nil {
+	if err := b.startWatch(l, rev+1); err != nil {
 		return nil, fmt.Errorf("etcd: campaign %q: %w", l.election, err)
 	}
 	for q.pred != nil {

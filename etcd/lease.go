@@ -137,20 +137,10 @@ func (l *lease) finish() {
 	l.b.unregister(l)
 }
 
-// watchOwn closes Lost when the candidate key is deleted, watching it from
-// revision rev after delay. It runs until the lease is finished or the
-// Backend is closed.
-func (l *lease) watchOwn(ctx context.Context, rev int64, delay time.Duration) {
+// watchOwn closes Lost when the candidate key is deleted. It runs until
+// the lease is finished or the Backend is closed.
+func (l *lease) watchOwn(ctx context.Context, rev int64) {
 	defer l.b.wg.Done()
-	if delay > 0 {
-		t := time.NewTimer(delay)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return
-		}
-	}
 	for {
 		wch := l.b.cli.Watch(ctx, l.key, clientv3.WithRev(rev), clientv3.WithFilterPut())
 		for wr := range wch {
