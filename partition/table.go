@@ -32,8 +32,9 @@ type Owner struct {
 	Owner string `json:"owner"`
 	// Token is the holder's fencing token, or 0.
 	Token uint64 `json:"token"`
-	// Placed is the member the placement computed from Members puts the
-	// partition on (with the default load factor), or "".
+	// Placed is the member [Place] puts the partition on, computed from
+	// Members and the holders read, or "" when there are no members. It
+	// differs from Owner only while partitions move.
 	Placed string `json:"placed"`
 }
 
@@ -45,7 +46,8 @@ type MemberLoad struct {
 	Slot int `json:"slot"`
 	// Owned is how many partitions the member holds.
 	Owned int `json:"owned"`
-	// Placed is how many partitions the placement puts on it.
+	// Placed is how many partitions the placement puts on it: its quota
+	// (see [Quotas]).
 	Placed int `json:"placed"`
 }
 
