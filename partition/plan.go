@@ -75,7 +75,10 @@ func (l *loop) replan(ctx context.Context, now time.Time) time.Time {
 		for _, p := range held {
 			l.placed[p] = true
 		}
-		if ps.owners != nil && ps.ownSeq == ps.seq {
+		// A reading started before the latest change of the member list
+		// still serves (a newer one is started below): under load a
+		// reading may take longer than the list stays unchanged.
+		if ps.owners != nil {
 			for p, at := range Place(l.a.group, l.a.n, v.members, l.ownersNow()) {
 				if at == i {
 					l.placed[p] = true
