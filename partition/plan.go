@@ -78,11 +78,13 @@ func (l *loop) replan(ctx context.Context, now time.Time) time.Time {
 		// A reading started before the latest change of the member list
 		// still serves (a newer one is started below): under load a
 		// reading may take longer than the list stays unchanged.
-		if ps.owners != nil {
-			for p, at := range Place(l.a.group, l.a.n, v.members, l.ownersNow()) {
-				if at == i {
-					l.placed[p] = true
-				}
+		// Before the first reading, place as if nobody else held anything:
+		// right at a cold start, where reading n holders can take long on
+		// a loaded store, and harmless otherwise (a campaign for a held
+		// partition waits, and the reading cancels it).
+		for p, at := range Place(l.a.group, l.a.n, v.members, l.ownersNow()) {
+			if at == i {
+				l.placed[p] = true
 			}
 		}
 		l.forgetRetries()
@@ -101,12 +103,15 @@ func (l *loop) replan(ctx context.Context, now time.Time) time.Time {
 	return wake
 }
 
-// ownersNow returns the last reading of the holders corrected by what this
-// member knows for sure: the partitions it holds, and those it no longer
+// ownersNow returns the last reading of the holders (none before the
+// first) corrected by what this member knows for sure: the partitions it holds, and those it no longer
 // does (ended, or being handed over) as free.
 func (l *loop) ownersNow() []string {
 	me := l.a.opts.Identity
 	owners := slices.Clone(l.plan.owners)
+	if owners == nil {
+		owners = make([]string, l.a.n)
+	}
 	for p, id := range owners {
 		if id == me {
 			owners[p] = ""
