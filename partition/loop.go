@@ -268,7 +268,8 @@ func earliest(a, b time.Time) time.Time {
 	return a
 }
 
-// onView recomputes the placement from a new member list.
+// onView takes a new member list; the placement is recomputed from it at
+// the next reconcile (see replan).
 func (l *loop) onView(ctx context.Context, v view) {
 	same := slices.Equal(v.members, l.view.members) && v.joined == l.view.joined
 	if !l.settled {
