@@ -21,9 +21,10 @@ import (
 //   - cold-start-s: from starting 10 members to all 1,024 partitions owned
 //     as placed;
 //   - max-load: the most partitions on one member then;
-//   - join-moved, leave-moved, leave-moved-others: partitions moved when an
-//     11th member joins, when it leaves again, and of those, how many moved
-//     between the 10 others;
+//   - join-moved, leave-moved: partitions moved when an 11th member joins,
+//     and when it leaves again;
+//   - moved-among-others: partitions the join or the leave moved between
+//     the 10 others (target 0);
 //   - extra-moves/op: assignments beyond those the placement moves, per
 //     join or leave (a member still on the old member list won a partition
 //     during its hand-over, then handed it on);
@@ -55,8 +56,7 @@ func benchPartitions(b *testing.B, s partStore) {
 	for i := range members {
 		ms = append(ms, startPartMember(b, s, group, n, g.options(fmt.Sprintf("member-%02d", i), ttl)))
 	}
-	want := placed(group, n, ms)
-	settle(b, g, want, 2*time.Minute)
+	want := settleBalanced(b, g, group, n, ms, 2*time.Minute)
 	b.ReportMetric(time.Since(began).Seconds(), "cold-start-s")
 	b.ReportMetric(float64(maxLoad(want)), "max-load")
 
@@ -66,7 +66,7 @@ func benchPartitions(b *testing.B, s partStore) {
 		count := g.assignments()
 		start := time.Now()
 		joiner := startPartMember(b, s, group, n, g.options(fmt.Sprintf("joiner-%d", r), ttl))
-		joined := placed(group, n, append(slices.Clone(ms), joiner))
+		joined := placed(group, n, append(slices.Clone(ms), joiner), want)
 		settle(b, g, joined, time.Minute)
 		times = append(times, time.Since(start))
 		extra += g.assignments() - count - diff(want, joined)
@@ -77,27 +77,32 @@ func benchPartitions(b *testing.B, s partStore) {
 		if err := joiner.stop(); err != context.Canceled {
 			b.Errorf("joiner's Run returned %v; want context.Canceled", err)
 		}
-		settle(b, g, want, time.Minute)
+		left := placed(group, n, ms, joined)
+		settle(b, g, left, time.Minute)
 		times = append(times, time.Since(start))
-		extra += g.assignments() - count - diff(joined, want)
-		leaveMoved = diff(joined, want)
+		extra += g.assignments() - count - diff(joined, left)
+		leaveMoved = diff(joined, left)
 		others = 0
 		for p := range want {
-			if joined[p] != want[p] && joined[p] != joiner.id {
+			if joined[p] != left[p] && joined[p] != joiner.id {
 				others++
 			}
+			if want[p] != joined[p] && joined[p] != joiner.id {
+				others++ // the join moved it between old members
+			}
 		}
+		want = left
 	}
 	times.report(b, "rebalance")
 	b.ReportMetric(float64(joinMoved), "join-moved")
 	b.ReportMetric(float64(leaveMoved), "leave-moved")
-	b.ReportMetric(float64(others), "leave-moved-others")
+	b.ReportMetric(float64(others), "moved-among-others")
 	b.ReportMetric(float64(extra)/(2*rounds), "extra-moves/op")
 
 	ms[0].crash()
 	crashed := time.Now()
 	ms = ms[1:]
-	settle(b, g, placed(group, n, ms), ttl+time.Minute)
+	settle(b, g, placed(group, n, ms, want), ttl+time.Minute)
 	b.ReportMetric(time.Since(crashed).Seconds(), "crash-s")
 	for _, m := range ms {
 		_ = m.stop()

@@ -211,18 +211,53 @@ func (m *partMember) stop() error {
 	return m.err
 }
 
-// placed returns the owner the placement gives each partition.
-func placed(group string, n int, ms []*partMember) []string {
+// placed returns the owner the placement gives each partition, given its
+// current owners (nil: none).
+func placed(group string, n int, ms []*partMember, current []string) []string {
+	ids := partIDs(ms)
+	out := make([]string, n)
+	for p, i := range partition.Place(group, n, ids, current) {
+		out[p] = ids[i]
+	}
+	return out
+}
+
+func partIDs(ms []*partMember) []string {
 	var ids []string
 	for _, m := range ms {
 		ids = append(ids, m.id)
 	}
 	slices.Sort(ids)
-	out := make([]string, n)
-	for p, i := range partition.Place(group, n, ids, partition.DefaultLoadFactor) {
-		out[p] = ids[i]
+	return ids
+}
+
+// settleBalanced waits until every partition is owned by one of ms, each
+// holding its quota, and returns the owners then; it fails tb after limit.
+func settleBalanced(tb testing.TB, g *partLedger, group string, n int, ms []*partMember, limit time.Duration) []string {
+	tb.Helper()
+	ids := partIDs(ms)
+	quotas := partition.Quotas(group, n, ids)
+	began := time.Now()
+	for {
+		owners := g.owners(n)
+		load := make([]int, len(ids))
+		ok := true
+		for _, id := range owners {
+			i, found := slices.BinarySearch(ids, id)
+			if !found {
+				ok = false
+				break
+			}
+			load[i]++
+		}
+		if ok && slices.Equal(load, quotas) {
+			return owners
+		}
+		if time.Since(began) > limit {
+			tb.Fatalf("partitions not owned as placed within %v: loads %v, quotas %v", limit, load, quotas)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
-	return out
 }
 
 // settle waits until the ledger's owners equal want, polling every 5 ms,

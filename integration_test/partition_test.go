@@ -23,14 +23,15 @@ func TestPartitionBackends(t *testing.T) {
 			for i := range 3 {
 				ms = append(ms, startPartMember(t, s, group, n, g.options(fmt.Sprintf("m%d", i), s.ttl)))
 			}
-			want := placed(group, n, ms)
-			t.Logf("cold start: all %d owned in %v", n, settle(t, g, want, 20*time.Second))
+			began := time.Now()
+			want := settleBalanced(t, g, group, n, ms, 20*time.Second)
+			t.Logf("cold start: all %d owned in %v", n, time.Since(began))
 
 			step := func(what string, limit time.Duration, change func()) {
 				t.Helper()
 				before, count := want, g.assignments()
 				change()
-				want = placed(group, n, ms)
+				want = placed(group, n, ms, before)
 				took := settle(t, g, want, limit)
 				// A member that has not yet read the latest member list may
 				// still be queued for a partition and win it during a

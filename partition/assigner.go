@@ -42,7 +42,7 @@ type Assigner struct {
 // arguments and options, returning an error wrapping [backend.ErrInvalid]
 // that names the first problem. It does not contact the backend.
 //
-// Every member of a group must use the same n and LoadFactor.
+// Every member of a group must use the same n.
 func New(b backend.Backend, group string, n int, opts *Options) (*Assigner, error) {
 	if err := validateNew(b, group, n); err != nil {
 		return nil, err

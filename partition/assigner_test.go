@@ -29,17 +29,23 @@ func TestPlacementReached(t *testing.T) {
 			id := fmt.Sprintf("w%d", i)
 			ms = append(ms, start(t, store.Peer(), "jobs", n, g.options(id)))
 		}
-		want := placedOwners("jobs", n, ids(ms))
-		took := until(t, time.Minute, func() bool { return slices.Equal(g.owners(n), want) })
-		t.Logf("5 members own their placement of %d partitions after %v", n, took)
+		took := until(t, time.Minute, func() bool { return balanced(g, "jobs", n, ids(ms)) })
+		t.Logf("5 members own their quotas of %d partitions after %v", n, took)
+		// Members whose first join attempts collide on a slot join a poll
+		// or two late: the others, settled on a shorter list, hand some
+		// partitions on once. Never more than one extra move each.
+		if g.count() < n || g.count() > 2*n {
+			t.Errorf("%d assignments to reach the placement; want %d to %d", g.count(), n, 2*n)
+		}
+		want := g.owners(n)
 		for _, m := range ms {
 			got := m.a.Owned()
-			if len(got) > 14 {
-				t.Errorf("%s owns %d partitions; want ≤ ceil(1.05 × 64/5) = 14", m.id, len(got))
+			if len(got) > 13 {
+				t.Errorf("%s owns %d partitions; want ≤ ceil(64/5) = 13", m.id, len(got))
 			}
 			for _, as := range got {
 				if want[as.Partition] != m.id || as.Group != "jobs" || as.Token == 0 {
-					t.Errorf("%s: Owned has %+v; placement puts it on %s", m.id, as, want[as.Partition])
+					t.Errorf("%s: Owned has %+v; the ledger says %s owns it", m.id, as, want[as.Partition])
 				}
 			}
 			if got := m.a.Members(); !slices.Equal(got, []string{"w0", "w1", "w2", "w3", "w4"}) {
@@ -66,12 +72,12 @@ func TestJoinAndLeave(t *testing.T) {
 		for i := range 4 {
 			ms = append(ms, start(t, store.Peer(), "q", n, g.options(fmt.Sprintf("m%d", i))))
 		}
-		before := placedOwners("q", n, ids(ms))
-		until(t, time.Minute, func() bool { return slices.Equal(g.owners(n), before) })
+		until(t, time.Minute, func() bool { return balanced(g, "q", n, ids(ms)) })
+		before := g.owners(n)
 		changes := g.count()
 
 		ms = append(ms, start(t, store.Peer(), "q", n, g.options("m4")))
-		after := placedOwners("q", n, ids(ms))
+		after := placedOwners("q", n, ids(ms), before)
 		took := until(t, time.Minute, func() bool { return slices.Equal(g.owners(n), after) })
 		if got, want := g.count()-changes, moved(before, after); got != want {
 			t.Errorf("join: %d assignments; want %d, the partitions the placement moves", got, want)
@@ -85,7 +91,12 @@ func TestJoinAndLeave(t *testing.T) {
 		leaver := ms[1]
 		leaver.stop(t)
 		ms = slices.Delete(ms, 1, 2)
-		final := placedOwners("q", n, ids(ms))
+		final := placedOwners("q", n, ids(ms), after)
+		for p := range after {
+			if after[p] != final[p] && after[p] != leaver.id {
+				t.Errorf("leave: partition %d placed on %s, was on %s; want only the leaver's to move", p, final[p], after[p])
+			}
+		}
 		took = until(t, time.Minute, func() bool { return slices.Equal(g.owners(n), final) })
 		if got, want := g.count()-changes, moved(after, final); got != want {
 			t.Errorf("leave: %d assignments; want %d, the partitions the placement moves", got, want)
@@ -152,22 +163,25 @@ func TestHandOverOrder(t *testing.T) {
 		var id string
 		for i := 0; id == ""; i++ {
 			c := fmt.Sprintf("b%d", i)
-			if placedOwners("one", 1, []string{"a", c})[0] == c {
+			if placedOwners("one", 1, []string{"a", c}, []string{"a"})[0] == c {
 				id = c
 			}
 		}
 		b := start(t, store.Peer(), "one", 1, opts(id))
 		until(t, time.Minute, func() bool { return len(b.a.Owned()) == 1 })
-		// OnRevoked runs after the release, so it may run before or after
-		// the new owner's OnAssigned starts; the rest is ordered.
+		// The release event and OnRevoked come after the release returned,
+		// so they may be recorded before or after the new owner's
+		// OnAssigned starts; the rest is ordered.
 		synctest.Wait()
 		mu.Lock()
 		defer mu.Unlock()
-		got := slices.DeleteFunc(slices.Clone(log), func(s string) bool { return s == "a revoked t1" })
-		revoked := slices.Contains(log, "a revoked t1")
-		want := []string{"a elected t1", "a assigned t1", "a ended t1", "a returned t1", "a release t1", id + " elected t2", id + " assigned t2"}
-		if !slices.Equal(got, want) || !revoked {
-			t.Errorf("hand-over order:\n got %q\nwant %q and \"a revoked t1\"", log, want)
+		late := []string{"a release t1", "a revoked t1"}
+		got := slices.DeleteFunc(slices.Clone(log), func(s string) bool { return slices.Contains(late, s) })
+		ended := slices.Contains(log, late[0]) && slices.Contains(log, late[1]) &&
+			slices.Index(log, late[0]) < slices.Index(log, late[1])
+		want := []string{"a elected t1", "a assigned t1", "a ended t1", "a returned t1", id + " elected t2", id + " assigned t2"}
+		if !slices.Equal(got, want) || !ended {
+			t.Errorf("hand-over order:\n got %q\nwant %q and %q in order", log, want, late)
 		}
 		if !errors.Is(reason, ErrMoved) || !errors.Is(reason, elector.ErrResigned) {
 			t.Errorf("OnRevoked reason %v; want ErrMoved (wrapping elector.ErrResigned)", reason)
@@ -197,7 +211,7 @@ func TestCrashTakeover(t *testing.T) {
 		for i := range 3 {
 			ms = append(ms, start(t, store.Peer(), "c", n, g.options(fmt.Sprintf("c%d", i))))
 		}
-		until(t, time.Minute, func() bool { return slices.Equal(g.owners(n), placedOwners("c", n, ids(ms))) })
+		until(t, time.Minute, func() bool { return balanced(g, "c", n, ids(ms)) })
 		dead := ms[0]
 		dead.b.(*memory.Backend).Crash()
 		crashed := time.Now()
@@ -205,7 +219,7 @@ func TestCrashTakeover(t *testing.T) {
 			t.Errorf("crashed member's Run returned %v; want ErrClosed", err)
 		}
 		ms = ms[1:]
-		want := placedOwners("c", n, ids(ms))
+		want := placedOwners("c", n, ids(ms), g.owners(n))
 		until(t, time.Minute, func() bool { return slices.Equal(g.owners(n), want) })
 		took := time.Since(crashed)
 		t.Logf("crash: partitions owned again %v after the crash (TTL %v)", took, DefaultTTL)
@@ -220,8 +234,9 @@ func TestCrashTakeover(t *testing.T) {
 }
 
 // TestDisagreeingViews: members that compute different placements (here
-// through different load factors) contend for some partitions; the
-// backend still lets exactly one own each at a time.
+// through different numbers of partitions, which the API forbids) contend
+// for some partitions; the backend still lets exactly one own each at a
+// time.
 func TestDisagreeingViews(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const n = 128
@@ -229,10 +244,8 @@ func TestDisagreeingViews(t *testing.T) {
 		store := memory.New()
 		defer store.Close()
 		var ms []*member
-		for i, f := range []float64{1, 4, 1.05, 2} {
-			o := g.options(fmt.Sprintf("d%d", i))
-			o.LoadFactor = f
-			ms = append(ms, start(t, store.Peer(), "d", n, o))
+		for i, k := range []int{n, 100, n, 64} {
+			ms = append(ms, start(t, store.Peer(), "d", k, g.options(fmt.Sprintf("d%d", i))))
 		}
 		time.Sleep(time.Minute) // the ledger fails the test on any overlap meanwhile
 		owned := 0
@@ -332,7 +345,6 @@ func TestNewValidates(t *testing.T) {
 		{"g", 1, Options{RenewInterval: 13 * time.Second}, "Options.RenewInterval"},
 		{"g", 1, Options{PollInterval: 6 * time.Second}, "Options.PollInterval"},
 		{"g", 1, Options{MaxMembers: 2000}, "Options.MaxMembers is 2000; want in [1, 1024]"},
-		{"g", 1, Options{LoadFactor: 0.5}, "Options.LoadFactor is 0.5"},
 		{"g", 1, Options{Identity: "a\nb"}, "control character"},
 	} {
 		_, err := New(b, c.group, c.n, &c.o)
@@ -374,12 +386,12 @@ func TestLongDrain(t *testing.T) {
 		a := start(t, store.Peer(), "drain", 8, rec("a"))
 		until(t, time.Minute, func() bool { return len(a.a.Owned()) == 8 })
 		b := start(t, store.Peer(), "drain", 8, rec("b"))
-		want := placedOwners("drain", 8, []string{"a", "b"})
+		want := placedOwners("drain", 8, []string{"a", "b"}, g.owners(8))
 		until(t, 5*DefaultTTL, func() bool { return slices.Equal(g.owners(8), want) })
 		c := start(t, store.Peer(), "drain", 8, rec("c"))
 		until(t, time.Minute, func() bool { return len(c.a.Members()) == 3 })
 		a.stop(t) // a drains for 3 TTLs; b or c must wait for it
-		until(t, 5*DefaultTTL, func() bool { return slices.Equal(g.owners(8), placedOwners("drain", 8, []string{"b", "c"})) })
+		until(t, 5*DefaultTTL, func() bool { return balanced(g, "drain", 8, []string{"b", "c"}) })
 		b.stop(t)
 		c.stop(t)
 		g.checkRevoked()

@@ -28,9 +28,15 @@
 //     reads the slots in use each [Options.PollInterval]; the contract has no
 //     way to list elections, so slots stand in for a directory. A poll costs
 //     about (members + 16) Leader reads, whatever the number of partitions.
-//   - Placement: every member computes [Place] from the sorted member list
-//     it read — rendezvous hashing with a load cap — and campaigns only for
-//     the partitions placed on it.
+//   - Placement: every member has a quota, n/members rounded up or down
+//     ([Quotas]). A member holding its quota or more keeps the quota it
+//     ranks highest and hands over the rest, knowing only what it holds. A
+//     member short of its quota reads every partition's holder (n Leader
+//     reads, in the background, after each change of the member list and
+//     again while it stays short) and computes [Place] from the member list
+//     and those holders: it campaigns for the partitions that are free, held
+//     by a member that left, or beyond another member's quota, that the
+//     placement gives it. In steady state no member reads holders.
 //   - Hand-over: a member that owns a partition placed elsewhere cancels its
 //     OnAssigned ctx, waits for OnAssigned to return (renewing the lease
 //     meanwhile), then releases the lease; the new owner, already waiting in
@@ -76,10 +82,14 @@
 //
 //   - Start: a member campaigns once it has read the same member list in two
 //     polls in a row, so members started together campaign once, for their
-//     final share. It keeps at most 32 campaigns in flight.
+//     final share. It keeps up to 256 campaigns in flight, so that every
+//     partition it waits for is taken the moment its old owner lets it go.
 //   - Join or graceful leave: noticed by the others within PollInterval
-//     (default min(TTL/3, 500 ms)); the partitions that move are owned by
-//     their new owners as soon as their old owners' OnAssigned have returned.
+//     (default min(TTL/3, 500 ms)); a joiner reads the holders and waits in
+//     the campaigns of the partitions the others shed; after a leave, the
+//     others read the holders and wait in the campaigns of the leaver's
+//     partitions. Either way the partitions that move are owned by their new
+//     owners as soon as their old owners' OnAssigned have returned.
 //   - Crash: the dead member's slot and partition leases expire about TTL
 //     after its last renewal; the others notice the slot gone within
 //     PollInterval and their waiting campaigns win as the partition leases
@@ -92,15 +102,17 @@
 //
 // # Placement
 //
-// [Place] is rendezvous (highest-random-weight) hashing with a load cap:
-// partition by partition, the member that hashes highest among those below
-// ceil([Options.LoadFactor] × n / members) gets it. With 1,024 partitions
-// over 10 members and the default factor 1.05, no member gets more than 108
-// (ideal 102.4); an 11th member joining moves about 100 partitions (ideal 93),
-// a few of them between old members because the cap shrinks; a member
-// leaving moves its own and a handful more. Plain rendezvous hashing moves
-// only what it must, but its most loaded member carries 20-30 % more than
-// the mean. Every member of a group must use the same n and LoadFactor;
+// [Place] is sticky: members keep what they hold up to their quota, and
+// only the rest is placed, by rendezvous (highest-random-weight) hashing
+// among the members below their quota. So the most loaded member holds
+// ceil(n/members) — 103 for 1,024 partitions over 10 members (ideal 102.4);
+// an 11th member joining takes its quota, 93, from the others and nothing
+// moves between them; a member leaving hands over its own partitions and
+// nothing else moves. A placement computed from the member list alone
+// cannot do this: keeping every other partition in place when a member
+// comes or goes forces rendezvous hashing, whose most loaded member carries
+// 10-20 % more than the mean at this size (a binomial spread); hence the
+// holders are read. Every member of a group must use the same n;
 // identities must be unique within the group.
 //
 // # Errors

@@ -159,15 +159,32 @@ func until(t testing.TB, limit time.Duration, cond func() bool) time.Duration {
 	return time.Since(began)
 }
 
-// placedOwners returns, for each partition, the member placement puts it on.
-func placedOwners(group string, n int, ids []string) []string {
+// placedOwners returns, for each partition, the member the placement puts
+// it on given its current owners (nil: none).
+func placedOwners(group string, n int, ids []string, current []string) []string {
 	ids = slices.Clone(ids)
 	slices.Sort(ids)
 	out := make([]string, n)
-	for p, i := range Place(group, n, ids, DefaultLoadFactor) {
+	for p, i := range Place(group, n, ids, current) {
 		out[p] = ids[i]
 	}
 	return out
+}
+
+// balanced reports whether every partition of n is owned by one of ids,
+// each holding its quota.
+func balanced(g *ledger, group string, n int, ids []string) bool {
+	ids = slices.Clone(ids)
+	slices.Sort(ids)
+	load := make([]int, len(ids))
+	for _, id := range g.owners(n) {
+		i, ok := slices.BinarySearch(ids, id)
+		if !ok {
+			return false
+		}
+		load[i]++
+	}
+	return slices.Equal(load, Quotas(group, n, ids))
 }
 
 func ids(ms []*member) []string {

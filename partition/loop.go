@@ -13,10 +13,11 @@ import (
 	"github.com/leaderkit/elector/backend"
 )
 
-// maxCampaigns bounds the campaigns one member has in flight: a cold start
-// or a large rebalance then sends the backend waves of requests rather than
-// one burst per partition (Redlock's fan-out multiplies it by the nodes).
-const maxCampaigns = 32
+// maxCampaigns bounds the campaigns one member has in flight. A member
+// campaigns only for partitions placed on it, at most its quota; up to this
+// bound they all wait at once, so that each is taken the moment its old
+// owner lets it go, and the backend sees one wave of requests per change.
+const maxCampaigns = 256
 
 // part is a partition this member owns, or owned and is handing over.
 type part struct {
@@ -72,6 +73,7 @@ type loop struct {
 	view    view // the last member list
 	settled bool // a member list has been read twice in a row since joining
 	placed  map[int]bool
+	plan    planState
 	parts   map[int]*part
 	camps   map[int]*camp
 	retries map[int]retry
@@ -106,6 +108,7 @@ func newLoop(a *Assigner) *loop {
 		renewed:    make(chan renewResult),
 		strayDone:  make(chan struct{}),
 		lost:       newLostWatcher(),
+		plan:       planState{read: make(chan holdersRead), replan: true},
 	}
 }
 
@@ -120,7 +123,7 @@ func (l *loop) run(ctx context.Context, views <-chan view, memberDone <-chan err
 	done := ctx.Done()
 	for {
 		wake := l.reconcile(ctx, time.Now())
-		if l.stopping && len(l.parts) == 0 && len(l.camps) == 0 && l.strays == 0 && l.renewing == 0 {
+		if l.stopping && len(l.parts) == 0 && len(l.camps) == 0 && l.strays == 0 && l.renewing == 0 && !l.plan.reading {
 			return l.stopErr
 		}
 		if l.dirty {
@@ -145,6 +148,8 @@ func (l *loop) run(ctx context.Context, views <-chan view, memberDone <-chan err
 			}
 		case <-l.strayDone:
 			l.strays--
+		case r := <-l.plan.read:
+			l.onHolders(ctx, r)
 		case <-timer.C:
 		case <-done:
 			done = nil
@@ -183,6 +188,7 @@ func (l *loop) drain(ctx context.Context) {
 func (l *loop) stop(err error) {
 	l.stopping, l.stopErr = true, err
 	l.placed = map[int]bool{}
+	l.plan.replan = true
 	l.leave()
 }
 
@@ -193,7 +199,7 @@ func (l *loop) stop(err error) {
 // due. It returns when it next has something to do.
 func (l *loop) reconcile(ctx context.Context, now time.Time) time.Time {
 	o := &l.a.opts
-	wake := now.Add(time.Hour)
+	wake := l.replan(ctx, now)
 	var due []*part
 	renewNow := false
 	for p, pt := range l.parts {
@@ -262,7 +268,8 @@ func earliest(a, b time.Time) time.Time {
 	return a
 }
 
-// onView recomputes the placement from a new member list.
+// onView takes a new member list; the placement is recomputed from it at
+// the next reconcile (see replan).
 func (l *loop) onView(ctx context.Context, v view) {
 	same := slices.Equal(v.members, l.view.members) && v.joined == l.view.joined
 	if !l.settled {
@@ -281,20 +288,8 @@ func (l *loop) onView(ctx context.Context, v view) {
 	l.view = v
 	l.a.log.LogAttrs(ctx, slog.LevelInfo, "members changed", slog.Any("members", v.members), slog.Bool("joined", v.joined))
 	l.a.setMembers(v.members)
-	if l.stopping {
-		return
-	}
-	o := &l.a.opts
-	if v.joined {
-		l.placed = placedOn(l.a.group, l.a.n, v.members, o.Identity, o.LoadFactor)
-	} else {
-		l.placed = map[int]bool{}
-	}
-	for p := range l.retries {
-		if !l.placed[p] {
-			delete(l.retries, p)
-		}
-	}
+	l.plan.seq++
+	l.plan.replan = true
 }
 
 // campaign starts a campaign for partition p.
@@ -368,6 +363,7 @@ func (l *loop) hold(ctx context.Context, p int, ls backend.Lease, deadline time.
 	}
 	l.parts[p] = pt
 	l.dirty = true
+	l.plan.replan = true
 	delete(l.retries, p)
 	l.a.setOwned(as, true)
 	l.a.observe(p, elector.Event{Kind: elector.EventElected, Term: pt.term})
@@ -386,6 +382,7 @@ func (l *loop) end(ctx context.Context, pt *part, reason error) {
 	pt.reason = reason
 	pt.cancel()
 	l.dirty = true
+	l.plan.replan = true
 	l.a.setOwned(pt.as, false)
 	l.a.observe(pt.as.Partition, elector.Event{Kind: elector.EventEnded, Term: pt.term, Err: reason})
 	l.a.log.LogAttrs(ctx, slog.LevelDebug, "revoking", slog.Int("partition", pt.as.Partition),

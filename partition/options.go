@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"os"
 	"strconv"
 	"time"
@@ -25,9 +24,6 @@ const (
 	DefaultMaxMembers = 64
 	// MaxMaxMembers is the largest [Options.MaxMembers] New accepts.
 	MaxMaxMembers = 1024
-	// DefaultLoadFactor is [Options.LoadFactor] when it is zero: no member is
-	// placed more than ceil(1.05 × partitions / members) partitions.
-	DefaultLoadFactor = 1.05
 	// MaxPartitions is the largest number of partitions New accepts.
 	MaxPartitions = 1 << 16
 	// DefaultPollInterval is the longest [Options.PollInterval] chosen by
@@ -72,13 +68,6 @@ type Options struct {
 	// number of membership slots. A member that finds every slot taken waits
 	// for one to free. Default [DefaultMaxMembers]; at most [MaxMaxMembers].
 	MaxMembers int
-
-	// LoadFactor bounds placement: no member is placed more than
-	// ceil(LoadFactor × partitions / members) partitions. Lower is better
-	// balanced but moves more partitions when members come and go. Default
-	// [DefaultLoadFactor]; in [1, 4]. Every member of a group must use the
-	// same value.
-	LoadFactor float64
 
 	// OnAssigned is called in a goroutine of its own when this member starts
 	// owning a partition. Its ctx is cancelled the moment ownership ends
@@ -151,12 +140,6 @@ func (o *Options) resolve() (Options, error) {
 		r.MaxMembers = DefaultMaxMembers
 	case r.MaxMembers < 1 || r.MaxMembers > MaxMaxMembers:
 		return r, invalid("MaxMembers", r.MaxMembers, fmt.Sprintf("in [1, %d] (or 0 for %d)", MaxMaxMembers, DefaultMaxMembers))
-	}
-	switch {
-	case r.LoadFactor == 0:
-		r.LoadFactor = DefaultLoadFactor
-	case math.IsNaN(r.LoadFactor) || r.LoadFactor < 1 || r.LoadFactor > 4:
-		return r, invalid("LoadFactor", r.LoadFactor, fmt.Sprintf("in [1, 4] (or 0 for %v)", DefaultLoadFactor))
 	}
 	if r.Logger == nil {
 		r.Logger = slog.Default()

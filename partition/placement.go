@@ -1,33 +1,103 @@
 package partition
 
 import (
+	"cmp"
 	"hash/fnv"
-	"math"
 	"slices"
 )
 
+// Quotas returns how many partitions of n each of members is placed: n/m
+// rounded down, plus one for n mod m of them, chosen by a hash of group and
+// identity, so that every member computes the same quotas from the same
+// member list. The most loaded member holds ceil(n/m). members must be
+// sorted and free of duplicates; the result is indexed like members.
+func Quotas(group string, n int, members []string) []int {
+	m := len(members)
+	q := make([]int, m)
+	if m == 0 {
+		return q
+	}
+	order := make([]int, m)
+	for i := range order {
+		order[i] = i
+	}
+	seeds := seedsOf(group, members)
+	slices.SortFunc(order, func(x, y int) int {
+		return cmp.Or(cmp.Compare(mix(seeds[y]), mix(seeds[x])), cmp.Compare(x, y))
+	})
+	for k, i := range order {
+		q[i] = n / m
+		if k < n%m {
+			q[i]++
+		}
+	}
+	return q
+}
+
 // Place returns the placement every member of group computes from the same
-// member list: element p is the index in members of the member placed on
-// partition p, or -1 when members is empty. members must be sorted and free
-// of duplicates (as [Assigner.Members] and [Table] report them).
+// member list and the same reading of the partitions' holders: element p is
+// the index in members of the member placed on partition p, or -1 when
+// members is empty. members must be sorted and free of duplicates (as
+// [Assigner.Members] and [Table] report them); owners[p] is the identity
+// holding partition p now, "" for none (owners may be nil: nobody holds
+// anything).
 //
-// It is rendezvous (highest-random-weight) hashing with a load cap: each
-// partition, in order, goes to the member that ranks it highest among those
-// holding fewer than ceil(loadFactor × n / len(members)) partitions. Without
-// the cap a member leaving moves only its own partitions and a member joining
-// takes about n/(m+1) from the others; the cap bounds the most loaded member
-// at the price of a few extra moves when the cap itself changes.
-func Place(group string, n int, members []string, loadFactor float64) []int {
+// It is sticky: each member keeps the partitions it holds, up to its quota
+// (see [Quotas]), preferring those it ranks highest; every other partition
+// — unowned, held by an identity that is not a member, or beyond its
+// holder's quota — goes, in order, to the member that ranks it highest
+// (rendezvous hashing) among those still below their quota. So the most
+// loaded member holds ceil(n/m); a member joining takes its quota from the
+// others and nothing moves between them; a member leaving hands its own
+// partitions to the others and nothing else moves. With nobody holding
+// anything (a cold start) it is rendezvous hashing with a load cap.
+func Place(group string, n int, members []string, owners []string) []int {
 	out := make([]int, n)
+	for p := range out {
+		out[p] = -1
+	}
 	m := len(members)
 	if m == 0 {
-		for p := range out {
-			out[p] = -1
-		}
 		return out
 	}
-	limit := int(math.Ceil(loadFactor * float64(n) / float64(m)))
-	seeds := make([]uint64, m)
+	quota := Quotas(group, n, members)
+	seeds := seedsOf(group, members)
+	score := func(i, p int) uint64 { return mix(seeds[i] ^ mix(uint64(p)+0x9e3779b97f4a7c15)) }
+	held := make([][]int, m)
+	for p, id := range owners {
+		if p >= n || id == "" {
+			continue
+		}
+		if i, ok := slices.BinarySearch(members, id); ok {
+			held[i] = append(held[i], p)
+		}
+	}
+	for i, ps := range held {
+		slices.SortFunc(ps, func(x, y int) int { return cmp.Compare(score(i, y), score(i, x)) })
+		for _, p := range ps[:min(len(ps), quota[i])] {
+			out[p] = i
+			quota[i]--
+		}
+	}
+	for p := range out {
+		if out[p] >= 0 {
+			continue
+		}
+		best := -1
+		for i := range members {
+			if quota[i] > 0 && (best < 0 || score(i, p) > score(best, p)) {
+				best = i
+			}
+		}
+		out[p] = best
+		quota[best]--
+	}
+	return out
+}
+
+// seedsOf returns each member's hash seed within group.
+func seedsOf(group string, members []string) []uint64 {
+	seeds := make([]uint64, len(members))
 	for i, id := range members {
 		h := fnv.New64a()
 		h.Write([]byte(group))
@@ -35,21 +105,7 @@ func Place(group string, n int, members []string, loadFactor float64) []int {
 		h.Write([]byte(id))
 		seeds[i] = h.Sum64()
 	}
-	load := make([]int, m)
-	for p := range out {
-		best, bestScore := -1, uint64(0)
-		for i := range members {
-			if load[i] >= limit {
-				continue
-			}
-			if s := mix(seeds[i] ^ mix(uint64(p)+0x9e3779b97f4a7c15)); best < 0 || s > bestScore {
-				best, bestScore = i, s
-			}
-		}
-		out[p] = best
-		load[best]++
-	}
-	return out
+	return seeds
 }
 
 // mix is the splitmix64 finaliser: a bijection that spreads every input bit
@@ -63,18 +119,17 @@ func mix(x uint64) uint64 {
 	return x
 }
 
-// placedOn returns the partitions placed on identity by members' placement,
-// as a set.
-func placedOn(group string, n int, members []string, identity string, loadFactor float64) map[int]bool {
-	i, ok := slices.BinarySearch(members, identity)
-	set := make(map[int]bool)
-	if !ok {
-		return set
-	}
-	for p, at := range Place(group, n, members, loadFactor) {
-		if at == i {
-			set[p] = true
-		}
+// keepBest returns the quota partitions of held that the member with index
+// i of members ranks highest, as a set: what it keeps when it holds more
+// than its quota.
+func keepBest(group string, members []string, i int, held []int, quota int) map[int]bool {
+	seed := seedsOf(group, members[i:i+1])[0]
+	score := func(p int) uint64 { return mix(seed ^ mix(uint64(p)+0x9e3779b97f4a7c15)) }
+	held = slices.Clone(held)
+	slices.SortFunc(held, func(x, y int) int { return cmp.Compare(score(y), score(x)) })
+	set := make(map[int]bool, quota)
+	for _, p := range held[:min(len(held), quota)] {
+		set[p] = true
 	}
 	return set
 }

@@ -32,8 +32,9 @@ type Owner struct {
 	Owner string `json:"owner"`
 	// Token is the holder's fencing token, or 0.
 	Token uint64 `json:"token"`
-	// Placed is the member the placement computed from Members puts the
-	// partition on (with the default load factor), or "".
+	// Placed is the member [Place] puts the partition on, computed from
+	// Members and the holders read, or "" when there are no members. It
+	// differs from Owner only while partitions move.
 	Placed string `json:"placed"`
 }
 
@@ -45,7 +46,8 @@ type MemberLoad struct {
 	Slot int `json:"slot"`
 	// Owned is how many partitions the member holds.
 	Owned int `json:"owned"`
-	// Placed is how many partitions the placement puts on it.
+	// Placed is how many partitions the placement puts on it: its quota
+	// (see [Quotas]).
 	Placed int `json:"placed"`
 }
 
@@ -70,13 +72,20 @@ func ReadTable(ctx context.Context, b backend.Backend, group string, n int) (*Ta
 			ids = append(ids, id)
 		}
 	}
-	holders, err := readHolders(ctx, b, n, func(p int) string { return Election(group, p) })
-	if err != nil {
+	holders, errs := readHolders(ctx, b, n, scanParallelism, func(p int) string { return Election(group, p) })
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("partition: read partitions of %q: %w", group, err)
 	}
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
-	placed := Place(group, n, ids, DefaultLoadFactor)
+	owners := make([]string, n)
+	for p, h := range holders {
+		owners[p] = h.Identity
+	}
+	placed := Place(group, n, ids, owners)
 	load := map[string]*MemberLoad{}
 	for i := range t.Members {
 		load[t.Members[i].Identity] = &t.Members[i]
@@ -95,11 +104,13 @@ func ReadTable(ctx context.Context, b backend.Backend, group string, n int) (*Ta
 	return t, nil
 }
 
-// readHolders reads the holders of the n elections name(0) … name(n-1).
-func readHolders(ctx context.Context, b backend.Backend, n int, name func(int) string) ([]backend.Holder, error) {
+// readHolders reads the holders of the n elections name(0) … name(n-1),
+// par at a time: the zero Holder and a nil error for an election without
+// holder.
+func readHolders(ctx context.Context, b backend.Backend, n, par int, name func(int) string) ([]backend.Holder, []error) {
 	hs, errs := make([]backend.Holder, n), make([]error, n)
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, scanParallelism)
+	sem := make(chan struct{}, par)
 	for p := range n {
 		sem <- struct{}{}
 		wg.Go(func() {
@@ -112,8 +123,5 @@ func readHolders(ctx context.Context, b backend.Backend, n int, name func(int) s
 		})
 	}
 	wg.Wait()
-	if ctx.Err() != nil {
-		return nil, ctx.Err()
-	}
-	return hs, errors.Join(errs...)
+	return hs, errs
 }
