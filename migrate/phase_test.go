@@ -20,7 +20,7 @@ var cand = backend.Candidate{Election: election, Identity: "a", TTL: ttl}
 func pair(t *testing.T, old *markStore, new *memory.Backend, phase migrate.Phase) (*migrate.Backend, *markBackend) {
 	t.Helper()
 	ob, nb := old.peer(), new.Peer()
-	b, err := migrate.New(ob, nb, phase, &migrate.Options{Marker: ob, NewName: "mem"})
+	b, err := migrate.New(ob, nb, phase, &migrate.Options{NewName: "mem"}) // ob is the default Marker
 	if err != nil {
 		t.Fatal(err)
 	}
