@@ -94,3 +94,20 @@ func Cleanup(ctx context.Context, m Marker, election string) error {
 	}
 	return nil
 }
+
+// Cleanup is [Cleanup] through b's marker ([Options.Marker], by default
+// the old backend): runbook step 4, for a Backend in [PhaseDone] given the
+// old backend (as `elect migrate cleanup` opens one). It returns an error
+// wrapping [backend.ErrInvalid] in another phase, or when b has no marker.
+func (b *Backend) Cleanup(ctx context.Context, election string) error {
+	if err := b.check("cleanup", election); err != nil {
+		return err
+	}
+	switch {
+	case b.phase != PhaseDone:
+		return fmt.Errorf("migrate: cleanup %q in phase %v: %w: want phase done (runbook step 4): roll every replica to phase done first", election, b.phase, backend.ErrInvalid)
+	case b.set.marker == nil:
+		return fmt.Errorf("migrate: cleanup %q: %w: no marker; want the old backend (one of this module's drivers) or Options.Marker", election, backend.ErrInvalid)
+	}
+	return Cleanup(ctx, b.set.marker, election)
+}
