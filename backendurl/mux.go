@@ -89,7 +89,7 @@ func (m *Mux) ValidScheme(scheme string) bool {
 // URL.
 func (m *Mux) Open(ctx context.Context, rawURL string) (backend.Backend, io.Closer, error) {
 	b, c, err := m.open(ctx, rawURL)
-	return b, c, redact(err, secretsOf(rawURL))
+	return b, c, redact(err, allSecretsOf(rawURL))
 }
 
 func (m *Mux) open(ctx context.Context, rawURL string) (backend.Backend, io.Closer, error) {
@@ -133,14 +133,17 @@ func (m *Mux) open(ctx context.Context, rawURL string) (backend.Backend, io.Clos
 // OpenURL is [Mux.Open] for a parsed URL.
 func (m *Mux) OpenURL(ctx context.Context, u *url.URL) (backend.Backend, io.Closer, error) {
 	b, c, err := m.openURL(ctx, u)
+	var secrets []string
 	if u.User != nil {
-		secrets := []string{u.User.String(), u.User.Username()}
+		secrets = []string{u.User.String(), u.User.Username()}
 		if p, ok := u.User.Password(); ok {
 			secrets = append(secrets, p)
 		}
-		err = redact(err, secrets)
 	}
-	return b, c, err
+	if u.RawQuery != "" {
+		secrets = append(secrets, allSecretsOf("?"+u.RawQuery)...)
+	}
+	return b, c, redact(err, secrets)
 }
 
 func (m *Mux) openURL(ctx context.Context, u *url.URL) (backend.Backend, io.Closer, error) {
@@ -199,6 +202,11 @@ var drivers = map[string]string{
 	"etcds":  "github.com/leaderkit/elector/etcd",
 	"zk":     "github.com/leaderkit/elector/zookeeper",
 	"zks":    "github.com/leaderkit/elector/zookeeper",
+
+	"migrate+old":  "github.com/leaderkit/elector/migrate",
+	"migrate+both": "github.com/leaderkit/elector/migrate",
+	"migrate+new":  "github.com/leaderkit/elector/migrate",
+	"migrate+done": "github.com/leaderkit/elector/migrate",
 }
 
 // unknownScheme is the error for a scheme nobody registered on m.

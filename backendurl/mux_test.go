@@ -180,12 +180,15 @@ func FuzzOpenRedacts(f *testing.F) {
 		{"redis://", "u:p%2Fss", "h1:99999"},
 		{"rediss://", "admin:hunter22", "h1?ca=/nope"},
 		{"redis://", "u:Sec#ret", "h1/0"},
+		{"migrate+both://?new=redis://h&old=redis://", "u:hunter22", "h1"},
+		{"migrate+new://?old=redis://", ":Sec/retPW", "h1&new=redis://h2"},
 	} {
 		f.Add(seed[0], seed[1], seed[2])
 	}
 	f.Fuzz(func(t *testing.T, prefix, userinfo, tail string) {
 		switch prefix {
-		case "redis://", "rediss://", "redis//", "redis:/", "consul://":
+		case "redis://", "rediss://", "redis//", "redis:/", "consul://",
+			"migrate+both://?new=redis://h&old=redis://", "migrate+new://?old=redis://":
 		default:
 			return // only schemes that open no connection
 		}

@@ -36,6 +36,30 @@ func secretsOf(rawURL string) []string {
 	return out
 }
 
+// allSecretsOf is secretsOf(rawURL) plus the secrets of every URL nested
+// in its query as a value (as migrate+<phase>://?old=URL&new=URL has them),
+// in the forms the value may take in a message: decoded, and re-encoded as
+// a query value or a path segment. A percent-encoded inner URL has no '@'
+// of its own, so secretsOf alone would find nothing.
+func allSecretsOf(rawURL string) []string {
+	out := secretsOf(rawURL)
+	_, query, ok := strings.Cut(rawURL, "?")
+	if !ok {
+		return out
+	}
+	for kv := range strings.SplitSeq(query, "&") {
+		_, v, _ := strings.Cut(kv, "=")
+		d, err := url.QueryUnescape(v)
+		if err != nil || !strings.Contains(d, "@") || d == rawURL {
+			continue
+		}
+		for _, sec := range allSecretsOf(d) {
+			out = append(out, sec, url.QueryEscape(sec), url.PathEscape(sec))
+		}
+	}
+	return out
+}
+
 // scrub replaces, until none is left, every run of msg that occurs in one
 // of secrets and is at least minSecretRun bytes long (or a whole shorter
 // secret) with "*". Each pass shortens msg, so it ends.

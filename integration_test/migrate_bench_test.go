@@ -14,6 +14,7 @@ package integration_test
 // two backends' alone.
 
 import (
+	"context"
 	"slices"
 	"testing"
 	"time"
@@ -23,12 +24,54 @@ import (
 	"github.com/leaderkit/elector/migrate"
 	"github.com/leaderkit/elector/redlock"
 	"github.com/leaderkit/elector/zookeeper"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// migrateSettle is how long a waiter is given to queue before the holder
-// lets go: past etcd's 100 ms watch sync loop, so every store's waiter is
-// settled. It is not part of the handoff metric.
-const migrateSettle = 150 * time.Millisecond
+// queuedOn returns, per store, a check that a second candidate of election
+// waits there behind the holder: on Redis, a majority of the nodes count a
+// subscriber to the election's release channel (a redlock waiter
+// subscribes before it retries); on etcd, two candidate keys; on
+// ZooKeeper, two candidate znodes.
+func queuedOn(b *testing.B, election string) map[string]func(context.Context) bool {
+	clients := redlockClients(b)
+	cli := etcdClient(b, etcdEndpoints(b)...)
+	conn := zkConn(b, testenv.ZKServers(b), nil)
+	return map[string]func(context.Context) bool{
+		"redis": func(ctx context.Context) bool {
+			n := 0
+			for _, c := range clients {
+				subs, err := c.PubSubNumSub(ctx, redlock.DefaultKeyPrefix+election+"//released").Result()
+				if err == nil && subs[redlock.DefaultKeyPrefix+election+"//released"] > 0 {
+					n++
+				}
+			}
+			return n > len(clients)/2
+		},
+		"etcd": func(ctx context.Context) bool {
+			resp, err := cli.Get(ctx, election+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+			return err == nil && resp.Count >= 2
+		},
+		"zookeeper": func(context.Context) bool {
+			kids, _, err := conn.Children(zkRoot + "/" + election)
+			return err == nil && len(kids) >= 2
+		},
+	}
+}
+
+// awaitQueued returns once every check in queued reports the waiter: the
+// handoff then starts from a waiter visibly in line on each store, as a
+// standby replica is. It is not part of the handoff metric.
+func awaitQueued(b *testing.B, ctx context.Context, queued []func(context.Context) bool) {
+	deadline := time.Now().Add(10 * migrateTTL)
+	for _, q := range queued {
+		for !q(ctx) {
+			if time.Now().After(deadline) {
+				b.Fatal("the waiter did not queue within 10 TTLs")
+			}
+			time.Sleep(time.Millisecond) // poll interval of an observed condition, not a settle time
+		}
+	}
+}
 
 // benchStores returns makers of one handle on each store the benchmarks use,
 // each closed at the end of b.
@@ -85,15 +128,21 @@ func benchBackend(b *testing.B, stores map[string]func() backend.Backend, old, n
 
 // BenchmarkMigrateHandoff: a holder releases while a second handle waits;
 // the handoff metric runs from the release returning to the waiter's
-// Campaign returning. In PhaseBoth the waiter queues on Redis, then
-// campaigns on the new store once it holds Redis.
+// Campaign returning. The holder lets go once the waiter is visibly queued
+// on every store it campaigns on (in PhaseBoth, both at once).
 func BenchmarkMigrateHandoff(b *testing.B) {
 	for _, tc := range migrateBenchCases {
 		b.Run("store="+tc.name, func(b *testing.B) {
 			stores := benchStores(b)
 			c := backend.Candidate{Election: zkName("migrate-handoff"), Identity: "bench", TTL: migrateTTL}
-			benchHandoff(b, etcdCtx(b), benchBackend(b, stores, tc.old, tc.new), benchBackend(b, stores, tc.old, tc.new),
-				c, func() { time.Sleep(migrateSettle) })
+			ctx := etcdCtx(b)
+			checks := queuedOn(b, c.Election)
+			queued := []func(context.Context) bool{checks[tc.new]}
+			if tc.old != "" {
+				queued = append(queued, checks[tc.old])
+			}
+			benchHandoff(b, ctx, benchBackend(b, stores, tc.old, tc.new), benchBackend(b, stores, tc.old, tc.new),
+				c, func() { awaitQueued(b, ctx, queued) })
 		})
 	}
 }

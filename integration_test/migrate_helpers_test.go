@@ -14,7 +14,6 @@ import (
 	"github.com/leaderkit/elector"
 	"github.com/leaderkit/elector/backend"
 	"github.com/leaderkit/elector/migrate"
-	"github.com/leaderkit/elector/migrate/redismark"
 	"github.com/leaderkit/elector/redlock"
 )
 
@@ -33,14 +32,10 @@ func migrateName(prefix string) string {
 // the replica that uses it.
 type side func(tb testing.TB) backend.Backend
 
-// redisSide is the old store of the tests: redlock on the five masters,
-// default key prefix, and its marker.
-func redisSide(tb testing.TB) (side, migrate.Marker) {
+// redisSide is a store of the tests: redlock on the five masters, default
+// key prefix.
+func redisSide(tb testing.TB) side {
 	clients := redlockClients(tb)
-	m, err := redismark.New(clients, redlock.DefaultKeyPrefix, 0)
-	if err != nil {
-		tb.Fatal(err)
-	}
 	return func(tb testing.TB) backend.Backend {
 		// The machine running the tests may be loaded: give each node
 		// more than the default 100 ms, still well below the TTL.
@@ -49,7 +44,7 @@ func redisSide(tb testing.TB) (side, migrate.Marker) {
 			tb.Fatal(err)
 		}
 		return b
-	}, m
+	}
 }
 
 // fenceLog is the protected resource of a migration test: it records terms
@@ -90,7 +85,6 @@ type migration struct {
 	tb       testing.TB
 	election string
 	old, new side
-	marker   migrate.Marker
 	newName  string
 	fence    *fenceLog
 	log      *slog.Logger
@@ -114,7 +108,7 @@ func (m *migration) start(id string, phase migrate.Phase) *mreplica {
 	r.closes = []func() error{ob.Close}
 	if phase != 0 {
 		nb := m.new(m.tb)
-		mb, err := migrate.New(ob, nb, phase, &migrate.Options{Marker: m.marker, NewName: m.newName})
+		mb, err := migrate.New(ob, nb, phase, &migrate.Options{NewName: m.newName})
 		if err != nil {
 			m.tb.Fatal(err)
 		}

@@ -23,9 +23,9 @@ func (f fakeLease) Deadline() time.Time { return time.Now().Add(time.Minute) }
 // TestRedisMarker: the marker replaces only the lease it is given, is
 // idempotent, blocks redlock candidates, and Unmark frees the election.
 func TestRedisMarker(t *testing.T) {
-	old, marker := redisSide(t)
-	rb := old(t).(*redlock.Backend)
+	rb := redisSide(t)(t).(*redlock.Backend)
 	defer rb.Close()
+	marker := migrate.Marker(rb)
 	ctx := redlockCtx(t)
 	election := migrateName("redis-marker")
 	l, err := rb.Campaign(ctx, backend.Candidate{Election: election, Identity: "holder", TTL: migrateTTL})

@@ -18,79 +18,57 @@ import (
 	"github.com/leaderkit/elector/backend"
 	"github.com/leaderkit/elector/internal/testenv"
 	"github.com/leaderkit/elector/migrate"
-	"github.com/leaderkit/elector/migrate/etcdmark"
-	"github.com/leaderkit/elector/migrate/zkmark"
 	"github.com/leaderkit/elector/zookeeper"
 )
 
-// etcdSide returns the etcd store of the tests and its marker.
-func etcdSide(tb testing.TB) (side, migrate.Marker) {
+// etcdSide returns the etcd store of the tests.
+func etcdSide(tb testing.TB) side {
 	cli := etcdClient(tb, etcdEndpoints(tb)...)
-	m, err := etcdmark.New(cli, "")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return func(tb testing.TB) backend.Backend { return etcdBackendNoCleanup(cli) }, m
+	return func(tb testing.TB) backend.Backend { return etcdBackendNoCleanup(cli) }
 }
 
-// zkSide returns the ZooKeeper store of the tests and its marker.
-func zkSide(tb testing.TB) (side, migrate.Marker) {
+// zkSide returns the ZooKeeper store of the tests.
+func zkSide(tb testing.TB) side {
 	servers := testenv.ZKServers(tb)
-	m, err := zkmark.New(zkConn(tb, servers, nil), zkRoot, nil)
-	if err != nil {
-		tb.Fatal(err)
-	}
 	return func(tb testing.TB) backend.Backend {
 		b, err := zookeeper.New(servers, &zookeeper.Options{Root: zkRoot})
 		if err != nil {
 			tb.Fatal(err)
 		}
 		return b
-	}, m
+	}
 }
 
 func TestMigrateRedisToEtcd(t *testing.T) {
-	old, marker := redisSide(t)
-	newSide, _ := etcdSide(t)
-	runMigration(t, old, marker, newSide, "etcd")
+	runMigration(t, redisSide(t), etcdSide(t), "etcd")
 }
 
 func TestMigrateRedisToZooKeeper(t *testing.T) {
-	old, marker := redisSide(t)
-	newSide, _ := zkSide(t)
-	runMigration(t, old, marker, newSide, "zookeeper")
+	runMigration(t, redisSide(t), zkSide(t), "zookeeper")
 }
 
 func TestMigrateEtcdToZooKeeper(t *testing.T) {
-	old, marker := etcdSide(t)
-	newSide, _ := zkSide(t)
-	runMigration(t, old, marker, newSide, "zookeeper")
+	runMigration(t, etcdSide(t), zkSide(t), "zookeeper")
 }
 
 func TestMigrateZooKeeperToEtcd(t *testing.T) {
-	old, marker := zkSide(t)
-	newSide, _ := etcdSide(t)
-	runMigration(t, old, marker, newSide, "etcd")
+	runMigration(t, zkSide(t), etcdSide(t), "etcd")
 }
 
 func TestMigrateEtcdToRedis(t *testing.T) {
-	old, marker := etcdSide(t)
-	newSide, _ := redisSide(t)
-	runMigration(t, old, marker, newSide, "redis")
+	runMigration(t, etcdSide(t), redisSide(t), "redis")
 }
 
 func TestMigrateZooKeeperToRedis(t *testing.T) {
-	old, marker := zkSide(t)
-	newSide, _ := redisSide(t)
-	runMigration(t, old, marker, newSide, "redis")
+	runMigration(t, zkSide(t), redisSide(t), "redis")
 }
 
 // runMigration rolls a migration from old to newSide and checks the
 // history, the late replicas, the marker as the old store reports it, and
 // the cleanup.
-func runMigration(t *testing.T, old side, marker migrate.Marker, newSide side, newName string) {
+func runMigration(t *testing.T, old, newSide side, newName string) {
 	m := &migration{tb: t, election: migrateName("to-" + newName), old: old, new: newSide,
-		marker: marker, newName: newName, fence: &fenceLog{tb: t}, log: testLogger(t)}
+		newName: newName, fence: &fenceLog{tb: t}, log: testLogger(t)}
 	lateErr := m.roll(time.Second)
 	m.checkTerms()
 	if !errors.Is(lateErr, backend.ErrInvalid) || !strings.Contains(lateErr.Error(), "step 3") {
@@ -102,6 +80,10 @@ func runMigration(t *testing.T, old side, marker migrate.Marker, newSide side, n
 	ctx := etcdCtx(t)
 	if h, err := ob.Leader(ctx, m.election); err != nil || h.Identity != migrate.MarkerPrefix+newName {
 		t.Errorf("old store's holder after the migration: got %+v, %v; want the marker", h, err)
+	}
+	marker, ok := ob.(migrate.Marker)
+	if !ok {
+		t.Fatalf("old backend %T implements no migrate.Marker", ob)
 	}
 	if err := migrate.Cleanup(ctx, marker, m.election); err != nil {
 		t.Fatal(err)

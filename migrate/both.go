@@ -15,23 +15,21 @@ import (
 var errOldLost = errors.New("migrate: the old lease was lost while waiting for the new backend")
 
 // campaignBoth is the campaign of PhaseBoth and, with mark, of PhaseNew.
-// The order is fixed, old then new, in every phase, so two candidates can
-// never each hold one side while waiting for the other.
+// It campaigns on both backends at once (see racePair), and a term starts
+// only once it holds both.
 func (b *Backend) campaignBoth(ctx context.Context, c backend.Candidate, mark bool) (*lease, error) {
 	if b.seenMarked(c.Election) {
 		return b.campaignNewOnly(ctx, c)
 	}
-	lo, err := b.campaignOld(ctx, c)
+	lo, ln, err := b.racePair(ctx, c)
 	if errors.Is(err, errMarked) {
 		b.setMarked(c.Election)
+		if ln != nil {
+			return b.newLease(ctx, b.newEpoch(), ln.Token(), nil, ln)
+		}
 		return b.campaignNewOnly(ctx, c)
 	}
 	if err != nil {
-		return nil, err
-	}
-	ln, err := b.campaignNewHolding(ctx, c, lo)
-	if err != nil {
-		releaseBounded(ctx, lo, c.TTL)
 		return nil, err
 	}
 	if !mark {
@@ -54,6 +52,124 @@ func (b *Backend) campaignBoth(ctx context.Context, c backend.Candidate, mark bo
 	}
 	b.setMarked(c.Election)
 	return b.newLease(ctx, b.newEpoch(), ln.Token(), nil, ln)
+}
+
+// pending is a campaign running in its own goroutine; its result arrives
+// on ch exactly once.
+type pending struct {
+	ch     chan won
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+}
+
+type won struct {
+	l   backend.Lease
+	err error
+}
+
+func start(ctx context.Context, campaign func(context.Context) (backend.Lease, error)) *pending {
+	cctx, cancel := context.WithCancelCause(ctx)
+	p := &pending{ch: make(chan won, 1), ctx: cctx, cancel: cancel}
+	go func() {
+		l, err := campaign(cctx)
+		p.ch <- won{l, err}
+	}()
+	return p
+}
+
+// abandon ends p's campaign and releases what it won. It returns once the
+// campaign has returned, so no goroutine or lease outlives the caller.
+func (p *pending) abandon(ctx context.Context, ttl time.Duration) {
+	if p == nil {
+		return
+	}
+	p.cancel(nil)
+	if w := <-p.ch; w.err == nil {
+		releaseBounded(ctx, w.l, ttl)
+	}
+}
+
+// racePair campaigns on the old and the new backend at once and returns
+// both leases, so that a hand-over costs about the slower store's
+// hand-over rather than the sum of the two.
+//
+// Two candidates must never each hold one side while waiting for the other
+// for good. The old lease comes first: a candidate that wins the new side
+// before the old one keeps it at most one renew interval (waiting for the
+// old side, whose holder is then most likely releasing both), then gives
+// it back and campaigns on the new side again only once it holds the old
+// one, as a candidate holding the old side waits for the new side as long
+// as it holds the old one. So a candidate holding the old side gets the new
+// one at most a renew interval after every candidate ahead of it there has
+// given way.
+//
+// It returns errMarked (with the new lease, if it holds one) when the old
+// store carries the marker.
+func (b *Backend) racePair(ctx context.Context, c backend.Candidate) (lo, ln backend.Lease, err error) {
+	pn := start(ctx, func(ctx context.Context) (backend.Lease, error) { return b.new.Campaign(ctx, c) })
+	po := start(ctx, func(ctx context.Context) (backend.Lease, error) { return b.campaignOld(ctx, c) })
+	var yield <-chan time.Time
+	newCh := pn.ch // nil once the new campaign returned
+	for {
+		select {
+		case w := <-po.ch:
+			po.cancel(nil)
+			return b.afterOld(ctx, c, w, pn, ln)
+		case w := <-newCh:
+			pn.cancel(nil)
+			if w.err != nil {
+				po.abandon(ctx, c.TTL)
+				if ctx.Err() != nil {
+					return nil, nil, ctx.Err()
+				}
+				return nil, nil, fmt.Errorf("migrate: campaign %q on the new backend: %w", c.Election, w.err)
+			}
+			ln, pn, newCh = w.l, nil, nil
+			t := time.NewTimer(b.renewInterval(c.TTL))
+			defer t.Stop()
+			yield = t.C
+		case <-yield:
+			releaseBounded(ctx, ln, c.TTL)
+			ln, yield = nil, nil
+		}
+	}
+}
+
+// afterOld finishes racePair once the old campaign returned w: pn is the
+// new campaign still running, or nil when ln holds the new side or it was
+// given back.
+func (b *Backend) afterOld(ctx context.Context, c backend.Candidate, w won, pn *pending, ln backend.Lease) (backend.Lease, backend.Lease, error) {
+	if errors.Is(w.err, errMarked) {
+		if ln != nil {
+			return nil, ln, errMarked
+		}
+		pn.abandon(ctx, c.TTL)
+		return nil, nil, errMarked
+	}
+	if w.err != nil {
+		pn.abandon(ctx, c.TTL)
+		if ln != nil {
+			releaseBounded(ctx, ln, c.TTL)
+		}
+		return nil, nil, w.err
+	}
+	lo := w.l
+	if ln == nil {
+		if pn == nil {
+			pn = start(ctx, func(ctx context.Context) (backend.Lease, error) { return b.new.Campaign(ctx, c) })
+		}
+		var err error
+		if ln, err = b.awaitNewHolding(ctx, c, lo, pn); err != nil {
+			releaseBounded(ctx, lo, c.TTL)
+			return nil, nil, err
+		}
+	}
+	if now := time.Now(); !now.Before(ln.Deadline()) || !now.Before(lo.Deadline()) {
+		releaseBounded(ctx, lo, c.TTL)
+		releaseBounded(ctx, ln, c.TTL)
+		return nil, nil, fmt.Errorf("migrate: campaign %q: %w", c.Election, errOldLost)
+	}
+	return lo, ln, nil
 }
 
 // markerWatchDelay is how long an old campaign runs before it starts
@@ -129,17 +245,18 @@ func (b *Backend) watchMarker(ctx context.Context, w backend.Watcher, c backend.
 	}
 }
 
-// campaignNewHolding campaigns on the new backend while keeping lo, the old
-// backend's lease, renewed. It gives up when lo is lost or its deadline
-// passes, so a term never starts on an old lease that lapsed meanwhile.
-func (b *Backend) campaignNewHolding(ctx context.Context, c backend.Candidate, lo backend.Lease) (backend.Lease, error) {
-	nctx, cancel := context.WithCancelCause(ctx)
+// awaitNewHolding waits for pn, the campaign on the new backend, while
+// keeping lo, the old backend's lease, renewed. It gives up when lo is lost
+// or its deadline passes, so a term never starts on an old lease that
+// lapsed meanwhile. pn has returned when awaitNewHolding returns.
+func (b *Backend) awaitNewHolding(ctx context.Context, c backend.Candidate, lo backend.Lease, pn *pending) (backend.Lease, error) {
 	var wg sync.WaitGroup
-	wg.Go(func() { b.keepOld(nctx, c.TTL, lo, cancel) })
-	ln, err := b.new.Campaign(nctx, c)
-	cause := context.Cause(nctx)
-	cancel(nil)
+	wg.Go(func() { b.keepOld(pn.ctx, c.TTL, lo, pn.cancel) })
+	w := <-pn.ch
+	cause := context.Cause(pn.ctx)
+	pn.cancel(nil)
 	wg.Wait()
+	ln, err := w.l, w.err
 	if err == nil && !time.Now().Before(lo.Deadline()) {
 		releaseBounded(ctx, ln, c.TTL)
 		err, cause = errOldLost, errOldLost

@@ -25,9 +25,11 @@ func IsMarker(h backend.Holder) bool { return strings.HasPrefix(h.Identity, Mark
 // win. The old backend's Leader then reports the marker as the holder, with
 // an identity that starts with [MarkerPrefix].
 //
-// Drivers do not write such a holder themselves; package
-// github.com/leaderkit/elector/migrate/redismark implements Marker for the
-// redlock driver's key format.
+// Every driver of this module implements Marker on its Backend, in its own
+// store's format: redlock.Backend (the lock key made persistent),
+// etcd.Backend (the candidate key detached from its lease) and
+// zookeeper.Backend (a persistent znode that sorts before every
+// candidate); [New] uses the old backend as its Marker by default.
 type Marker interface {
 	// Mark turns held, the lease on election that the caller holds on the
 	// old store and that [Backend.Campaign] will not release, into the
@@ -70,7 +72,8 @@ func marked(ctx context.Context, old backend.Backend, election string) (backend.
 }
 
 // Cleanup is runbook step 4: it removes the marker of election and the old
-// store's other keys for it through m, once every replica runs in
+// store's other keys for it through m (the old backend, for this module's
+// drivers), once every replica runs in
 // [PhaseNew] or [PhaseDone]. Roll the replicas to PhaseDone before calling
 // it, or a PhaseNew replica's next first term writes the marker again.
 //
@@ -90,4 +93,21 @@ func Cleanup(ctx context.Context, m Marker, election string) error {
 		return fmt.Errorf("migrate: cleanup %q: %w", election, err)
 	}
 	return nil
+}
+
+// Cleanup is [Cleanup] through b's marker ([Options.Marker], by default
+// the old backend): runbook step 4, for a Backend in [PhaseDone] given the
+// old backend (as `elect migrate cleanup` opens one). It returns an error
+// wrapping [backend.ErrInvalid] in another phase, or when b has no marker.
+func (b *Backend) Cleanup(ctx context.Context, election string) error {
+	if err := b.check("cleanup", election); err != nil {
+		return err
+	}
+	switch {
+	case b.phase != PhaseDone:
+		return fmt.Errorf("migrate: cleanup %q in phase %v: %w: want phase done (runbook step 4): roll every replica to phase done first", election, b.phase, backend.ErrInvalid)
+	case b.set.marker == nil:
+		return fmt.Errorf("migrate: cleanup %q: %w: no marker; want the old backend (one of this module's drivers) or Options.Marker", election, backend.ErrInvalid)
+	}
+	return Cleanup(ctx, b.set.marker, election)
 }

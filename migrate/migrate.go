@@ -28,8 +28,8 @@ type Backend struct {
 
 var _ backend.Backend = (*Backend)(nil)
 
-// Options configures a [Backend]. The zero value is valid for [PhaseOld],
-// [PhaseBoth] and [PhaseDone]; [PhaseNew] needs Marker.
+// Options configures a [Backend]. The zero value is valid in every phase
+// when the old backend is one of this module's drivers.
 type Options struct {
 	// Epoch is the epoch of the old backend's tokens; the new backend's
 	// tokens carry Epoch+1 (see # Fencing in the package documentation).
@@ -45,8 +45,11 @@ type Options struct {
 	NewName string
 
 	// Marker writes the persistent "migrated" marker on the old store. It is
-	// required in [PhaseNew] and unused in the other phases, which detect
-	// the marker through the old backend's Leader.
+	// used in [PhaseNew] only; the other phases detect the marker through
+	// the old backend's Leader. Default: the old backend itself, when it
+	// implements Marker, as every driver of this module does
+	// (redlock.Backend, etcd.Backend, zookeeper.Backend). PhaseNew needs
+	// one or the other.
 	Marker Marker
 
 	// RenewInterval is how often a campaign that holds the old backend's
@@ -85,16 +88,25 @@ func New(old, new backend.Backend, phase Phase, opts *Options) (*Backend, error)
 		return nil, fmt.Errorf("migrate: %w: Options.Epoch is %d; want at most %d", backend.ErrInvalid, opts.Epoch, MaxEpoch-1)
 	case opts.RenewInterval < 0:
 		return nil, fmt.Errorf("migrate: %w: Options.RenewInterval is %v; want 0 (a third of the TTL) or more", backend.ErrInvalid, opts.RenewInterval)
-	case phase == PhaseNew && opts.Marker == nil:
-		return nil, fmt.Errorf("migrate: %w: Options.Marker is nil in phase new; want the marker writer of the old store (runbook step 3 writes the marker)", backend.ErrInvalid)
+	case phase == PhaseNew && opts.Marker == nil && !isMarker(old):
+		return nil, fmt.Errorf("migrate: %w: Options.Marker is nil in phase new and the old backend %T does not implement Marker; want the marker writer of the old store (runbook step 3 writes the marker)", backend.ErrInvalid, old)
 	}
 	if set.newName == "" {
 		set.newName = "new"
+	}
+	if m, ok := old.(Marker); ok && set.marker == nil {
+		set.marker = m
 	}
 	if err := backend.ValidateIdentity(MarkerPrefix + set.newName); err != nil {
 		return nil, fmt.Errorf("migrate: Options.NewName is %q; want a valid identity suffix: %w", opts.NewName, err)
 	}
 	return &Backend{old: old, new: new, phase: phase, set: set, done: make(chan struct{}), marked: make(map[string]bool)}, nil
+}
+
+// isMarker reports whether be implements [Marker].
+func isMarker(be backend.Backend) bool {
+	_, ok := be.(Marker)
+	return ok
 }
 
 // Phase returns the phase b runs in.

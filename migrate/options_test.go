@@ -13,9 +13,10 @@ import (
 )
 
 func TestNewRefusesInvalidOptions(t *testing.T) {
-	old, new := newMarkStore().peer(), memory.New()
+	old, new, plain := newMarkStore().peer(), memory.New(), memory.New()
 	defer old.Close()
 	defer new.Close()
+	defer plain.Close() // implements no Marker
 	for _, tc := range []struct {
 		name     string
 		old      backend.Backend
@@ -28,7 +29,7 @@ func TestNewRefusesInvalidOptions(t *testing.T) {
 		{"old nil before done", nil, migrate.PhaseBoth, nil, "old backend is nil"},
 		{"epoch too high", old, migrate.PhaseBoth, &migrate.Options{Epoch: migrate.MaxEpoch}, "Options.Epoch"},
 		{"negative renew interval", old, migrate.PhaseBoth, &migrate.Options{RenewInterval: -1}, "Options.RenewInterval"},
-		{"no marker in phase new", old, migrate.PhaseNew, nil, "Options.Marker"},
+		{"no marker in phase new", plain, migrate.PhaseNew, nil, "Options.Marker"},
 		{"bad new name", old, migrate.PhaseBoth, &migrate.Options{NewName: "a\nb"}, "Options.NewName"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -20,7 +20,7 @@ var cand = backend.Candidate{Election: election, Identity: "a", TTL: ttl}
 func pair(t *testing.T, old *markStore, new *memory.Backend, phase migrate.Phase) (*migrate.Backend, *markBackend) {
 	t.Helper()
 	ob, nb := old.peer(), new.Peer()
-	b, err := migrate.New(ob, nb, phase, &migrate.Options{Marker: ob, NewName: "mem"})
+	b, err := migrate.New(ob, nb, phase, &migrate.Options{NewName: "mem"}) // ob is the default Marker
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,6 +126,53 @@ func TestBothHoldsOldWhileWaitingForNew(t *testing.T) {
 			t.Errorf("old store after the campaign ended: got %+v, %v; want it released", h, err)
 		}
 		_ = other.Release(t.Context())
+	})
+}
+
+// TestBothGivesNewBackWhileOldTaken: a PhaseBoth candidate campaigns on
+// both sides at once; when it wins the new side while another holds the old
+// one, it gives the new side back after a renew interval (so that a
+// candidate holding the old side and waiting for the new one cannot be
+// blocked by it for good), and leads once it wins the old side, then the
+// new one again.
+func TestBothGivesNewBackWhileOldTaken(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		old, new := newMarkStore(), memory.New()
+		b, _ := pair(t, old, new, migrate.PhaseBoth)
+		holder, err := old.peer().Campaign(t.Context(), backend.Candidate{Election: election, Identity: "old-only", TTL: 10 * ttl})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan backend.Lease, 1)
+		go func() {
+			l, err := b.Campaign(t.Context(), cand)
+			if err != nil {
+				t.Error(err)
+			}
+			got <- l
+		}()
+		synctest.Wait()
+		if h, err := new.Leader(t.Context(), election); err != nil || h.Identity != "a" {
+			t.Fatalf("new store while a waits for the old side: got %+v, %v; want a holding it", h, err)
+		}
+		time.Sleep(ttl/3 + time.Millisecond) // the default renew interval
+		synctest.Wait()
+		if h, err := new.Leader(t.Context(), election); !errors.Is(err, backend.ErrNoLeader) {
+			t.Fatalf("new store a renew interval later: got %+v, %v; want it given back", h, err)
+		}
+		if err := holder.Release(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		l := <-got
+		if l == nil {
+			t.FailNow()
+		}
+		for name, s := range map[string]*memory.Backend{"old": old.mem, "new": new} {
+			if h, err := s.Leader(t.Context(), election); err != nil || h.Identity != "a" {
+				t.Errorf("%s store once a leads: got %+v, %v; want a", name, h, err)
+			}
+		}
+		_ = l.Release(t.Context())
 	})
 }
 

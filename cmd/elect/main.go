@@ -50,7 +50,8 @@ Usage:
   elect watch  [flags]                        print each change of leader
   elect partitions [flags]                    print who owns each partition of a group
   elect compare --backend URL --backend URL…  measure backends side by side
-  elect help   [run|status|watch|partitions|compare]  show help
+  elect migrate url|cleanup [flags]           move an election between backends
+  elect help   [run|status|watch|partitions|compare|migrate]  show help
   elect version                               print the version and build information
 
 Every flag can also be set by an environment variable: --backend by
@@ -61,6 +62,8 @@ Backend URLs:
   rediss://...  (TLS: ?ca=FILE&cert=FILE&key=FILE&server_name=..)
   etcd://[user:pass@]h1:2379,h2:2379[?prefix=..]   etcds://... (TLS)
   zk://[user:pass@]h1:2181,h2:2181[/root][?disconnect_grace=1s]   zks://... (TLS)
+  migrate+PHASE://?old=URL&new=URL  (each URL percent-encoded; PHASE old,
+      both, new or done: 'elect migrate url' prints it; see 'elect help migrate')
 
 Exit codes:
   0    success; with --once, also when another replica ran the command;
@@ -94,6 +97,8 @@ func elect(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = compareMain(ctx, rest, stdout, stderr)
 	case "partitions":
 		err = partitionsMain(ctx, rest, stdout, stderr)
+	case "migrate":
+		err = migrateMain(ctx, rest, stdout, stderr)
 	case "version", "-version", "--version":
 		err = versionMain(rest, stdout)
 	case "help", "-h", "-help", "--help":
@@ -103,7 +108,7 @@ func elect(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, topUsage)
 		return exitOK
 	default:
-		fmt.Fprintf(stderr, "elect: unknown command %q; want run, status, watch, partitions, compare, version or help\n\n%s", sub, topUsage)
+		fmt.Fprintf(stderr, "elect: unknown command %q; want run, status, watch, partitions, compare, migrate, version or help\n\n%s", sub, topUsage)
 		return exitUsage
 	}
 	var ee *exitError

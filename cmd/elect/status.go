@@ -16,12 +16,15 @@ import (
 
 	"github.com/leaderkit/elector/backend"
 	"github.com/leaderkit/elector/internal/wait"
+	"github.com/leaderkit/elector/migrate"
 )
 
 const statusHead = `Usage: elect status [flags]
 
 Print the current leader of the election: its identity, fencing token and
-the time its lease has left (when the backend tells). Exit 0 when there is
+the time its lease has left (when the backend tells). With a migrate+PHASE://
+URL, also the phase, whether the "migrated" marker is written, and the
+holder on each store (see 'elect help migrate'). Exit 0 when there is
 a leader, 1 when there is none, 3 when the backend cannot be reached.
 `
 
@@ -112,6 +115,9 @@ func statusMain(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		return err
 	}
 	defer closer.Close()
+	if mb, ok := b.(*migrate.Backend); ok {
+		return migrationStatus(ctx, stdout, c, mb)
+	}
 	h, err := b.Leader(ctx, c.election)
 	switch {
 	case errors.Is(err, backend.ErrNoLeader):
