@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -22,22 +23,33 @@ const latency = time.Millisecond
 // clock) before it reaches the store: deterministic numbers to check.
 type slow struct {
 	backend.Backend
-	hook func(election string) // called at each Campaign, when set
+	hook  func(election string) // called at each Campaign, when set
+	calls *atomic.Int64         // counts every call, when set
+}
+
+func (s slow) count() { count(s.calls) }
+
+func count(calls *atomic.Int64) {
+	if calls != nil {
+		calls.Add(1)
+	}
 }
 
 func (s slow) Campaign(ctx context.Context, c backend.Candidate) (backend.Lease, error) {
 	if s.hook != nil {
 		s.hook(c.Election)
 	}
+	s.count()
 	time.Sleep(latency)
 	l, err := s.Backend.Campaign(ctx, c)
 	if err != nil {
 		return nil, err
 	}
-	return slowLease{l}, nil
+	return slowLease{l, s.calls}, nil
 }
 
 func (s slow) Leader(ctx context.Context, election string) (backend.Holder, error) {
+	s.count()
 	time.Sleep(latency)
 	return s.Backend.Leader(ctx, election)
 }
@@ -46,14 +58,19 @@ type closerFunc func() error
 
 func (f closerFunc) Close() error { return f() }
 
-type slowLease struct{ backend.Lease }
+type slowLease struct {
+	backend.Lease
+	calls *atomic.Int64
+}
 
 func (l slowLease) Renew(ctx context.Context) error {
+	count(l.calls)
 	time.Sleep(latency)
 	return l.Lease.Renew(ctx)
 }
 
 func (l slowLease) Release(ctx context.Context) error {
+	count(l.calls)
 	time.Sleep(latency)
 	return l.Lease.Release(ctx)
 }
@@ -73,14 +90,22 @@ func memTargetClose(name string, store *memory.Backend, lapse bool, hook func(st
 		if lapse {
 			closer = closerFunc(func() error { p.Crash(); return nil })
 		}
-		return &compare.Client{Backend: slow{p, hook}, Closer: closer}, nil
+		return &compare.Client{Backend: slow{p, hook, nil}, Closer: closer}, nil
 	}
 	return compare.Target{
 		Name: name,
 		Open: open,
 		OpenCrashable: func(ctx context.Context) (*compare.Client, error) {
 			p := store.Peer()
-			return &compare.Client{Backend: slow{p, hook}, Closer: p, Crash: p.Crash}, nil
+			return &compare.Client{Backend: slow{p, hook, nil}, Closer: p, Crash: p.Crash}, nil
+		},
+		// Every call of the counted client is one request.
+		OpenCounted: func(ctx context.Context) (*compare.Client, error) {
+			c, _ := open(ctx)
+			calls := new(atomic.Int64)
+			c.Backend = slow{c.Backend.(slow).Backend, hook, calls}
+			c.Requests = calls.Load
+			return c, nil
 		},
 		TokenSource: "a counter in memory", Safety: "one process",
 	}
@@ -136,6 +161,14 @@ func TestRunMemory(t *testing.T) {
 				if n, ok := counts[res.Workload]; ok && len(res.Samples) != n {
 					t.Errorf("%s %s: %d samples; want %d", b.Name, res.Workload, len(res.Samples), n)
 				}
+			}
+			// Only the renewals fall in the window, Held per round, the window
+			// being RenewRounds renewal intervals.
+			window := time.Duration(o.RenewRounds) * (ttl / 3)
+			wantReq := compare.RequestCount{Total: int64(o.Held * o.RenewRounds), Window: window,
+				PerHeld: 1, PerSecond: float64(o.Held*o.RenewRounds) / window.Seconds()}
+			if got := b.Result(compare.Renew).Requests; got == nil || *got != wantReq {
+				t.Errorf("%s renew: requests %+v; want %+v", b.Name, got, wantReq)
 			}
 			// 4 goroutines, each 150 Campaign+Release of 2ms in 300ms.
 			if got := b.Result(compare.Throughput).PerSecond; got != 2000 {

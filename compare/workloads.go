@@ -22,7 +22,7 @@ func (r *runner) phases() []phase {
 		{name: Acquire, trials: o.Trials, est: 20 * time.Millisecond, trial: r.acquire},
 		{name: Throughput, trials: o.ThroughputTrials, est: o.Duration, trial: r.throughput, finish: r.perSecond(Throughput)},
 		{name: Handover, trials: o.Trials, est: r.settle() + 20*time.Millisecond, trial: r.handover},
-		{name: Renew, trials: o.RenewRounds, est: o.TTL / 3 / time.Duration(max(len(r.bs), 1)), pace: o.TTL / 3,
+		{name: Renew, trials: o.RenewRounds, est: o.TTL / 3 / time.Duration(max(len(r.bs), 1)), pace: r.renewInterval(),
 			setup: r.holdMany, trial: r.renewAll, finish: r.releaseMany},
 		{name: Failover, trials: o.FailoverTrials, est: o.TTL + r.settle() + 100*time.Millisecond, trial: r.failover},
 	}
