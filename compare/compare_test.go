@@ -14,6 +14,7 @@ import (
 	"github.com/leaderkit/elector/backend"
 	"github.com/leaderkit/elector/backend/memory"
 	"github.com/leaderkit/elector/compare"
+	"github.com/leaderkit/elector/partition"
 )
 
 // latency is the store latency the slow backend simulates per call.
@@ -155,6 +156,10 @@ func TestRunMemory(t *testing.T) {
 				t.Errorf("%s: TTL floor %v; want 100ms, the first FloorTTL (memory grants down to 10ms)", b.Name, b.TTLFloor)
 			}
 			for _, res := range b.Results {
+				if res.Workload == compare.Join || res.Workload == compare.Leave {
+					checkRebalance(t, b.Name, res, o)
+					continue
+				}
 				if res.P50 != want[res.Workload] || res.Max != want[res.Workload] {
 					t.Errorf("%s %s: p50 %v, max %v; want both %v", b.Name, res.Workload, res.P50, res.Max, want[res.Workload])
 				}
@@ -180,6 +185,22 @@ func TestRunMemory(t *testing.T) {
 		}
 		checkProgress(t, progress)
 	})
+}
+
+// checkRebalance checks a rebalance result of a run on the memory store.
+// With a 2s TTL members poll every 500ms: a joiner campaigns once it read
+// the same member list in two polls in a row, and the others see it within
+// a poll; a leave is seen within a poll and handed over at once.
+func checkRebalance(t *testing.T, name string, res *compare.Result, o *compare.Options) {
+	t.Helper()
+	lo, hi := 500*time.Millisecond, 2*time.Second
+	if res.Workload == compare.Leave {
+		lo, hi = 0, time.Second
+	}
+	if len(res.Samples) != o.RebalanceTrials || res.Errors != 0 || res.Samples[0] <= lo || res.Max > hi {
+		t.Errorf("%s %s: samples %v, %d errors (%s); want %d samples in (%v, %v]", name, res.Workload, res.Samples,
+			res.Errors, res.FirstError, o.RebalanceTrials, lo, hi)
+	}
 }
 
 func checkProgress(t *testing.T, ps []compare.Progress) {
@@ -225,12 +246,13 @@ func TestRunInterleaves(t *testing.T) {
 // leases to lapse (as Redlock's does), and waits for a crashed holder's
 // lease to lapse. The run is cancelled when a campaign for the election
 // named is made for the n-th time: in the middle of taking the Held leases,
-// while a waiter queues behind a holder, while a crash trial's holder holds.
+// while a waiter queues behind a holder, while a crash trial's holder holds,
+// while a member joins a partition group (it takes membership slot 2).
 func TestRunCancelled(t *testing.T) {
 	for _, tc := range []struct {
 		election string
 		n        int
-	}{{"renew/10", 1}, {"handover", 2}, {"failover/0", 2}} {
+	}{{"renew/10", 1}, {"handover", 2}, {"failover/0", 2}, {"rebalance/m/2", 1}} {
 		t.Run(tc.election, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				ctx, cancel := context.WithCancel(t.Context())
@@ -279,6 +301,12 @@ func electionNames(o *compare.Options) []string {
 	}
 	for i := range o.FailoverTrials {
 		names = append(names, fmt.Sprintf("%sfailover/%d", p, i))
+	}
+	for i := range o.Partitions {
+		names = append(names, partition.Election(p+"rebalance", i))
+	}
+	for i := range o.Members + 2 {
+		names = append(names, fmt.Sprintf("%srebalance/m/%d", p, i))
 	}
 	return names
 }

@@ -40,6 +40,7 @@ type bstate struct {
 	req0   int64                     // … its request count when the rounds began …
 	round0 time.Time                 // … and when they began
 	keep   *keeper                   // renews the leases until then
+	group  *group                    // the partition group of Join and Leave
 	ops    int                       // Throughput and Renew: operations …
 	opTime time.Duration             // … and the time they took
 }

@@ -25,10 +25,20 @@ const (
 	// election of a waiting candidate, after the holder's client is cut off
 	// from the store without a release. It cannot be shorter than the TTL.
 	Failover = "failover"
+	// Join is a rebalance: [Options.Members] members of a
+	// [partition.Assigner] group own [Options.Partitions] partitions, each
+	// member on a client of its own; one more member starts, and the sample
+	// is the time from its start until every partition is owned by the
+	// member [partition.Place] puts it on.
+	Join = "rebalance-join"
+	// Leave is the rebalance after that member leaves gracefully: the time
+	// from the cancellation of its Run until every partition is owned as
+	// placed without it.
+	Leave = "rebalance-leave"
 )
 
 // Workloads lists the workload names in report order.
-var Workloads = []string{Acquire, Throughput, Handover, Renew, Failover}
+var Workloads = []string{Acquire, Throughput, Handover, Renew, Failover, Join, Leave}
 
 // Result is what one workload measured on one backend.
 type Result struct {

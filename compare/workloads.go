@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/leaderkit/elector/backend"
+	"github.com/leaderkit/elector/partition"
 )
 
 // PhaseFloor is the name [Progress] gives the search for the TTL floor.
@@ -25,6 +26,8 @@ func (r *runner) phases() []phase {
 		{name: Renew, trials: o.RenewRounds, est: o.TTL / 3 / time.Duration(max(len(r.bs), 1)), pace: r.renewInterval(),
 			setup: r.holdMany, trial: r.renewAll, finish: r.releaseMany},
 		{name: Failover, trials: o.FailoverTrials, est: o.TTL + r.settle() + 100*time.Millisecond, trial: r.failover},
+		{name: PhaseRebalance, trials: o.RebalanceTrials, est: 4 * min(o.TTL/3, partition.DefaultPollInterval),
+			setup: r.startGroup, trial: r.rebalance, finish: r.stopGroup},
 	}
 }
 
