@@ -1,5 +1,5 @@
 # Targets run the scripts in scripts/; each script's header says more.
-.PHONY: test lint apisnapshot servers servers-stop servers-status bench chaos
+.PHONY: test lint apisnapshot servers servers-stop servers-status bench chaos compare-readme
 
 # Start every test server, run go vet and go test -race in each module, stop
 # the servers. TESTFLAGS/TESTPKGS/TESTP are passed through (see scripts/test.sh).
@@ -34,3 +34,8 @@ bench:
 # report (seed printed; SEED=N replays the schedule). See scripts/chaos.sh.
 chaos:
 	scripts/chaos.sh $(if $(SEED),-seed $(SEED))
+
+# One full `elect compare --markdown` over the test servers, pasted into
+# README.md's which-backend section (see scripts/compare-readme.sh).
+compare-readme:
+	scripts/compare-readme.sh

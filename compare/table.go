@@ -172,9 +172,14 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		func(b *BackendReport) string { return cell(b.Result(Throughput), "per s") + " ops/s" })
 	row("graceful hand-over p50 / p99", pq(Handover))
 	row(fmt.Sprintf("renew p50 / p99, %d held", r.Options.Held), pq(Renew))
-	row(fmt.Sprintf("crash failover p50 / max, TTL %v", r.Options.TTL), func(b *BackendReport) string {
-		return cell(b.Result(Failover), "p50") + " / " + cell(b.Result(Failover), "max")
-	})
+	row(fmt.Sprintf("renew requests per held election per TTL/3 (%v)", (r.Options.TTL/3).Round(time.Millisecond)),
+		func(b *BackendReport) string { return cell(b.Result(Renew), statReq) })
+	pm := func(wl string) func(b *BackendReport) string {
+		return func(b *BackendReport) string { return cell(b.Result(wl), "p50") + " / " + cell(b.Result(wl), "max") }
+	}
+	row(fmt.Sprintf("crash failover p50 / max, TTL %v", r.Options.TTL), pm(Failover))
+	row(fmt.Sprintf("rebalance p50 / max, a member joins %d (%d partitions)", r.Options.Members, r.Options.Partitions), pm(Join))
+	row("rebalance p50 / max, that member leaves", pm(Leave))
 	row("errors", func(b *BackendReport) string {
 		n := 0
 		for _, res := range b.Results {
