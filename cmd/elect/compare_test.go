@@ -31,21 +31,21 @@ type compareJSON struct {
 		Token      string  `json:"token_source"`
 		Safety     string  `json:"safety"`
 		Results    []struct {
-			Workload string    `json:"workload"`
-			Samples  int       `json:"samples"`
-			Errors   int       `json:"errors"`
-			First    string    `json:"first_error"`
-			Skipped  string    `json:"skipped"`
-			P50      float64   `json:"p50_ms"`
-			P95      float64   `json:"p95_ms"`
-			P99      float64   `json:"p99_ms"`
-			Max      float64   `json:"max_ms"`
-			PerSec   float64   `json:"per_second"`
+			Workload string  `json:"workload"`
+			Samples  int     `json:"samples"`
+			Errors   int     `json:"errors"`
+			First    string  `json:"first_error"`
+			Skipped  string  `json:"skipped"`
+			P50      float64 `json:"p50_ms"`
+			P95      float64 `json:"p95_ms"`
+			P99      float64 `json:"p99_ms"`
+			Max      float64 `json:"max_ms"`
+			PerSec   float64 `json:"per_second"`
 			Requests *struct {
 				Total   int64   `json:"total"`
 				PerHeld float64 `json:"per_held_per_round"`
 			} `json:"requests"`
-			All      []float64 `json:"samples_ms"`
+			All []float64 `json:"samples_ms"`
 		} `json:"results"`
 		Leftover []string `json:"leftover"`
 	} `json:"backends"`
