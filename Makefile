@@ -1,5 +1,5 @@
 # Targets run the scripts in scripts/; each script's header says more.
-.PHONY: test lint apisnapshot servers servers-stop servers-status bench chaos fuzz
+.PHONY: test lint apisnapshot servers servers-stop servers-status bench chaos fuzz compare-readme
 
 # Start every test server, run go vet and go test -race in each module, stop
 # the servers. TESTFLAGS/TESTPKGS/TESTP are passed through (see scripts/test.sh).
@@ -39,3 +39,8 @@ chaos:
 # FUZZ selects targets by regexp). make test runs only their seed corpora.
 fuzz:
 	scripts/fuzz.sh
+
+# One full `elect compare --markdown` over the test servers, pasted into
+# README.md's which-backend section (see scripts/compare-readme.sh).
+compare-readme:
+	scripts/compare-readme.sh

@@ -28,6 +28,11 @@ type Client struct {
 	// reaches the store any more, nothing is released, the store learns of
 	// it only when the leases' TTLs run out. Closer still has to be called.
 	Crash func()
+	// Requests, when not nil, returns the number of requests the client
+	// has sent to the store so far (keep-alives and pings included), as
+	// the client's side sees them: no access to the servers' statistics
+	// is needed. The [Renew] workload reports it per held election.
+	Requests func() int64
 }
 
 // Target is one backend to compare.
@@ -40,6 +45,11 @@ type Target struct {
 	// OpenCrashable opens a client whose Crash is set; the [Failover]
 	// workload needs it and is skipped when OpenCrashable is nil.
 	OpenCrashable func(ctx context.Context) (*Client, error)
+	// OpenCounted, when not nil, opens a client whose Requests is set: the
+	// [Renew] workload then holds its elections on such a client and counts
+	// the requests renewing them costs. When nil, Renew runs on a client of
+	// Open and its requests are not counted.
+	OpenCounted func(ctx context.Context) (*Client, error)
 	// Cleanup, when not nil, removes what the store keeps of the elections
 	// named after they were released and the clients closed (Redlock's
 	// fencing counters, which never expire). It must touch nothing else.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/leaderkit/elector/backend"
 	"github.com/leaderkit/elector/backend/memory"
 	"github.com/leaderkit/elector/compare"
+	"github.com/leaderkit/elector/partition"
 )
 
 // latency is the store latency the slow backend simulates per call.
@@ -22,22 +24,33 @@ const latency = time.Millisecond
 // clock) before it reaches the store: deterministic numbers to check.
 type slow struct {
 	backend.Backend
-	hook func(election string) // called at each Campaign, when set
+	hook  func(election string) // called at each Campaign, when set
+	calls *atomic.Int64         // counts every call, when set
+}
+
+func (s slow) count() { count(s.calls) }
+
+func count(calls *atomic.Int64) {
+	if calls != nil {
+		calls.Add(1)
+	}
 }
 
 func (s slow) Campaign(ctx context.Context, c backend.Candidate) (backend.Lease, error) {
 	if s.hook != nil {
 		s.hook(c.Election)
 	}
+	s.count()
 	time.Sleep(latency)
 	l, err := s.Backend.Campaign(ctx, c)
 	if err != nil {
 		return nil, err
 	}
-	return slowLease{l}, nil
+	return slowLease{l, s.calls}, nil
 }
 
 func (s slow) Leader(ctx context.Context, election string) (backend.Holder, error) {
+	s.count()
 	time.Sleep(latency)
 	return s.Backend.Leader(ctx, election)
 }
@@ -46,14 +59,19 @@ type closerFunc func() error
 
 func (f closerFunc) Close() error { return f() }
 
-type slowLease struct{ backend.Lease }
+type slowLease struct {
+	backend.Lease
+	calls *atomic.Int64
+}
 
 func (l slowLease) Renew(ctx context.Context) error {
+	count(l.calls)
 	time.Sleep(latency)
 	return l.Lease.Renew(ctx)
 }
 
 func (l slowLease) Release(ctx context.Context) error {
+	count(l.calls)
 	time.Sleep(latency)
 	return l.Lease.Release(ctx)
 }
@@ -73,14 +91,22 @@ func memTargetClose(name string, store *memory.Backend, lapse bool, hook func(st
 		if lapse {
 			closer = closerFunc(func() error { p.Crash(); return nil })
 		}
-		return &compare.Client{Backend: slow{p, hook}, Closer: closer}, nil
+		return &compare.Client{Backend: slow{p, hook, nil}, Closer: closer}, nil
 	}
 	return compare.Target{
 		Name: name,
 		Open: open,
 		OpenCrashable: func(ctx context.Context) (*compare.Client, error) {
 			p := store.Peer()
-			return &compare.Client{Backend: slow{p, hook}, Closer: p, Crash: p.Crash}, nil
+			return &compare.Client{Backend: slow{p, hook, nil}, Closer: p, Crash: p.Crash}, nil
+		},
+		// Every call of the counted client is one request.
+		OpenCounted: func(ctx context.Context) (*compare.Client, error) {
+			c, _ := open(ctx)
+			calls := new(atomic.Int64)
+			c.Backend = slow{c.Backend.(slow).Backend, hook, calls}
+			c.Requests = calls.Load
+			return c, nil
 		},
 		TokenSource: "a counter in memory", Safety: "one process",
 	}
@@ -130,12 +156,24 @@ func TestRunMemory(t *testing.T) {
 				t.Errorf("%s: TTL floor %v; want 100ms, the first FloorTTL (memory grants down to 10ms)", b.Name, b.TTLFloor)
 			}
 			for _, res := range b.Results {
+				if res.Workload == compare.Join || res.Workload == compare.Leave {
+					checkRebalance(t, b.Name, res, o)
+					continue
+				}
 				if res.P50 != want[res.Workload] || res.Max != want[res.Workload] {
 					t.Errorf("%s %s: p50 %v, max %v; want both %v", b.Name, res.Workload, res.P50, res.Max, want[res.Workload])
 				}
 				if n, ok := counts[res.Workload]; ok && len(res.Samples) != n {
 					t.Errorf("%s %s: %d samples; want %d", b.Name, res.Workload, len(res.Samples), n)
 				}
+			}
+			// Only the renewals fall in the window, Held per round, the window
+			// being RenewRounds renewal intervals.
+			window := time.Duration(o.RenewRounds) * (ttl / 3)
+			wantReq := compare.RequestCount{Total: int64(o.Held * o.RenewRounds), Window: window,
+				PerHeld: 1, PerSecond: float64(o.Held*o.RenewRounds) / window.Seconds()}
+			if got := b.Result(compare.Renew).Requests; got == nil || *got != wantReq {
+				t.Errorf("%s renew: requests %+v; want %+v", b.Name, got, wantReq)
 			}
 			// 4 goroutines, each 150 Campaign+Release of 2ms in 300ms.
 			if got := b.Result(compare.Throughput).PerSecond; got != 2000 {
@@ -147,6 +185,22 @@ func TestRunMemory(t *testing.T) {
 		}
 		checkProgress(t, progress)
 	})
+}
+
+// checkRebalance checks a rebalance result of a run on the memory store.
+// With a 2s TTL members poll every 500ms: a joiner campaigns once it read
+// the same member list in two polls in a row, and the others see it within
+// a poll; a leave is seen within a poll and handed over at once.
+func checkRebalance(t *testing.T, name string, res *compare.Result, o *compare.Options) {
+	t.Helper()
+	lo, hi := 500*time.Millisecond, 2*time.Second
+	if res.Workload == compare.Leave {
+		lo, hi = 0, time.Second
+	}
+	if len(res.Samples) != o.RebalanceTrials || res.Errors != 0 || res.Samples[0] <= lo || res.Max > hi {
+		t.Errorf("%s %s: samples %v, %d errors (%s); want %d samples in (%v, %v]", name, res.Workload, res.Samples,
+			res.Errors, res.FirstError, o.RebalanceTrials, lo, hi)
+	}
 }
 
 func checkProgress(t *testing.T, ps []compare.Progress) {
@@ -192,12 +246,13 @@ func TestRunInterleaves(t *testing.T) {
 // leases to lapse (as Redlock's does), and waits for a crashed holder's
 // lease to lapse. The run is cancelled when a campaign for the election
 // named is made for the n-th time: in the middle of taking the Held leases,
-// while a waiter queues behind a holder, while a crash trial's holder holds.
+// while a waiter queues behind a holder, while a crash trial's holder holds,
+// while a member joins a partition group (it takes membership slot 2).
 func TestRunCancelled(t *testing.T) {
 	for _, tc := range []struct {
 		election string
 		n        int
-	}{{"renew/10", 1}, {"handover", 2}, {"failover/0", 2}} {
+	}{{"renew/10", 1}, {"handover", 2}, {"failover/0", 2}, {"rebalance/m/2", 1}} {
 		t.Run(tc.election, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				ctx, cancel := context.WithCancel(t.Context())
@@ -246,6 +301,12 @@ func electionNames(o *compare.Options) []string {
 	}
 	for i := range o.FailoverTrials {
 		names = append(names, fmt.Sprintf("%sfailover/%d", p, i))
+	}
+	for i := range o.Partitions {
+		names = append(names, partition.Election(p+"rebalance", i))
+	}
+	for i := range o.Members + 2 {
+		names = append(names, fmt.Sprintf("%srebalance/m/%d", p, i))
 	}
 	return names
 }

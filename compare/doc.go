@@ -23,12 +23,17 @@
 //   - [Handover]: from a holder's Release to the election of a candidate
 //     waiting on another client;
 //   - [Renew]: the latency of Renew while Held elections are held on one
-//     client and all are renewed every TTL/3, and the renewals per second
-//     that client sustained;
+//     client and all are renewed every TTL/3, the renewals per second that
+//     client sustained, and ([RequestCount]) the requests it sent per held
+//     election per TTL/3, counted on the client's side where the target can
+//     ([Target.OpenCounted]): no server statistics, so no admin rights;
 //   - [Failover]: the holder's client is cut off from the store without a
 //     release (its connections closed at once, new ones refused, as when its
 //     process dies); from its last renewal to the election of a candidate
 //     waiting on another client. It is never shorter than the TTL;
+//   - [Join] and [Leave]: Members members of a partition group (package
+//     partition) own Partitions partitions; the time until every partition
+//     is owned as placed after one more member starts, and after it leaves;
 //   - the TTL floor: the shortest of [Options.FloorTTLs] the backend grants
 //     (Campaign refuses the others with backend.ErrInvalid).
 //

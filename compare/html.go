@@ -50,6 +50,8 @@ var about = map[string]string{
 	Handover:   "From the holder's Release to the election of a candidate waiting on another client.",
 	Renew:      "One Renew of one of the elections held on one client, all of them renewed every TTL/3.",
 	Failover:   "From the holder's last renewal to the election of a waiting candidate, after the holder's connections were cut without a release. It cannot be shorter than the TTL.",
+	Join:       "A member joins a partition group: from its start until every partition is owned by the member the placement puts it on.",
+	Leave:      "That member leaves gracefully: from the end of its Run until every partition is owned as placed without it.",
 }
 
 // WriteHTML writes the report as one self-contained HTML page: the table

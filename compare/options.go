@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/leaderkit/elector/backend"
+	"github.com/leaderkit/elector/partition"
 )
 
 // Options configure [Run]. A nil *Options, like every zero field, means the
@@ -34,6 +35,12 @@ type Options struct {
 	// round every TTL/3. The defaults are 1,000 and 10.
 	Held        int
 	RenewRounds int
+	// Partitions and Members size the partition group of [Join] and
+	// [Leave], and RebalanceTrials is the number of join-and-leave trials
+	// per backend. The defaults are 64 partitions over 3 members, 5 trials.
+	Partitions      int
+	Members         int
+	RebalanceTrials int
 	// FloorTTLs are the TTLs tried, in increasing order, to find the
 	// shortest each backend grants (its TTL floor). The default is 100ms,
 	// 250ms, 500ms, 1s, 2s, 3s, 5s, 10s and 30s.
@@ -52,7 +59,7 @@ type Options struct {
 // high percentiles.
 func Short() *Options {
 	return &Options{Trials: 10, FailoverTrials: 2, Concurrency: 4, ThroughputTrials: 3,
-		Duration: 300 * time.Millisecond, Held: 20, RenewRounds: 3}
+		Duration: 300 * time.Millisecond, Held: 20, RenewRounds: 3, Partitions: 16, Members: 2, RebalanceTrials: 2}
 }
 
 // Bounds of the options, refused beyond them with backend.ErrInvalid.
@@ -60,6 +67,7 @@ const (
 	maxTrials   = 100_000
 	maxHeld     = 100_000
 	maxParallel = 1_000
+	maxMembers  = 30
 )
 
 // withDefaults validates o and returns a copy with the defaults filled in.
@@ -80,6 +88,9 @@ func (o *Options) withDefaults() (*Options, error) {
 	def(&c.ThroughputTrials, 10)
 	def(&c.Held, 1000)
 	def(&c.RenewRounds, 10)
+	def(&c.Partitions, 64)
+	def(&c.Members, 3)
+	def(&c.RebalanceTrials, 5)
 	if c.TTL == 0 {
 		c.TTL = 2 * time.Second
 	}
@@ -99,7 +110,8 @@ func (o *Options) check() error {
 		v    int
 		max  int
 	}{{"Trials", o.Trials, maxTrials}, {"FailoverTrials", o.FailoverTrials, maxTrials}, {"Concurrency", o.Concurrency, maxParallel},
-		{"ThroughputTrials", o.ThroughputTrials, maxTrials}, {"Held", o.Held, maxHeld}, {"RenewRounds", o.RenewRounds, maxTrials}}
+		{"ThroughputTrials", o.ThroughputTrials, maxTrials}, {"Held", o.Held, maxHeld}, {"RenewRounds", o.RenewRounds, maxTrials},
+		{"Partitions", o.Partitions, partition.MaxPartitions}, {"Members", o.Members, maxMembers}, {"RebalanceTrials", o.RebalanceTrials, maxTrials}}
 	for _, f := range ints {
 		if f.v < 0 || f.v > f.max {
 			return fmt.Errorf("compare: Options.%s is %d; want 0 (default) or 1 to %d: %w", f.name, f.v, f.max, backend.ErrInvalid)
@@ -142,5 +154,9 @@ func (o Options) MarshalJSON() ([]byte, error) {
 		Held             int       `json:"held"`
 		RenewRounds      int       `json:"renew_rounds"`
 		FloorTTLsMS      []float64 `json:"floor_ttls_ms"`
-	}{ms(o.TTL), o.Trials, o.FailoverTrials, o.Concurrency, o.ThroughputTrials, ms(o.Duration), o.Held, o.RenewRounds, floors})
+		Partitions       int       `json:"partitions"`
+		Members          int       `json:"members"`
+		RebalanceTrials  int       `json:"rebalance_trials"`
+	}{ms(o.TTL), o.Trials, o.FailoverTrials, o.Concurrency, o.ThroughputTrials, ms(o.Duration), o.Held, o.RenewRounds, floors,
+		o.Partitions, o.Members, o.RebalanceTrials})
 }

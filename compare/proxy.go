@@ -4,15 +4,19 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
 // proxy forwards TCP connections from a loopback port to one server, so
 // that a client connected through it can be cut off at once, as if its
-// process had died: cut closes every connection and refuses new ones.
+// process had died: cut closes every connection and refuses new ones. With
+// a parser, it also counts the requests the client sends.
 type proxy struct {
-	ln     net.Listener
-	target string
+	ln       net.Listener
+	target   string
+	parser   func() requestParser // nil: requests are not counted
+	requests atomic.Int64
 
 	mu    sync.Mutex
 	conns map[net.Conn]struct{}
@@ -20,12 +24,14 @@ type proxy struct {
 	wg    sync.WaitGroup
 }
 
-func newProxy(target string) (*proxy, error) {
+// newProxy starts a proxy to target; parser, when not nil, makes the
+// request parser of each connection.
+func newProxy(target string, parser func() requestParser) (*proxy, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	p := &proxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
+	p := &proxy{ln: ln, target: target, parser: parser, conns: map[net.Conn]struct{}{}}
 	p.wg.Go(p.serve)
 	return p, nil
 }
@@ -68,13 +74,18 @@ func (p *proxy) forward(c net.Conn) {
 		return
 	}
 	var wg sync.WaitGroup
-	pipe := func(dst, src net.Conn) {
+	pipe := func(dst net.Conn, src io.Reader) {
 		_, _ = io.Copy(dst, src)
 		// One direction ended: end both, as a dead process's socket would.
 		dst.Close()
-		src.Close()
+		c.Close()
+		s.Close()
 	}
-	wg.Go(func() { pipe(s, c) })
+	var up io.Reader = c // what the client sends
+	if p.parser != nil {
+		up = &countingReader{r: c, parser: p.parser(), n: &p.requests}
+	}
+	wg.Go(func() { pipe(s, up) })
 	wg.Go(func() { pipe(c, s) })
 	wg.Wait()
 	p.mu.Lock()
@@ -102,4 +113,19 @@ func (p *proxy) Close() error {
 	p.Cut()
 	p.wg.Wait()
 	return nil
+}
+
+// countingReader passes a connection's bytes through a request parser.
+type countingReader struct {
+	r      io.Reader
+	parser requestParser
+	n      *atomic.Int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	k, err := c.r.Read(p)
+	if k > 0 {
+		c.n.Add(int64(c.parser.feed(p[:k])))
+	}
+	return k, err
 }

@@ -29,16 +29,29 @@ func parallel(n, k int, f func(i int)) {
 	wg.Wait()
 }
 
-// holdMany campaigns for Held elections on client a.
+// holdMany campaigns for Held elections on a client of OpenCounted, or on
+// client a when the target has none, and keeps them renewed until the
+// rounds begin.
 func (r *runner) holdMany(ctx context.Context, b *bstate) {
 	res := b.result(Renew)
+	b.rc = b.a
+	if b.t.OpenCounted != nil {
+		c, err := b.t.OpenCounted(ctx)
+		if err != nil {
+			failed(ctx, res, fmt.Errorf("open a counted client: %w", err))
+			return
+		}
+		b.addClient(c)
+		b.rc = c
+	}
 	leases := make([]backend.Lease, r.o.Held)
 	var mu sync.Mutex
+	b.keep = r.startKeeper(ctx)
 	parallel(r.o.Held, r.o.Concurrency, func(i int) {
 		if ctx.Err() != nil {
 			return
 		}
-		l, err := r.campaign(ctx, b, b.a, r.name("renew/"+strconv.Itoa(i)))
+		l, err := r.campaign(ctx, b, b.rc, r.name("renew/"+strconv.Itoa(i)))
 		mu.Lock()
 		defer mu.Unlock()
 		if err != nil {
@@ -46,6 +59,7 @@ func (r *runner) holdMany(ctx context.Context, b *bstate) {
 			return
 		}
 		leases[i] = l
+		b.keep.add(l)
 	})
 	for _, l := range leases {
 		if l != nil {
@@ -55,8 +69,17 @@ func (r *runner) holdMany(ctx context.Context, b *bstate) {
 }
 
 // renewAll renews every lease holdMany took, Concurrency at a time.
-func (r *runner) renewAll(ctx context.Context, b *bstate, _ int) {
+func (r *runner) renewAll(ctx context.Context, b *bstate, i int) {
 	res := b.result(Renew)
+	if i == 0 {
+		b.keep.halt()
+	}
+	if i == 0 && b.rc != nil {
+		b.round0 = time.Now()
+		if b.rc.Requests != nil {
+			b.req0 = b.rc.Requests()
+		}
+	}
 	var mu sync.Mutex
 	lost := map[int]bool{}
 	t0 := time.Now()
@@ -82,26 +105,58 @@ func (r *runner) renewAll(ctx context.Context, b *bstate, _ int) {
 		}
 	})
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	b.ops += len(b.renew) - len(lost)
 	b.opTime += time.Since(t0)
 	kept := b.renew[:0]
-	for i, l := range b.renew {
-		if lost[i] {
+	for k, l := range b.renew {
+		if lost[k] {
 			delete(b.held, l)
 		} else {
 			kept = append(kept, l)
 		}
 	}
 	b.renew = kept
+	b.mu.Unlock()
+	if i == r.o.RenewRounds-1 {
+		r.countRequests(ctx, b)
+	}
 }
 
-// releaseMany releases the leases of holdMany, also when ctx ended (the
-// cleanup would otherwise release them one by one).
+// renewInterval is the time between two rounds of the Renew workload.
+func (r *runner) renewInterval() time.Duration { return r.o.TTL / 3 }
+
+// countRequests, after the last round, waits until RenewRounds intervals
+// have passed since the first round began, so that the window holds the
+// background traffic of as many intervals as there were rounds, and
+// records the requests the client sent in it. The other backends' last
+// rounds run meanwhile, so their windows end at about the same time.
+func (r *runner) countRequests(ctx context.Context, b *bstate) {
+	if b.rc == nil || b.rc.Requests == nil || b.round0.IsZero() {
+		return
+	}
+	window := time.Duration(r.o.RenewRounds) * r.renewInterval()
+	sleep(ctx, time.Until(b.round0.Add(window)))
+	if ctx.Err() != nil || len(b.renew) == 0 {
+		return
+	}
+	total := b.rc.Requests() - b.req0
+	b.result(Renew).Requests = &RequestCount{Total: total, Window: window,
+		PerHeld:   float64(total) / float64(r.o.RenewRounds) / float64(len(b.renew)),
+		PerSecond: float64(total) / window.Seconds()}
+}
+
+// releaseMany releases the leases of holdMany, also when ctx ended (the cleanup would otherwise release
+// them one by one), and closes the counted client.
 func (r *runner) releaseMany(ctx context.Context, b *bstate) {
+	b.keep.halt()
+	b.keep = nil
 	r.perSecond(Renew)(ctx, b)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.opTimeout())
 	defer cancel()
 	parallel(len(b.renew), r.o.Concurrency, func(i int) { _ = r.release(ctx, b, b.renew[i]) })
 	b.renew = nil
+	if b.rc != nil && b.rc != b.a {
+		b.closeClient(b.rc)
+	}
+	b.rc = nil
 }

@@ -35,7 +35,12 @@ type bstate struct {
 	mu     sync.Mutex
 	held   map[backend.Lease]*Client // leases not released yet, with their client
 	extra  []*Client                 // other clients to close
-	renew  []backend.Lease           // the leases of the Renew workload
+	renew  []backend.Lease           // the leases of the Renew workload …
+	rc     *Client                   // … the client holding them …
+	req0   int64                     // … its request count when the rounds began …
+	round0 time.Time                 // … and when they began
+	keep   *keeper                   // renews the leases until then
+	group  *group                    // the partition group of Join and Leave
 	ops    int                       // Throughput and Renew: operations …
 	opTime time.Duration             // … and the time they took
 }

@@ -25,10 +25,20 @@ const (
 	// election of a waiting candidate, after the holder's client is cut off
 	// from the store without a release. It cannot be shorter than the TTL.
 	Failover = "failover"
+	// Join is a rebalance: [Options.Members] members of a
+	// [partition.Assigner] group own [Options.Partitions] partitions, each
+	// member on a client of its own; one more member starts, and the sample
+	// is the time from its start until every partition is owned by the
+	// member [partition.Place] puts it on.
+	Join = "rebalance-join"
+	// Leave is the rebalance after that member leaves gracefully: the time
+	// from the cancellation of its Run until every partition is owned as
+	// placed without it.
+	Leave = "rebalance-leave"
 )
 
 // Workloads lists the workload names in report order.
-var Workloads = []string{Acquire, Throughput, Handover, Renew, Failover}
+var Workloads = []string{Acquire, Throughput, Handover, Renew, Failover, Join, Leave}
 
 // Result is what one workload measured on one backend.
 type Result struct {
@@ -47,8 +57,29 @@ type Result struct {
 	// second by all goroutines together, and for [Renew], renewals per
 	// second one client sustained; 0 for the other workloads.
 	PerSecond float64
+	// Requests is, for [Renew], what renewing the held elections cost in
+	// requests to the store; nil for the other workloads and when the
+	// target cannot count requests (no [Target.OpenCounted]).
+	Requests *RequestCount
 	// Skipped says why the workload was not measured ("" when it was).
 	Skipped string
+}
+
+// RequestCount is the number of requests a client sent to the store while
+// it held [Options.Held] elections and renewed them all every TTL/3, for
+// [Options.RenewRounds] rounds: the renewals and whatever else the client
+// sent meanwhile (etcd lease keep-alives, ZooKeeper pings).
+type RequestCount struct {
+	// Total is the number of requests sent during Window, which spans the
+	// rounds: from the start of the first to one renewal interval after the
+	// start of the last.
+	Total  int64
+	Window time.Duration
+	// PerHeld is Total per held election per round: the requests one held
+	// election costs per renewal interval (TTL/3).
+	PerHeld float64
+	// PerSecond is Total per second of Window.
+	PerSecond float64
 }
 
 // add records a sample.
@@ -98,8 +129,17 @@ type resultJSON struct {
 	P99        float64   `json:"p99_ms"`
 	Max        float64   `json:"max_ms"`
 	PerSecond  float64   `json:"per_second,omitempty"`
+	Requests   *reqJSON  `json:"requests,omitempty"`
 	Skipped    string    `json:"skipped,omitempty"`
 	SamplesMS  []float64 `json:"samples_ms"`
+}
+
+// reqJSON is the JSON form of a RequestCount.
+type reqJSON struct {
+	Total     int64   `json:"total"`
+	WindowMS  float64 `json:"window_ms"`
+	PerHeld   float64 `json:"per_held_per_round"`
+	PerSecond float64 `json:"per_second"`
 }
 
 // MarshalJSON writes r with durations in milliseconds (fields p50_ms …
@@ -110,6 +150,9 @@ func (r Result) MarshalJSON() ([]byte, error) {
 		SamplesMS: make([]float64, len(r.Samples))}
 	for i, s := range r.Samples {
 		j.SamplesMS[i] = ms(s)
+	}
+	if c := r.Requests; c != nil {
+		j.Requests = &reqJSON{Total: c.Total, WindowMS: ms(c.Window), PerHeld: c.PerHeld, PerSecond: c.PerSecond}
 	}
 	return json.Marshal(j)
 }

@@ -21,8 +21,8 @@ func FormatDuration(d time.Duration) string {
 	}
 }
 
-// cell is one table cell of result r, stat one of p50 p95 p99 max errors
-// per-s.
+// cell is one table cell of result r, stat one of p50 p95 p99 max errors,
+// "per s" and statReq.
 func cell(r *Result, stat string) string {
 	if r == nil || r.Skipped != "" {
 		return "-"
@@ -32,6 +32,11 @@ func cell(r *Result, stat string) string {
 		return fmt.Sprintf("%d of %d", r.Errors, r.Errors+len(r.Samples))
 	case "per s":
 		return fmt.Sprintf("%.0f", r.PerSecond)
+	case statReq:
+		if r.Requests == nil {
+			return "not counted"
+		}
+		return formatReq(r.Requests.PerHeld)
 	}
 	if len(r.Samples) == 0 {
 		return "-"
@@ -39,11 +44,26 @@ func cell(r *Result, stat string) string {
 	return FormatDuration(map[string]time.Duration{"p50": r.P50, "p95": r.P95, "p99": r.P99, "max": r.Max}[stat])
 }
 
+// statReq is the row of [Renew] giving RequestCount.PerHeld.
+const statReq = "req/held"
+
+// formatReq formats requests per held election per round with three
+// significant digits ("5", "1.02", "0.00133").
+func formatReq(v float64) string {
+	if v >= 100 {
+		return fmt.Sprintf("%.0f", v)
+	}
+	return fmt.Sprintf("%.3g", v)
+}
+
 // stats lists the rows of a workload in the text table.
 func stats(workload string) []string {
 	s := []string{"p50", "p95", "p99", "max"}
 	if workload == Throughput || workload == Renew {
 		s = append(s, "per s")
+	}
+	if workload == Renew {
+		s = append(s, statReq)
 	}
 	return append(s, "errors")
 }
@@ -84,7 +104,8 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintln(w)
+	fmt.Fprintf(w, "%s: requests the renewing client sent per held election per renewal interval (TTL/3 = %v)\n\n",
+		statReq, (o.TTL / 3).Round(time.Millisecond))
 	for _, b := range r.Backends {
 		r.writeNotes(w, b)
 	}
@@ -151,9 +172,14 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		func(b *BackendReport) string { return cell(b.Result(Throughput), "per s") + " ops/s" })
 	row("graceful hand-over p50 / p99", pq(Handover))
 	row(fmt.Sprintf("renew p50 / p99, %d held", r.Options.Held), pq(Renew))
-	row(fmt.Sprintf("crash failover p50 / max, TTL %v", r.Options.TTL), func(b *BackendReport) string {
-		return cell(b.Result(Failover), "p50") + " / " + cell(b.Result(Failover), "max")
-	})
+	row(fmt.Sprintf("renew requests per held election per TTL/3 (%v)", (r.Options.TTL/3).Round(time.Millisecond)),
+		func(b *BackendReport) string { return cell(b.Result(Renew), statReq) })
+	pm := func(wl string) func(b *BackendReport) string {
+		return func(b *BackendReport) string { return cell(b.Result(wl), "p50") + " / " + cell(b.Result(wl), "max") }
+	}
+	row(fmt.Sprintf("crash failover p50 / max, TTL %v", r.Options.TTL), pm(Failover))
+	row(fmt.Sprintf("rebalance p50 / max, a member joins %d (%d partitions)", r.Options.Members, r.Options.Partitions), pm(Join))
+	row("rebalance p50 / max, that member leaves", pm(Leave))
 	row("errors", func(b *BackendReport) string {
 		n := 0
 		for _, res := range b.Results {

@@ -42,7 +42,11 @@ func init() {
 // it also fills in TokenSource and Safety, and OpenCrashable: that client
 // reaches the servers through a TCP proxy on the loopback interface of its
 // own, which its Crash closes (every connection at once, new ones refused),
-// as the death of the holder's process would. For redis and rediss,
+// as the death of the holder's process would. For the cleartext schemes
+// (redis, etcd, zk) OpenCounted opens the same kind of client, whose
+// proxies count the requests it sends by reading the protocol's framing
+// (RESP commands, gRPC messages over HTTP/2, ZooKeeper packets); TLS hides
+// them, so rediss, etcds and zks have no OpenCounted. For redis and rediss,
 // Cleanup deletes the fencing counters of the run's elections (the key
 // lock key + "//token" on every node, which the driver never expires).
 //
@@ -65,7 +69,10 @@ func URLTarget(rawURL string, mux *backendurl.Mux) (Target, error) {
 		return t, nil
 	}
 	t.TokenSource, t.Safety = info.token, info.safety
-	t.OpenCrashable = func(ctx context.Context) (*Client, error) { return openCrashable(ctx, mux, u, info.port) }
+	t.OpenCrashable = func(ctx context.Context) (*Client, error) { return openProxied(ctx, mux, u, info.port) }
+	if parserFor(u.Scheme) != nil {
+		t.OpenCounted = t.OpenCrashable
+	}
 	if u.Scheme == "redis" || u.Scheme == "rediss" {
 		t.Cleanup = func(ctx context.Context, elections []string) error { return redisCleanup(ctx, u, elections) }
 	}
@@ -80,8 +87,9 @@ func openURL(ctx context.Context, mux *backendurl.Mux, rawURL string) (*Client, 
 	return &Client{Backend: b, Closer: closer}, nil
 }
 
-// openCrashable opens u with every server address replaced by a proxy's.
-func openCrashable(ctx context.Context, mux *backendurl.Mux, u *url.URL, port string) (*Client, error) {
+// openProxied opens u with every server address replaced by a proxy's; the
+// client's Requests counts what it sends when its protocol can be read.
+func openProxied(ctx context.Context, mux *backendurl.Mux, u *url.URL, port string) (*Client, error) {
 	addrs, err := backendurl.Hosts(u, port)
 	if err != nil {
 		return nil, err
@@ -94,7 +102,7 @@ func openCrashable(ctx context.Context, mux *backendurl.Mux, u *url.URL, port st
 	}
 	local := make([]string, len(addrs))
 	for i, a := range addrs {
-		p, err := newProxy(a)
+		p, err := newProxy(a, parserFor(u.Scheme))
 		if err != nil {
 			_ = proxies.Close()
 			return nil, err
@@ -116,7 +124,17 @@ func openCrashable(ctx context.Context, mux *backendurl.Mux, u *url.URL, port st
 		_ = proxies.Close()
 		return nil, err
 	}
-	return &Client{Backend: b, Closer: append(backendurl.Closers{closer}, proxies...), Crash: cut}, nil
+	c := &Client{Backend: b, Closer: append(backendurl.Closers{closer}, proxies...), Crash: cut}
+	if parserFor(u.Scheme) != nil {
+		c.Requests = func() int64 {
+			var n int64
+			for _, p := range proxies {
+				n += p.(*proxy).requests.Load()
+			}
+			return n
+		}
+	}
+	return c, nil
 }
 
 var _ io.Closer = (*proxy)(nil)

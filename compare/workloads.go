@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/leaderkit/elector/backend"
+	"github.com/leaderkit/elector/partition"
 )
 
 // PhaseFloor is the name [Progress] gives the search for the TTL floor.
@@ -22,9 +23,11 @@ func (r *runner) phases() []phase {
 		{name: Acquire, trials: o.Trials, est: 20 * time.Millisecond, trial: r.acquire},
 		{name: Throughput, trials: o.ThroughputTrials, est: o.Duration, trial: r.throughput, finish: r.perSecond(Throughput)},
 		{name: Handover, trials: o.Trials, est: r.settle() + 20*time.Millisecond, trial: r.handover},
-		{name: Renew, trials: o.RenewRounds, est: o.TTL / 3 / time.Duration(max(len(r.bs), 1)), pace: o.TTL / 3,
+		{name: Renew, trials: o.RenewRounds, est: o.TTL / 3 / time.Duration(max(len(r.bs), 1)), pace: r.renewInterval(),
 			setup: r.holdMany, trial: r.renewAll, finish: r.releaseMany},
 		{name: Failover, trials: o.FailoverTrials, est: o.TTL + r.settle() + 100*time.Millisecond, trial: r.failover},
+		{name: PhaseRebalance, trials: o.RebalanceTrials, est: 4 * min(o.TTL/3, partition.DefaultPollInterval),
+			setup: r.startGroup, trial: r.rebalance, finish: r.stopGroup},
 	}
 }
 

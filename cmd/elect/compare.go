@@ -31,8 +31,12 @@ const compareHead = `Usage: elect compare --backend URL [--backend URL ...] [fla
 Measure the backends side by side under the same workloads, through the
 same API: uncontended acquire+release, throughput (--concurrency goroutines
 on as many elections), graceful hand-over, renewal of --held elections,
-crash failover (the holder's connections cut without a release), and the
-shortest TTL each backend grants. Trials are interleaved across backends.
+crash failover (the holder's connections cut without a release),
+rebalance of a partition group (--partitions over --members) as a member
+joins and leaves, and the shortest TTL each backend grants. Renewal also
+counts the requests the client sends per held election (read on the wire
+by local proxies: redis, etcd and zk URLs; not over TLS). Trials are
+interleaved across backends.
 
 Prints a table (or --json, or --markdown) on stdout, progress on stderr;
 --html writes a self-contained page with a latency CDF per workload.
@@ -63,6 +67,7 @@ type compareConfig struct {
 	html                                      string
 	trials, failoverTrials, concurrency, held int
 	renewRounds, throughputTrials             int
+	partitions, members, rebalanceTrials      int
 }
 
 func compareFlags(c *compareConfig) *flag.FlagSet {
@@ -77,6 +82,9 @@ func compareFlags(c *compareConfig) *flag.FlagSet {
 	fs.IntVar(&c.concurrency, "concurrency", 0, "goroutines and elections of the throughput workload (default 16; --short 4)")
 	fs.IntVar(&c.held, "held", 0, "elections held while renewal is measured (default 1000; --short 20)")
 	fs.IntVar(&c.renewRounds, "renew-rounds", 0, "rounds of renewals, one every TTL/3 (default 10; --short 3)")
+	fs.IntVar(&c.partitions, "partitions", 0, "partitions of the rebalance workloads' group (default 64; --short 16)")
+	fs.IntVar(&c.members, "members", 0, "members of that group before one joins (default 3; --short 2)")
+	fs.IntVar(&c.rebalanceTrials, "rebalance-trials", 0, "join-and-leave trials per backend (default 5; --short 2)")
 	fs.BoolVar(&c.json, "json", false, "print the report as JSON (with every sample)")
 	fs.BoolVar(&c.markdown, "markdown", false, "print the comparison as a Markdown table")
 	fs.StringVar(&c.html, "html", "", "also write a self-contained HTML report with latency plots to `FILE`")
@@ -101,6 +109,9 @@ func (c *compareConfig) options() *compare.Options {
 	set(&o.Concurrency, c.concurrency)
 	set(&o.Held, c.held)
 	set(&o.RenewRounds, c.renewRounds)
+	set(&o.Partitions, c.partitions)
+	set(&o.Members, c.members)
+	set(&o.RebalanceTrials, c.rebalanceTrials)
 	if c.duration != 0 {
 		o.Duration = c.duration
 	}

@@ -31,17 +31,21 @@ type compareJSON struct {
 		Token      string  `json:"token_source"`
 		Safety     string  `json:"safety"`
 		Results    []struct {
-			Workload string    `json:"workload"`
-			Samples  int       `json:"samples"`
-			Errors   int       `json:"errors"`
-			First    string    `json:"first_error"`
-			Skipped  string    `json:"skipped"`
-			P50      float64   `json:"p50_ms"`
-			P95      float64   `json:"p95_ms"`
-			P99      float64   `json:"p99_ms"`
-			Max      float64   `json:"max_ms"`
-			PerSec   float64   `json:"per_second"`
-			All      []float64 `json:"samples_ms"`
+			Workload string  `json:"workload"`
+			Samples  int     `json:"samples"`
+			Errors   int     `json:"errors"`
+			First    string  `json:"first_error"`
+			Skipped  string  `json:"skipped"`
+			P50      float64 `json:"p50_ms"`
+			P95      float64 `json:"p95_ms"`
+			P99      float64 `json:"p99_ms"`
+			Max      float64 `json:"max_ms"`
+			PerSec   float64 `json:"per_second"`
+			Requests *struct {
+				Total   int64   `json:"total"`
+				PerHeld float64 `json:"per_held_per_round"`
+			} `json:"requests"`
+			All []float64 `json:"samples_ms"`
 		} `json:"results"`
 		Leftover []string `json:"leftover"`
 	} `json:"backends"`
@@ -62,7 +66,7 @@ func compareArgs(t *testing.T) []string {
 	return args
 }
 
-var workloadNames = []string{"acquire+release", "throughput", "handover", "renew", "failover"}
+var workloadNames = []string{"acquire+release", "throughput", "handover", "renew", "failover", "rebalance-join", "rebalance-leave"}
 
 // TestCompareShort runs elect compare --short against the three test
 // backends and checks the report's shape and sanity, then that nothing is
@@ -105,6 +109,9 @@ func TestCompareShort(t *testing.T) {
 			if (r.Workload == "throughput" || r.Workload == "renew") && r.PerSec <= 0 {
 				t.Errorf("%s %s: %v per second; want a rate", b.Name, r.Workload, r.PerSec)
 			}
+			if r.Workload == "renew" {
+				checkRenewCost(t, b.Name, r.Requests)
+			}
 		}
 	}
 	if !strings.Contains(p.out.String(), "about") || !strings.Contains(p.out.String(), "failover") {
@@ -115,6 +122,27 @@ func TestCompareShort(t *testing.T) {
 		t.Errorf("--html: %v; want a page with %d CDF plots", err, len(workloadNames))
 	}
 	assertNothingLeft(t, rep.Prefix)
+}
+
+// checkRenewCost checks the requests counted while renewing: a Renew costs
+// Redlock one request per master (five), ZooKeeper one (an exists call on
+// the session's connection, which sends no ping while busy), and etcd far
+// less than one: every election shares one lease, whose keep-alive one
+// renewal serves for the others.
+func checkRenewCost(t *testing.T, name string, c *struct {
+	Total   int64   `json:"total"`
+	PerHeld float64 `json:"per_held_per_round"`
+}) {
+	t.Helper()
+	if c == nil {
+		t.Errorf("%s renew: no request count; want one (the client is proxied)", name)
+		return
+	}
+	want := map[string][2]float64{"redis": {5, 5.5}, "zk": {1, 1.2}, "etcd": {0, 0.5}}[name]
+	lo, hi := want[0], want[1]
+	if c.Total <= 0 || c.PerHeld < lo || c.PerHeld > hi {
+		t.Errorf("%s renew: %d requests, %v per held election per round; want within [%v, %v]", name, c.Total, c.PerHeld, lo, hi)
+	}
 }
 
 // TestCompareInterrupted sends SIGINT to elect compare while it holds many
