@@ -121,23 +121,26 @@ func (g *group) set(p int, from, to string) {
 	}
 }
 
-// placed reports whether every partition is owned by the member placement
-// puts it on, given the running members.
+// placed reports whether every partition is owned by a running member and
+// each member holds its quota (partition.Quotas): the state a join or a
+// leave converges to.
 func (g *group) placed() bool {
 	ids := make([]string, len(g.members))
 	for i, m := range g.members {
 		ids[i] = m.id
 	}
 	slices.Sort(ids)
-	want := partition.Place(g.name, g.n, ids, partition.DefaultLoadFactor)
+	load := make([]int, len(ids))
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	for p, i := range want {
-		if g.owner[p] != ids[i] {
+	for p := range g.n {
+		i, ok := slices.BinarySearch(ids, g.owner[p])
+		if !ok {
 			return false
 		}
+		load[i]++
 	}
-	return true
+	return slices.Equal(load, partition.Quotas(g.name, g.n, ids))
 }
 
 // waitPlaced waits until the group is placed and returns when it was, or
