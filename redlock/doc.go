@@ -173,6 +173,13 @@
 //     TTL × DriftFactor + 2 ms over one TTL. Redis expires keys by wall
 //     clock, so a step of a node's wall clock (an NTP jump, a manual change)
 //     can expire a lock early. Run the nodes with a slewing time daemon.
+//     Not verified: the chaos campaign moves no node's clock yet (libfaketime
+//     deadlocks with the jemalloc that Debian's redis-server links,
+//     https://github.com/wolfcw/libfaketime/issues/130). A node whose clock
+//     jumps forward by more than the remaining TTL drops the lock at once;
+//     if that node belonged to a bare acquiring quorum, a second leader can
+//     be elected, and only a [Fence] keeps its predecessor's late writes out
+//     (the new token is higher, since the counter is not lost).
 //   - A process pause (GC, a stopped VM) longer than the margin between the
 //     portable layer's step-down and the Deadline lets the paused leader act
 //     after its lease expired. No lock service can prevent that (Kleppmann,

@@ -24,7 +24,9 @@
 #   CHAOS_OUT        report directory (default /tmp/elector-chaos-report):
 #                    report.txt, report.json, <campaign>.svg timelines,
 #                    <campaign>-history.jsonl, candidates' stderr
-#   CHAOS_CAMPAIGNS  comma-separated subset of redlock-aof,redlock-noaof,etcd,zookeeper
+#   CHAOS_CAMPAIGNS  comma-separated subset of redlock-aof,redlock-noaof,etcd,zookeeper;
+#                    a suffix -restarts or -concurrent picks a fault mode
+#                    (redlock-noaof-restarts, etcd-concurrent, ...)
 #   CHAOS_FAULTS, CHAOS_TERMS   minimum faults and terms per campaign (100, 300)
 #   CHAOS_FLAGS      extra `go test` flags, e.g. -race
 set -euo pipefail

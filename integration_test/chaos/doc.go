@@ -27,6 +27,13 @@
 //     resets on the leader's links; kill or pause of a minority or a
 //     majority of the backend's nodes; for Redis, nodes killed and
 //     restarted at once with AOF (appendfsync always) or empty.
+//   - Modes ([ModeFaults], a campaign name's suffix): "-restarts" draws
+//     only minority restarts, one or two of five nodes, at random and right
+//     after a hand-over (within milliseconds of a term's start, when a
+//     Redlock holder may hold a bare quorum); "-concurrent" draws two
+//     overlapping faults: a minority restart during a leader pause, and a
+//     cut of the new leader's links while a minority of nodes is paused,
+//     right after a hand-over.
 //
 // Every event carries CLOCK_MONOTONIC ([Mono]), which the candidates, the
 // fence and the nemesis share on one machine, so the history orders them
@@ -54,10 +61,12 @@
 //
 // # Safety
 //
-// Redlock's nodes must keep their data across restarts (redlock/doc.go,
-// # Safety). The redlock-noaof campaign breaks that assumption on purpose
-// (restart-majority-noaof); violations that follow that fault are marked
-// documented and reported, not failed. Any other violation fails the test.
+// Redlock's nodes that restart empty must stay out of quorums for a TTL,
+// which the driver enforces itself, and a majority restarting empty loses
+// the token counter (redlock/doc.go, # Safety). The redlock-noaof campaign
+// breaks that on purpose (restart-majority-noaof); violations that follow
+// that fault are marked documented and reported, not failed. Any other
+// violation, including after minority restarts, fails the test.
 //
 // # Report
 //
