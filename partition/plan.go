@@ -75,16 +75,19 @@ func (l *loop) replan(ctx context.Context, now time.Time) time.Time {
 		for _, p := range held {
 			l.placed[p] = true
 		}
-		// A reading started before the latest change of the member list
-		// still serves (a newer one is started below): under load a
-		// reading may take longer than the list stays unchanged.
-		// Before the first reading, place as if nobody else held anything:
-		// right at a cold start, where reading n holders can take long on
-		// a loaded store, and harmless otherwise (a campaign for a held
-		// partition waits, and the reading cancels it).
-		for p, at := range Place(l.a.group, l.a.n, v.members, l.ownersNow()) {
-			if at == i {
-				l.placed[p] = true
+		// A member holding partitions places from a reading started after
+		// the latest change of the member list, so that members sharing a
+		// leaver's partitions agree on who takes which. A member holding
+		// nothing (a cold start, a joiner) places at once from what it
+		// has, as if nobody held anything before its first reading: there
+		// reading n holders can take long on a loaded store, and a campaign
+		// for a partition another member keeps just waits until the
+		// reading cancels it.
+		if len(held) == 0 || (ps.owners != nil && ps.ownSeq == ps.seq) {
+			for p, at := range Place(l.a.group, l.a.n, v.members, l.ownersNow()) {
+				if at == i {
+					l.placed[p] = true
+				}
 			}
 		}
 		l.forgetRetries()

@@ -139,7 +139,7 @@ func stalledRenewal(t *testing.T, group string) {
 		if d := time.Since(t0); d > 750*time.Millisecond {
 			t.Fatalf("partitions 1… won again %v after t0; want about 700 ms", d)
 		}
-		time.Sleep(t0.Add(1800 * time.Millisecond).Sub(time.Now()))
+		time.Sleep(time.Until(t0.Add(1800 * time.Millisecond)))
 		lb.setCut(true)
 		time.Sleep(1200 * time.Millisecond)
 		b := start(t, store.Peer(), group, n, opts("b"))
