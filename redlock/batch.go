@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -150,8 +151,10 @@ func (bt *batcher) send() {
 }
 
 // riders returns up to max idle leases of b worth renewing early (their
-// last renewal is older than a sixth of their TTL), each locked; the
-// caller settles and unlocks them.
+// last renewal is older than a sixth of their TTL, and their earlier
+// requests have finished), each locked; the caller settles and unlocks
+// them. A rider's Deadline, Renew and Release wait for its batch, which
+// NodeTimeout bounds.
 func (b *Backend) riders(max int) []*lease {
 	if max <= 0 {
 		return nil
@@ -167,7 +170,7 @@ func (b *Backend) riders(max int) []*lease {
 		if !l.mu.TryLock() {
 			continue // renewing, releasing or in another batch
 		}
-		if l.gone || !now.Before(l.deadline) || now.Sub(l.renewed) < l.ttl/6 {
+		if l.gone || !now.Before(l.deadline) || now.Sub(l.renewed) < l.ttl/6 || !settled(l.last) {
 			l.mu.Unlock()
 			continue
 		}
@@ -176,13 +179,27 @@ func (b *Backend) riders(max int) []*lease {
 	return out
 }
 
+// settled reports whether every channel in chs is closed.
+func settled(chs []<-chan struct{}) bool {
+	for _, c := range chs {
+		select {
+		case <-c:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 // flush sends one batch: the queued renewals and the riders, one script
-// call per node. It returns once every node has answered or timed out, and
-// settles the riders.
+// call per node. It returns once a quorum of nodes has answered or timed
+// out, so that a slow minority does not hold up the next batch; the riders
+// are settled once every node has.
 func (bt *batcher) flush(batch []*renewal, rider []*lease) {
-	all := batch
+	all := make([]*renewal, 0, len(batch)+len(rider))
+	all = append(all, batch...)
 	for _, l := range rider {
-		all = append(all[:len(all):len(all)], newRenewal(l, strconv.FormatInt(l.ttl.Milliseconds(), 10)))
+		all = append(all, newRenewal(l, strconv.FormatInt(l.ttl.Milliseconds(), 10)))
 	}
 	keys := make([]string, len(all))
 	args := make([]any, 0, 2*len(all))
@@ -194,13 +211,32 @@ func (bt *batcher) flush(batch []*renewal, rider []*lease) {
 	for _, rn := range all {
 		rn.sent = sent
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), bt.b.cfg.nodeTimeout)
-	defer cancel()
-	var wg sync.WaitGroup
-	for i, cl := range bt.b.clients {
-		wg.Add(1)
+	b := bt.b
+	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.nodeTimeout)
+	quorum, done := make(chan struct{}), make(chan struct{})
+	var finished atomic.Int32
+	finish := func(i int, vals []int64, err error) {
+		for j, rn := range all {
+			var v int64
+			if err == nil {
+				v = vals[j]
+			}
+			rn.set(i, answer(v), err)
+		}
+		switch int(finished.Add(1)) {
+		case b.quorum:
+			close(quorum)
+			if b.quorum < len(b.clients) {
+				break
+			}
+			fallthrough
+		case len(b.clients):
+			cancel()
+			close(done)
+		}
+	}
+	for i, cl := range b.clients {
 		call := func() {
-			defer wg.Done()
 			for _, rn := range all {
 				<-rn.after[i]
 			}
@@ -208,24 +244,25 @@ func (bt *batcher) flush(batch []*renewal, rider []*lease) {
 			if err == nil && len(vals) != len(all) {
 				err = errBatchReply
 			}
-			for j, rn := range all {
-				var v int64
-				if err == nil {
-					v = vals[j]
-				}
-				rn.set(i, answer(v), err)
-			}
+			finish(i, vals, err)
 		}
-		if !bt.b.onNode(i, call) {
-			for _, rn := range all {
-				rn.set(i, 0, errStopped)
-			}
-			wg.Done()
+		if !b.onNode(i, call) {
+			finish(i, nil, errStopped)
 		}
 	}
-	wg.Wait()
-	for _, rn := range all[len(batch):] {
-		rn.settleRider()
+	<-quorum
+	riders := all[len(batch):]
+	if len(riders) == 0 {
+		return
+	}
+	settle := func() {
+		<-done
+		for _, rn := range riders {
+			rn.settleRider()
+		}
+	}
+	if !b.spawn(settle) {
+		settle()
 	}
 }
 
