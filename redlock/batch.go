@@ -153,8 +153,8 @@ func (bt *batcher) send() {
 // riders returns up to max idle leases of b worth renewing early (their
 // last renewal is older than a sixth of their TTL, and their earlier
 // requests have finished), each locked; the caller settles and unlocks
-// them. A rider's Deadline, Renew and Release wait for its batch, which
-// NodeTimeout bounds.
+// them. A rider's Deadline, Renew and Release wait until its batch has
+// decided it, which NodeTimeout bounds.
 func (b *Backend) riders(max int) []*lease {
 	if max <= 0 {
 		return nil
@@ -193,8 +193,9 @@ func settled(chs []<-chan struct{}) bool {
 
 // flush sends one batch: the queued renewals and the riders, one script
 // call per node. It returns once a quorum of nodes has answered or timed
-// out, so that a slow minority does not hold up the next batch; the riders
-// are settled once every node has.
+// out, so that a slow minority does not hold up the next batch; each rider
+// is settled, and unlocked, as soon as its outcome is decided, as Renew
+// does (a node that still may report the key missing is restored later).
 func (bt *batcher) flush(batch []*renewal, rider []*lease) {
 	all := make([]*renewal, 0, len(batch)+len(rider))
 	all = append(all, batch...)
@@ -213,7 +214,7 @@ func (bt *batcher) flush(batch []*renewal, rider []*lease) {
 	}
 	b := bt.b
 	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.nodeTimeout)
-	quorum, done := make(chan struct{}), make(chan struct{})
+	quorum := make(chan struct{})
 	var finished atomic.Int32
 	finish := func(i int, vals []int64, err error) {
 		for j, rn := range all {
@@ -223,16 +224,12 @@ func (bt *batcher) flush(batch []*renewal, rider []*lease) {
 			}
 			rn.set(i, answer(v), err)
 		}
-		switch int(finished.Add(1)) {
-		case b.quorum:
+		k := int(finished.Add(1))
+		if k == b.quorum {
 			close(quorum)
-			if b.quorum < len(b.clients) {
-				break
-			}
-			fallthrough
-		case len(b.clients):
+		}
+		if k == len(b.clients) {
 			cancel()
-			close(done)
 		}
 	}
 	for i, cl := range b.clients {
@@ -256,7 +253,6 @@ func (bt *batcher) flush(batch []*renewal, rider []*lease) {
 		return
 	}
 	settle := func() {
-		<-done
 		for _, rn := range riders {
 			rn.settleRider()
 		}
@@ -266,12 +262,12 @@ func (bt *batcher) flush(batch []*renewal, rider []*lease) {
 	}
 }
 
-// settleRider applies a rider's complete round to its lease, as Renew
-// would, and unlocks the lease.
+// settleRider applies a rider's round to its lease once it is decided, as
+// Renew would, and unlocks the lease.
 func (rn *renewal) settleRider() {
 	l := rn.l
 	defer l.mu.Unlock()
-	_, t := rn.r.collect(context.Background(), nil)
+	_, t := rn.r.collect(context.Background(), l.b.decideRenew)
 	if err := l.settle(context.Background(), rn.sent, rn.r, t, rn.ttlArg); err == nil && rn.sent.After(l.renewed) {
 		l.renewed = rn.sent
 	}
