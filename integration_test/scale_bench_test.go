@@ -31,9 +31,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/leaderkit/elector"
 	"github.com/leaderkit/elector/backend"
 	"github.com/leaderkit/elector/internal/testenv"
+	"github.com/leaderkit/elector/redlock"
 	"github.com/leaderkit/elector/zookeeper"
 )
 
@@ -68,7 +71,7 @@ func scaleCases() []scaleCase {
 		return map[string]func() float64{"packets/interval": zkPackets(tb)}
 	}
 	return []scaleCase{
-		{"redlock/elector", holdElectors(func(tb testing.TB) backend.Backend { return newRedlock(tb) }), redisReq},
+		{"redlock/elector", holdElectors(scaleRedlock), redisReq},
 		{"redlock/redsync", holdRedsync, redisReq},
 		{"etcd/elector", holdElectors(func(tb testing.TB) backend.Backend {
 			return etcdBackend(tb, etcdClient(tb, etcdEndpoints(tb)...))
@@ -84,6 +87,25 @@ func scaleCases() []scaleCase {
 		}), zkReq},
 		{"zookeeper/zklock", holdZKLocks, zkReq},
 	}
+}
+
+// scaleRedlock returns a Redlock Backend for many elections: a pool of 256
+// connections per node and a 1 s NodeTimeout, so that a cold start of
+// thousands of campaigns at once queues for connections instead of timing
+// out (a NodeTimeout of 1 s is still far below the 15 s TTL).
+func scaleRedlock(tb testing.TB) backend.Backend {
+	var cs []redis.UniversalClient
+	for _, a := range testenv.RedisAddrs(tb) {
+		c := redis.NewClient(&redis.Options{Addr: a, ContextTimeoutEnabled: true, PoolSize: 256})
+		cs = append(cs, c)
+		tb.Cleanup(func() { _ = c.Close() })
+	}
+	b, err := redlock.New(cs, &redlock.Options{NoKeyPrefix: true, NodeTimeout: time.Second})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = b.Close() })
+	return b
 }
 
 // holdElectors holds each election with an Elector, all on one Backend.
@@ -122,7 +144,7 @@ func runScale(tb testing.TB, c scaleCase, n int, ttl time.Duration, intervals in
 	select {
 	case <-g.all:
 	case <-time.After(max(2*time.Minute, 20*ttl)):
-		tb.Fatalf("%s: %d of %d elections held after %v", c.name, g.count(), n, time.Since(start))
+		tb.Fatalf("%s: %d of %d elections held after %v (%d terms ended meanwhile)", c.name, g.count(), n, time.Since(start), g.lostCount())
 	}
 	m := map[string]float64{"cold-s": time.Since(start).Seconds()}
 	// Let the renewals of the cold start settle into their steady rhythm.

@@ -122,7 +122,8 @@ func (b *Backend) win(ctx context.Context, r *round[acquired], got []*reply[acqu
 		}
 	}
 	l := &lease{b: b, election: c.Election, key: key, id: id, value: encodeValue(id, token, c.Identity), token: token,
-		ttl: c.TTL, deadline: deadline, lost: make(chan struct{}), last: r.done()}
+		ttl: c.TTL, deadline: deadline, lost: make(chan struct{}), last: r.done(),
+		renewed: start, used: start} // just confirmed: no rider renewal yet
 	if !b.track(l) {
 		b.cleanup(key, id, r)
 		return acquireResult{err: backend.ErrClosed}

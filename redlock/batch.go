@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -150,8 +151,10 @@ func (bt *batcher) send() {
 }
 
 // riders returns up to max idle leases of b worth renewing early (their
-// last renewal is older than a sixth of their TTL), each locked; the
-// caller settles and unlocks them.
+// last renewal is older than a sixth of their TTL, and their earlier
+// requests have finished), each locked; the caller settles and unlocks
+// them. A rider's Deadline, Renew and Release wait until its batch has
+// decided it, which NodeTimeout bounds.
 func (b *Backend) riders(max int) []*lease {
 	if max <= 0 {
 		return nil
@@ -167,7 +170,7 @@ func (b *Backend) riders(max int) []*lease {
 		if !l.mu.TryLock() {
 			continue // renewing, releasing or in another batch
 		}
-		if l.gone || !now.Before(l.deadline) || now.Sub(l.renewed) < l.ttl/6 {
+		if l.gone || !now.Before(l.deadline) || now.Sub(l.renewed) < l.ttl/6 || !settled(l.last) {
 			l.mu.Unlock()
 			continue
 		}
@@ -176,13 +179,28 @@ func (b *Backend) riders(max int) []*lease {
 	return out
 }
 
+// settled reports whether every channel in chs is closed.
+func settled(chs []<-chan struct{}) bool {
+	for _, c := range chs {
+		select {
+		case <-c:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 // flush sends one batch: the queued renewals and the riders, one script
-// call per node. It returns once every node has answered or timed out, and
-// settles the riders.
+// call per node. It returns once a quorum of nodes has answered or timed
+// out, so that a slow minority does not hold up the next batch; each rider
+// is settled, and unlocked, as soon as its outcome is decided, as Renew
+// does (a node that still may report the key missing is restored later).
 func (bt *batcher) flush(batch []*renewal, rider []*lease) {
-	all := batch
+	all := make([]*renewal, 0, len(batch)+len(rider))
+	all = append(all, batch...)
 	for _, l := range rider {
-		all = append(all[:len(all):len(all)], newRenewal(l, strconv.FormatInt(l.ttl.Milliseconds(), 10)))
+		all = append(all, newRenewal(l, strconv.FormatInt(l.ttl.Milliseconds(), 10)))
 	}
 	keys := make([]string, len(all))
 	args := make([]any, 0, 2*len(all))
@@ -194,16 +212,31 @@ func (bt *batcher) flush(batch []*renewal, rider []*lease) {
 	for _, rn := range all {
 		rn.sent = sent
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), bt.b.cfg.nodeTimeout)
-	defer cancel()
-	run := counted(bt.b, func(ctx context.Context, cl redis.UniversalClient, _ int) ([]int64, error) {
+	b := bt.b
+	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.nodeTimeout)
+	run := counted(b, func(ctx context.Context, cl redis.UniversalClient, _ int) ([]int64, error) {
 		return renewBatchScript.Run(ctx, cl, keys, args...).Int64Slice()
 	})
-	var wg sync.WaitGroup
-	for i, cl := range bt.b.clients {
-		wg.Add(1)
+	quorum := make(chan struct{})
+	var finished atomic.Int32
+	finish := func(i int, vals []int64, err error) {
+		for j, rn := range all {
+			var v int64
+			if err == nil {
+				v = vals[j]
+			}
+			rn.set(i, answer(v), err)
+		}
+		k := int(finished.Add(1))
+		if k == b.quorum {
+			close(quorum)
+		}
+		if k == len(b.clients) {
+			cancel()
+		}
+	}
+	for i, cl := range b.clients {
 		call := func() {
-			defer wg.Done()
 			for _, rn := range all {
 				<-rn.after[i]
 			}
@@ -211,33 +244,33 @@ func (bt *batcher) flush(batch []*renewal, rider []*lease) {
 			if err == nil && len(vals) != len(all) {
 				err = errBatchReply
 			}
-			for j, rn := range all {
-				var v int64
-				if err == nil {
-					v = vals[j]
-				}
-				rn.set(i, answer(v), err)
-			}
+			finish(i, vals, err)
 		}
-		if !bt.b.onNode(i, call) {
-			for _, rn := range all {
-				rn.set(i, 0, errStopped)
-			}
-			wg.Done()
+		if !b.onNode(i, call) {
+			finish(i, nil, errStopped)
 		}
 	}
-	wg.Wait()
-	for _, rn := range all[len(batch):] {
-		rn.settleRider()
+	<-quorum
+	riders := all[len(batch):]
+	if len(riders) == 0 {
+		return
+	}
+	settle := func() {
+		for _, rn := range riders {
+			rn.settleRider()
+		}
+	}
+	if !b.spawn(settle) {
+		settle()
 	}
 }
 
-// settleRider applies a rider's complete round to its lease, as Renew
-// would, and unlocks the lease.
+// settleRider applies a rider's round to its lease once it is decided, as
+// Renew would, and unlocks the lease.
 func (rn *renewal) settleRider() {
 	l := rn.l
 	defer l.mu.Unlock()
-	_, t := rn.r.collect(context.Background(), nil)
+	_, t := rn.r.collect(context.Background(), l.b.decideRenew)
 	if err := l.settle(context.Background(), rn.sent, rn.r, t, rn.ttlArg); err == nil && rn.sent.After(l.renewed) {
 		l.renewed = rn.sent
 	}

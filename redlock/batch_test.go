@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,14 +13,31 @@ import (
 	"github.com/leaderkit/elector/backend"
 )
 
-// scriptCounter counts the script calls (EVALSHA and EVAL) a client sends.
-type scriptCounter struct{ n atomic.Int64 }
+// scriptCounter counts the script calls (EVALSHA and EVAL) a client sends,
+// as they start.
+type scriptCounter struct {
+	mu   sync.Mutex
+	n    int64
+	bump chan struct{} // closed and replaced at each call
+}
+
+func newScriptCounter() *scriptCounter { return &scriptCounter{bump: make(chan struct{})} }
+
+func (h *scriptCounter) load() (int64, <-chan struct{}) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.n, h.bump
+}
 
 func (h *scriptCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (h *scriptCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		if name := cmd.Name(); name == "evalsha" || name == "eval" {
-			h.n.Add(1)
+			h.mu.Lock()
+			h.n++
+			close(h.bump)
+			h.bump = make(chan struct{})
+			h.mu.Unlock()
 		}
 		return next(ctx, cmd)
 	}
@@ -34,13 +50,18 @@ func (h *scriptCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redi
 // leases it holds on distinct elections with ttl.
 func holdMany(t *testing.T, k int, ttl time.Duration) (*Backend, []*scriptCounter, []*lease) {
 	t.Helper()
-	b, n := newBackend(t, nil)
+	b, n := newBackend(t, &Options{NodeTimeout: time.Second})
 	counters := make([]*scriptCounter, len(n.clients))
 	for i, c := range n.clients {
-		counters[i] = &scriptCounter{}
+		counters[i] = newScriptCounter()
 		c.AddHook(counters[i])
 	}
 	ctx := testCtx(t)
+	for _, c := range n.clients { // so that each batch is one EVALSHA
+		if err := renewBatchScript.Load(ctx, c).Err(); err != nil {
+			t.Fatalf("SCRIPT LOAD: %v", err)
+		}
+	}
 	base := name(t)
 	leases := make([]*lease, k)
 	for i := range leases {
@@ -53,9 +74,8 @@ func holdMany(t *testing.T, k int, ttl time.Duration) (*Backend, []*scriptCounte
 	return b, counters, leases
 }
 
-// warmUp renews leases[0], so that every node has loaded the batch script
-// (the first call of a script may take two: EVALSHA, then EVAL), and then
-// makes every lease a rider again, as if never renewed by a batch.
+// warmUp renews leases[0] and then makes every lease a rider again, as if
+// never renewed by a batch.
 func warmUp(t *testing.T, leases []*lease) {
 	t.Helper()
 	if err := leases[0].Renew(testCtx(t)); err != nil {
@@ -72,9 +92,34 @@ func warmUp(t *testing.T, leases []*lease) {
 func calls(counters []*scriptCounter) []int64 {
 	out := make([]int64, len(counters))
 	for i, c := range counters {
-		out[i] = c.n.Load()
+		out[i], _ = c.load()
 	}
 	return out
+}
+
+// expectCalls waits until every node has seen want[i] + d calls (a Renew
+// returns once a quorum answered; the other nodes' calls may still be
+// starting), and fails if some node saw more.
+func expectCalls(t *testing.T, counters []*scriptCounter, want []int64, d int64, why string) {
+	t.Helper()
+	timeout := time.NewTimer(10 * time.Second)
+	defer timeout.Stop()
+	for i, c := range counters {
+		for {
+			n, bump := c.load()
+			if n > want[i]+d {
+				t.Fatalf("node %d: %d calls, want %d: %s", i, n-want[i], d, why)
+			}
+			if n == want[i]+d {
+				break
+			}
+			select {
+			case <-bump:
+			case <-timeout.C:
+				t.Fatalf("node %d: %d calls after 10s, want %d: %s", i, n-want[i], d, why)
+			}
+		}
+	}
 }
 
 // TestRenewalsCoalesce renews 200 leases held through one Backend, all at
@@ -131,11 +176,7 @@ func TestRidersRenewedEarly(t *testing.T) {
 		t.Fatalf("Renew: %v", err)
 	}
 	sentBefore := time.Now()
-	for i, after := range calls(counters) {
-		if d := after - before[i]; d != 1 {
-			t.Fatalf("node %d: %d calls for one Renew, want 1", i, d)
-		}
-	}
+	expectCalls(t, counters, before, 1, "one call per node for one Renew and its riders")
 	lo, hi := b.cfg.deadline(sentAfter, ttl), b.cfg.deadline(sentBefore, ttl)
 	for i, l := range leases {
 		if d := l.Deadline(); d.Before(lo) || d.After(hi) {
@@ -147,20 +188,28 @@ func TestRidersRenewedEarly(t *testing.T) {
 			t.Fatalf("Renew: %v", err)
 		}
 	}
-	for i, after := range calls(counters) {
-		if d := after - before[i]; d != 1 {
-			t.Fatalf("node %d: %d calls after the riders' own Renew, want still 1: a rider renewal is used", i, d)
-		}
-	}
+	expectCalls(t, counters, before, 1, "a rider's own Renew uses the rider renewal")
 	// The rider renewal is used once: the next Renew asks again.
 	if err := leases[1].Renew(ctx); err != nil {
 		t.Fatalf("Renew: %v", err)
 	}
-	for i, after := range calls(counters) {
-		if d := after - before[i]; d != 2 {
-			t.Fatalf("node %d: %d calls, want 2: a rider renewal serves one Renew", i, d)
-		}
+	expectCalls(t, counters, before, 2, "a rider renewal serves one Renew")
+}
+
+// TestNoRiderRightAfterAcquire renews one of two leases just acquired: the
+// other, confirmed a moment ago, does not ride along.
+func TestNoRiderRightAfterAcquire(t *testing.T) {
+	_, counters, leases := holdMany(t, 2, 10*time.Second)
+	ctx := testCtx(t)
+	before := calls(counters)
+	if err := leases[0].Renew(ctx); err != nil {
+		t.Fatalf("Renew: %v", err)
 	}
+	expectCalls(t, counters, before, 1, "one Renew, one call")
+	if err := leases[1].Renew(ctx); err != nil {
+		t.Fatalf("Renew: %v", err)
+	}
+	expectCalls(t, counters, before, 2, "the second lease did not ride along right after its acquire, so its Renew sends")
 }
 
 // TestRiderLost deletes an idle lease's key on every node; another lease's
@@ -168,6 +217,7 @@ func TestRidersRenewedEarly(t *testing.T) {
 func TestRiderLost(t *testing.T) {
 	b, _, leases := holdMany(t, 2, 10*time.Second)
 	ctx := testCtx(t)
+	warmUp(t, leases)
 	gone := leases[1]
 	for _, c := range b.clients {
 		if err := c.Del(ctx, gone.key).Err(); err != nil {
