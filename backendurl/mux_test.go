@@ -65,9 +65,9 @@ func TestMuxZeroValueAndRegister(t *testing.T) {
 
 func TestOpenRefusesBadURLs(t *testing.T) {
 	for _, tc := range []struct{ url, want string }{
-		{"", "with a scheme among etcd, etcds, redis, rediss, zk, zks"},
+		{"", "with a scheme among etcd, etcds, migrate+both, migrate+done, migrate+new, migrate+old, redis, rediss, zk, zks"},
 		{"127.0.0.1:7001", "is not a backend URL; want scheme://host:port[,host:port...]"},
-		{"consul://h:8500", `unknown scheme "consul"; want one of etcd, etcds, redis, rediss, zk, zks`},
+		{"consul://h:8500", `unknown scheme "consul"; want one of etcd, etcds, migrate+both, migrate+done, migrate+new, migrate+old, redis, rediss, zk, zks`},
 		{"redis://", "no host"},
 		{"redis://h1:7001,,h2", "empty host"},
 		{"redis://h1:99999", "not a number in 1-65535"},

@@ -55,7 +55,20 @@ type fenceLog struct {
 	active  string
 	highest uint64
 	terms   []elector.Term
-	stale   int // writes refused
+	stale   int           // writes refused
+	started chan struct{} // closed and replaced when a term starts
+}
+
+// newFenceLog returns an empty fenceLog reporting to tb.
+func newFenceLog(tb testing.TB) *fenceLog {
+	return &fenceLog{tb: tb, started: make(chan struct{})}
+}
+
+// nextTerm returns a channel closed when the next term starts.
+func (f *fenceLog) nextTerm() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.started
 }
 
 func (f *fenceLog) start(t elector.Term) {
@@ -70,6 +83,8 @@ func (f *fenceLog) start(t elector.Term) {
 	}
 	f.active, f.highest = t.Identity, max(f.highest, t.Token)
 	f.terms = append(f.terms, t)
+	close(f.started)
+	f.started = make(chan struct{})
 }
 
 func (f *fenceLog) end(t elector.Term) {
@@ -154,22 +169,36 @@ func (r *mreplica) stop() error {
 	return err
 }
 
+// awaitTerm waits until a term starts after next was taken (terms last
+// 300 ms, so the replicas running then elect a leader): each step of the
+// roll goes on once the replicas it left running have elected.
+func (m *migration) awaitTerm(next <-chan struct{}) {
+	select {
+	case <-next:
+	case <-time.After(30 * migrateTTL):
+		m.tb.Fatal("no term started within 30 TTLs")
+	}
+}
+
 // roll runs the runbook with five replicas, restarted one at a time into
-// each phase, settle apart; a late unmodified replica and a late PhaseOld
-// replica start once the first PhaseNew replica runs. It returns the late
-// PhaseOld replica's Run error.
-func (m *migration) roll(settle time.Duration) (lateErr error) {
+// each phase, each restart once a term has started since the previous one;
+// a late unmodified replica and a late PhaseOld replica start once the
+// first PhaseNew replica runs. It returns the late PhaseOld replica's Run
+// error.
+func (m *migration) roll() (lateErr error) {
 	rs := make([]*mreplica, 5)
+	next := m.fence.nextTerm()
 	for i := range rs {
 		rs[i] = m.start(fmt.Sprintf("r%d-step1", i), 0)
 	}
-	time.Sleep(settle)
+	m.awaitTerm(next)
 	var late, lateOld *mreplica
 	for _, phase := range []migrate.Phase{migrate.PhaseBoth, migrate.PhaseNew, migrate.PhaseDone} {
 		for i := range rs {
 			if err := rs[i].stop(); err != nil {
 				m.tb.Errorf("replica %s: Run: %v", rs[i].id, err)
 			}
+			next := m.fence.nextTerm()
 			rs[i] = m.start(fmt.Sprintf("r%d-%v", i, phase), phase)
 			if phase == migrate.PhaseNew && i == 0 {
 				// Runbook step 3: watch for the marker before going on.
@@ -177,10 +206,12 @@ func (m *migration) roll(settle time.Duration) (lateErr error) {
 				late = m.start("late-unmodified", 0)
 				lateOld = m.start("late-phase-old", migrate.PhaseOld)
 			}
-			time.Sleep(settle)
+			m.awaitTerm(next)
 		}
 	}
-	time.Sleep(settle)
+	// Two more terms: the late replicas had every chance to lead.
+	m.awaitTerm(m.fence.nextTerm())
+	m.awaitTerm(m.fence.nextTerm())
 	if late.e.IsLeader() {
 		m.tb.Error("the late unmodified replica leads; want it blocked behind the marker")
 	}

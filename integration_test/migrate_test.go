@@ -13,7 +13,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/leaderkit/elector/backend"
 	"github.com/leaderkit/elector/internal/testenv"
@@ -68,8 +67,8 @@ func TestMigrateZooKeeperToRedis(t *testing.T) {
 // the cleanup.
 func runMigration(t *testing.T, old, newSide side, newName string) {
 	m := &migration{tb: t, election: migrateName("to-" + newName), old: old, new: newSide,
-		newName: newName, fence: &fenceLog{tb: t}, log: testLogger(t)}
-	lateErr := m.roll(time.Second)
+		newName: newName, fence: newFenceLog(t), log: testLogger(t)}
+	lateErr := m.roll()
 	m.checkTerms()
 	if !errors.Is(lateErr, backend.ErrInvalid) || !strings.Contains(lateErr.Error(), "step 3") {
 		t.Errorf("late PhaseOld replica: got Run error %v; want ErrInvalid naming runbook step 3", lateErr)

@@ -9,8 +9,7 @@
 //
 //	old, _ := redlock.New(redisClients, nil)
 //	nw, _ := etcd.New(etcdClient, nil)
-//	marker, _ := redismark.New(redisClients, redlock.DefaultKeyPrefix, 0)
-//	b, err := migrate.New(old, nw, migrate.PhaseBoth, &migrate.Options{Marker: marker, NewName: "etcd"})
+//	b, err := migrate.New(old, nw, migrate.PhaseBoth, &migrate.Options{NewName: "etcd"})
 //	e, err := elector.New(b, "send-invoices", &elector.Options{ ... })
 //
 // The idea comes from Kafka's ZooKeeper-to-KRaft migration (KIP-866,
@@ -26,9 +25,8 @@
 //  1. All replicas run on the old backend alone: unmodified, or through this
 //     package in [PhaseOld], which behaves the same but is refused once the
 //     migration has passed step 3.
-//  2. Roll every replica to [PhaseBoth]. A candidate campaigns on the old
-//     backend, then, holding it (renewed while it waits), on the new one; it
-//     leads only while it holds both, and losing either ends its term. Old
+//  2. Roll every replica to [PhaseBoth]. A candidate campaigns on both
+//     backends at once; it leads only while it holds both, and losing either ends its term. Old
 //     replicas still running step 1 are excluded by the old lease. Watch
 //     [Backend.Status]: Old and New name the same holder.
 //  3. Roll every replica to [PhaseNew]. Replicas still in PhaseBoth need the
@@ -61,10 +59,15 @@
 // replica of step 1 that starts after step 3 meets the marker, which holds
 // the old store's election for good. So no two terms overlap, provided each
 // store keeps its own guarantee (a redlock store under its documented
-// assumptions). Candidates acquire the stores in one fixed order, old then
-// new, so two candidates never each hold one store while waiting for the
-// other; the old lease is renewed while its holder waits for the new one,
-// and released if the new campaign fails or its ctx ends. A term's
+// assumptions). A candidate campaigns on both stores at once, so that a
+// hand-over costs about the slower store's; the old store has priority: a
+// candidate that holds the old lease waits for the new one as long as it
+// holds it (renewing it meanwhile, and releasing it if the new campaign
+// fails or its ctx ends), while one that wins the new side first gives it
+// back after [Options.RenewInterval] unless it has won the old side by
+// then, and campaigns on the new side again only once it holds the old
+// one. So two candidates never each hold one store while waiting for the
+// other for longer than that. A term's
 // Deadline is the earlier of the two leases' deadlines, Renew renews both,
 // Lost closes when either is lost and Release releases both.
 //
@@ -118,9 +121,10 @@
 //
 // # Directions
 //
-// Any backend can be old or new; the old store needs a [Marker]:
-// package migrate/redismark for redlock, migrate/etcdmark for etcd,
-// migrate/zkmark for ZooKeeper. Each writes through the driver's documented
+// Any backend can be old or new; the old store needs a [Marker], which
+// every driver of this module implements on its Backend (redlock.Backend,
+// etcd.Backend, zookeeper.Backend; see their Mark methods), so the old
+// backend is the Marker by default. Each writes in the driver's documented
 // on-store format (a lock key without expiry, a candidate key without a
 // lease, a persistent candidate znode that sorts first), so that unmodified
 // replicas, and redsync, concurrency.Election or Curator clients of the same
@@ -137,6 +141,16 @@
 //     (nodes keep their data, bounded clock drift; see the redlock package)
 //     instead of consensus. Do it only to leave a consensus store you cannot
 //     keep, and migrate the fence's resources knowing that.
+//
+// # URLs and the elect command
+//
+// Importing this package registers the URL schemes migrate+old,
+// migrate+both, migrate+new and migrate+done with package backendurl (see
+// [SchemePrefix]): migrate+both://?old=<URL>&new=<URL>, each inner URL
+// percent-encoded. The elect command takes such a URL as --backend for
+// every step; `elect migrate url` prints one, `elect status` shows the
+// phase, the marker and the holder on each store, and `elect migrate
+// cleanup` is step 4.
 //
 // # Errors
 //
