@@ -37,8 +37,10 @@ eval "$("$SERVERS" env)"
 
 go build -o "$bin/elect" ./cmd/elect
 
-# The same URLs as the tests use: a key prefix of the test namespace.
-redis="redis://$ELECTOR_REDIS_ADDRS?prefix=elect-test:"
+# The same URLs as the tests use: a key prefix of the test namespace, and
+# for Redis a node timeout of 1s instead of 100ms, as a loaded test machine
+# needs (shown in the command pasted above the table).
+redis="redis://$ELECTOR_REDIS_ADDRS?prefix=elect-test:&node_timeout=1s"
 etcd="etcd://$ELECTOR_ETCD_ENDPOINTS?prefix=/elect-test/"
 zk="zk://$ELECTOR_ZK_SERVERS/elect-test"
 # shellcheck disable=SC2086 # COMPAREFLAGS is a word list

@@ -138,7 +138,7 @@ func checkRenewCost(t *testing.T, name string, c *struct {
 		t.Errorf("%s renew: no request count; want one (the client is proxied)", name)
 		return
 	}
-	want := map[string][2]float64{"redis": {5, 5.5}, "zk": {1, 1.2}, "etcd": {0, 0.5}}[name]
+	want := map[string][2]float64{"redis": {5, 6}, "zk": {1, 1.5}, "etcd": {0.001, 0.5}}[name]
 	lo, hi := want[0], want[1]
 	if c.Total <= 0 || c.PerHeld < lo || c.PerHeld > hi {
 		t.Errorf("%s renew: %d requests, %v per held election per round; want within [%v, %v]", name, c.Total, c.PerHeld, lo, hi)
