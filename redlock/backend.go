@@ -32,6 +32,7 @@ type Backend struct {
 	quorum   int
 	ctxBound bool // every client is known to honour ctx deadlines on socket I/O
 	notify   *notifier
+	dials    []*dialLog // by node, for clients openURL made; else nil
 
 	done chan struct{} // closed by Close
 	stop chan struct{} // closed by Close once leases are finished: workers exit
@@ -70,6 +71,12 @@ var _ backend.Backend = (*Backend)(nil)
 // every round for the client's ReadTimeout instead of [Options.NodeTimeout].
 // TLS and ACL/AUTH are configured on the clients as usual.
 func New(clients []redis.UniversalClient, opts *Options) (*Backend, error) {
+	return build(clients, opts, nil)
+}
+
+// build is New; dials, when not nil, holds a dialLog hooked to each
+// client, which messages about failed nodes then quote.
+func build(clients []redis.UniversalClient, opts *Options, dials []*dialLog) (*Backend, error) {
 	cfg, err := opts.config()
 	if err != nil {
 		return nil, err
@@ -96,6 +103,7 @@ func New(clients []redis.UniversalClient, opts *Options) (*Backend, error) {
 		cfg:      cfg,
 		quorum:   len(clients)/2 + 1,
 		ctxBound: ctxBound,
+		dials:    dials,
 		done:     make(chan struct{}),
 		stop:     make(chan struct{}),
 		work:     make([]chan func(), len(clients)),
