@@ -32,8 +32,9 @@ type Backend struct {
 	quorum   int
 	ctxBound bool // every client is known to honour ctx deadlines on socket I/O
 	notify   *notifier
-	restarts *restarts // nil with Options.NoRestartDelay
-	batch    *batcher  // coalesces renewals; nil unless every client is one server
+	restarts *restarts  // nil with Options.NoRestartDelay
+	batch    *batcher   // coalesces renewals; nil unless every client is one server
+	dials    []*dialLog // by node, for clients openURL made; else nil
 
 	done chan struct{} // closed by Close
 	stop chan struct{} // closed by Close once leases are finished: workers exit
@@ -76,6 +77,12 @@ var _ backend.Backend = (*Backend)(nil)
 // that counts the connections it dials (see # Safety in the package
 // documentation); the hook stays after Close.
 func New(clients []redis.UniversalClient, opts *Options) (*Backend, error) {
+	return build(clients, opts, nil)
+}
+
+// build is New; dials, when not nil, holds a dialLog hooked to each
+// client, which messages about failed nodes then quote.
+func build(clients []redis.UniversalClient, opts *Options, dials []*dialLog) (*Backend, error) {
 	cfg, err := opts.config()
 	if err != nil {
 		return nil, err
@@ -102,6 +109,7 @@ func New(clients []redis.UniversalClient, opts *Options) (*Backend, error) {
 		cfg:      cfg,
 		quorum:   len(clients)/2 + 1,
 		ctxBound: ctxBound,
+		dials:    dials,
 		done:     make(chan struct{}),
 		stop:     make(chan struct{}),
 		work:     make([]chan func(), len(clients)),

@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -61,16 +62,17 @@ func (r *reply[T]) status() status {
 // tally counts the replies of a round by status. It is the one place where
 // replies are counted; rounds decide from it.
 type tally struct {
-	nodes    int // nodes in the round
-	yes      int
-	no       int
-	missing  int
-	failed   int
-	firstErr error // the first node error, for messages
+	nodes   int // nodes in the round
+	yes     int
+	no      int
+	missing int
+	failed  int
+	// fails describes each failed node, "<address>: <cause>", for messages.
+	fails []string
 }
 
-// add counts one reply.
-func (t *tally) add(s status, err error) {
+// add counts one reply; why describes a failure.
+func (t *tally) add(s status, why func() string) {
 	switch s {
 	case yes:
 		t.yes++
@@ -80,9 +82,7 @@ func (t *tally) add(s status, err error) {
 		t.missing++
 	default:
 		t.failed++
-		if t.firstErr == nil {
-			t.firstErr = err
-		}
+		t.fails = append(t.fails, why())
 	}
 }
 
@@ -92,12 +92,13 @@ func (t tally) answered() int { return t.yes + t.no + t.missing }
 // pending is the number of nodes that have not replied yet.
 func (t tally) pending() int { return t.nodes - t.answered() - t.failed }
 
-// nodeErr describes the first node error for an error message.
+// nodeErr describes the failed nodes for an error message, each with its
+// address and last underlying error.
 func (t tally) nodeErr() string {
-	if t.firstErr == nil {
+	if len(t.fails) == 0 {
 		return "no node replied in time"
 	}
-	return t.firstErr.Error()
+	return strings.Join(t.fails, "; ")
 }
 
 // round is one request sent to every node in parallel, with its typed
@@ -202,7 +203,7 @@ func (r *round[T]) collect(ctx context.Context, decide func(tally) bool) ([]*rep
 	t := tally{nodes: len(r.replies)}
 	take := func(i int) {
 		got[i] = r.replies[i]
-		t.add(got[i].status(), got[i].err)
+		t.add(got[i].status(), func() string { return r.b.failure(i, got[i].err) })
 	}
 	var guard <-chan time.Time // nil: the requests' contexts bound the wait
 	if !r.b.ctxBound {

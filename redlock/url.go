@@ -57,6 +57,7 @@ func openURL(_ context.Context, u *url.URL) (backend.Backend, io.Closer, error) 
 	password, _ := u.User.Password()
 	clients := make([]redis.UniversalClient, len(addrs))
 	cs := make(backendurl.Closers, len(addrs))
+	dials := make([]*dialLog, len(addrs))
 	for i, a := range addrs {
 		c := redis.NewClient(&redis.Options{
 			Addr:                  a,
@@ -68,9 +69,11 @@ func openURL(_ context.Context, u *url.URL) (backend.Backend, io.Closer, error) 
 			ContextTimeoutEnabled: true, // so that NodeTimeout bounds every request
 			DisableIdentity:       true, // no CLIENT SETINFO round trip on each connection
 		})
+		dials[i] = new(dialLog)
+		c.AddHook(dials[i]) // before any use: AddHook is not safe for concurrent use
 		clients[i], cs[i] = c, c
 	}
-	b, err := New(clients, opts)
+	b, err := build(clients, opts, dials)
 	if err != nil {
 		_ = cs.Close()
 		return nil, nil, err

@@ -1,0 +1,85 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// go-redis dials in the background and, while the dial retries, lets the
+// request wait until its context ends: a refused connection, an unknown
+// host or a certificate error all reach the round as "context deadline
+// exceeded". The clients a redis:// URL creates therefore carry a dialLog
+// hook that keeps each node's last dial error, and a failed node is
+// described with it.
+
+// dialLog keeps the last dial error of one client (nil after a dial
+// succeeds). It is a go-redis hook that changes nothing but watches dials.
+type dialLog struct{ last atomic.Pointer[error] }
+
+var _ redis.Hook = (*dialLog)(nil)
+
+// DialHook records the outcome of every dial.
+func (d *dialLog) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := next(ctx, network, addr)
+		if err != nil {
+			d.last.Store(&err)
+		} else {
+			d.last.Store(nil)
+		}
+		return c, err
+	}
+}
+
+// ProcessHook passes commands through.
+func (d *dialLog) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+// ProcessPipelineHook passes pipelines through.
+func (d *dialLog) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// lastErr returns the last dial error, or nil.
+func (d *dialLog) lastErr() error {
+	if d == nil {
+		return nil
+	}
+	if p := d.last.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// nodeName returns how messages name node i: its address for a
+// *redis.Client, else its index.
+func nodeName(c redis.UniversalClient, i int) string {
+	if c, ok := c.(*redis.Client); ok && c.Options().Addr != failoverAddr {
+		return c.Options().Addr
+	}
+	return "node " + strconv.Itoa(i)
+}
+
+// failure describes the failed request of node i, "<address>: <cause>".
+// A request that ran out of NodeTimeout is described by the node's last
+// dial error when one is known (the real cause), else as a node too slow
+// for NodeTimeout, with the hint to raise it.
+func (b *Backend) failure(i int, err error) string {
+	name := nodeName(b.clients[i], i)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		return name + ": " + err.Error()
+	}
+	var d *dialLog
+	if i < len(b.dials) {
+		d = b.dials[i]
+	}
+	if dialErr := d.lastErr(); dialErr != nil {
+		return fmt.Sprintf("%s: %v", name, dialErr)
+	}
+	return fmt.Sprintf("%s: no reply within NodeTimeout %v (raise NodeTimeout, node_timeout in a URL, if the node is reachable but slow)", name, b.cfg.nodeTimeout)
+}
