@@ -3,6 +3,7 @@ package backendurl
 import (
 	"errors"
 	"net/url"
+	"strconv"
 	"strings"
 )
 
@@ -30,8 +31,16 @@ func secretsOf(rawURL string) []string {
 	}
 	s := rawURL[start:at]
 	out := []string{s}
+	if t := strings.TrimLeft(s, "/"); t != s && t != "" {
+		out = append(out, t) // "scheme:/user@h": the userinfo may start after the '/'
+	}
 	if d, err := url.PathUnescape(s); err == nil && d != s {
 		out = append(out, d)
+	}
+	for _, sec := range out {
+		if q := strconv.Quote(sec); q[1:len(q)-1] != sec {
+			out = append(out, q[1:len(q)-1]) // as %q prints it
+		}
 	}
 	return out
 }
