@@ -222,7 +222,7 @@ func (bt *batcher) flush(batch []*renewal, rider []*lease) {
 	finish := func(i int, vals []int64, err error) {
 		for j, rn := range all {
 			var v int64
-			if err == nil {
+			if len(vals) == len(all) { // also from a node in its restart delay: a missing key is put back
 				v = vals[j]
 			}
 			rn.set(i, answer(v), err)

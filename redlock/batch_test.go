@@ -13,8 +13,10 @@ import (
 	"github.com/leaderkit/elector/backend"
 )
 
-// scriptCounter counts the script calls (EVALSHA and EVAL) a client sends,
-// as they start.
+// scriptCounter counts the renewal script calls (EVALSHA of the renew and
+// batched renew scripts, which holdMany loads) a client sends, as they start; other
+// scripts, such as the counter write-back after an acquire, may still be
+// in flight in the background and are not counted.
 type scriptCounter struct {
 	mu   sync.Mutex
 	n    int64
@@ -32,7 +34,7 @@ func (h *scriptCounter) load() (int64, <-chan struct{}) {
 func (h *scriptCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (h *scriptCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if name := cmd.Name(); name == "evalsha" || name == "eval" {
+		if isRenewal(cmd) {
 			h.mu.Lock()
 			h.n++
 			close(h.bump)
@@ -42,6 +44,16 @@ func (h *scriptCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		return next(ctx, cmd)
 	}
 }
+
+// isRenewal reports whether cmd runs one of the renewal scripts.
+func isRenewal(cmd redis.Cmder) bool {
+	args := cmd.Args()
+	if len(args) < 2 {
+		return false
+	}
+	return cmd.Name() == "evalsha" && (args[1] == renewBatchScript.Hash() || args[1] == renewScript.Hash())
+}
+
 func (h *scriptCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
 }
@@ -71,7 +83,22 @@ func holdMany(t *testing.T, k int, ttl time.Duration) (*Backend, []*scriptCounte
 		}
 		leases[i] = l.(*lease)
 	}
+	waitSent(leases)
 	return b, counters, leases
+}
+
+// waitSent waits until every request already sent for each lease (its
+// acquire round, or the renewal and restore rounds since) has finished on
+// every node: only then may a lease ride along in a batch.
+func waitSent(leases []*lease) {
+	for _, l := range leases {
+		l.mu.Lock()
+		last := l.last
+		l.mu.Unlock()
+		for _, done := range last {
+			<-done
+		}
+	}
 }
 
 // warmUp renews leases[0] and then makes every lease a rider again, as if
@@ -86,6 +113,7 @@ func warmUp(t *testing.T, leases []*lease) {
 		l.renewed, l.used = time.Time{}, time.Time{}
 		l.mu.Unlock()
 	}
+	waitSent(leases)
 }
 
 // calls returns the script calls each counter has seen.

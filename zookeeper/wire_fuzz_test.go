@@ -10,15 +10,15 @@ import (
 // FuzzFrameParser: however a byte stream is cut into reads, frameParser
 // reports the same frames as a reference reading of the whole stream: for
 // each frame whose head is complete, its index and its first min(length,
-// 16) body bytes.
+// headMax) body bytes.
 func FuzzFrameParser(f *testing.F) {
 	frame := func(body ...byte) []byte {
 		return append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...)
 	}
-	long := bytes.Repeat([]byte{7}, 40)
+	long := bytes.Repeat([]byte{7}, headMax+24)
 	f.Add(frame(1, 2, 3), []byte{1})
 	f.Add(append(frame(), frame(long...)...), []byte{2, 3, 5})
-	f.Add(append(frame(long[:16]...), frame(long[:17]...)...), []byte{0, 4, 19, 20})
+	f.Add(append(frame(long[:headMax]...), frame(long[:headMax+1]...)...), []byte{0, 4, 19, 20})
 	f.Add([]byte{0, 0, 0}, []byte{})
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 1, 2}, []byte{1, 1, 1})
 	f.Fuzz(func(t *testing.T, stream, cuts []byte) {
@@ -44,7 +44,7 @@ func referenceFrames(s []byte) []string {
 	for i := 0; len(s) >= 4; i++ {
 		n := int(binary.BigEndian.Uint32(s))
 		s = s[4:]
-		h := min(n, 16)
+		h := min(n, headMax)
 		if len(s) < h {
 			break
 		}
