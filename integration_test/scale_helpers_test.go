@@ -9,7 +9,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"runtime"
 	"slices"
@@ -65,7 +64,7 @@ func etcdMessages(tb testing.TB, keep func(method string) bool) func() float64 {
 	return func() float64 {
 		var total float64
 		for _, ep := range endpoints {
-			resp, err := http.Get("http://" + ep + "/metrics")
+			resp, err := metricsClient.Get("http://" + ep + "/metrics")
 			if err != nil {
 				tb.Errorf("etcd metrics: %v", err)
 				return 0
