@@ -132,11 +132,21 @@ func redisCounts(t *testing.T, addrs []string) counts {
 // or cancelled is one Watch message).
 func etcdCounts(t *testing.T, endpoints []string) counts {
 	t.Helper()
+	c, err := etcdReceived(endpoints)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// etcdReceived sums grpc_server_msg_received_total per method over the
+// /metrics of every member of endpoints.
+func etcdReceived(endpoints []string) (counts, error) {
 	c := counts{}
 	for _, ep := range endpoints {
 		resp, err := metricsClient.Get("http://" + ep + "/metrics")
 		if err != nil {
-			t.Fatal(err)
+			return nil, fmt.Errorf("etcd metrics: %w", err)
 		}
 		sc := bufio.NewScanner(resp.Body)
 		for sc.Scan() {
@@ -151,7 +161,7 @@ func etcdCounts(t *testing.T, endpoints []string) counts {
 		}
 		_ = resp.Body.Close()
 	}
-	return c
+	return c, nil
 }
 
 // zkCounts reads zk_packets_received from every server's mntr: requests

@@ -62,28 +62,16 @@ func redisCommands(tb testing.TB) func() float64 {
 func etcdMessages(tb testing.TB, keep func(method string) bool) func() float64 {
 	endpoints := testenv.EtcdEndpoints(tb)
 	return func() float64 {
+		c, err := etcdReceived(endpoints)
+		if err != nil {
+			tb.Error(err)
+			return 0
+		}
 		var total float64
-		for _, ep := range endpoints {
-			resp, err := metricsClient.Get("http://" + ep + "/metrics")
-			if err != nil {
-				tb.Errorf("etcd metrics: %v", err)
-				return 0
+		for method, n := range c {
+			if keep(method) {
+				total += n
 			}
-			sc := bufio.NewScanner(resp.Body)
-			for sc.Scan() {
-				line := sc.Text()
-				if !strings.HasPrefix(line, "grpc_server_msg_received_total{") {
-					continue
-				}
-				_, m, _ := strings.Cut(line, `grpc_method="`)
-				method, _, _ := strings.Cut(m, `"`)
-				if !keep(method) {
-					continue
-				}
-				v, _ := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
-				total += v
-			}
-			_ = resp.Body.Close()
 		}
 		return total
 	}
