@@ -96,7 +96,9 @@ func (m *Mux) open(ctx context.Context, rawURL string) (backend.Backend, io.Clos
 	scheme, rest, ok := strings.Cut(rawURL, "://")
 	switch {
 	case !ok:
-		return nil, nil, fmt.Errorf("backendurl: %q is not a backend URL; want scheme://host:port[,host:port...] with a scheme among %s", rawURL, m.schemeList())
+		// The input is not echoed: without "://" nothing tells where its
+		// credentials end, so no redaction could be sure to hide them.
+		return nil, nil, fmt.Errorf("backendurl: the URL has no \"://\", so it is not a backend URL; want scheme://host:port[,host:port...] with a scheme among %s", m.schemeList())
 	case !schemeRE.MatchString(strings.ToLower(scheme)):
 		return nil, nil, fmt.Errorf("backendurl: scheme %q is malformed (a space or a stray character?); want one of %s", scheme, m.schemeList())
 	case strings.Contains(rest, "#"):
