@@ -110,7 +110,7 @@ func migrateCleanup(ctx context.Context, c *migrateConfig, stdout io.Writer) err
 	case errors.Is(err, backend.ErrInvalid):
 		return exitf(exitUsage, "migrate cleanup: %v", err)
 	case errors.Is(err, context.DeadlineExceeded):
-		return exitf(exitBackend, "migrate cleanup: no answer from the backends within --timeout %v", c.timeout)
+		return exitf(exitBackend, "migrate cleanup: no answer from the backends within --timeout %v: %v", c.timeout, err)
 	case err != nil:
 		return exitf(exitBackend, "migrate cleanup: %v", err)
 	}
@@ -158,7 +158,7 @@ func migrationStatus(ctx context.Context, w io.Writer, c *statusConfig, b *migra
 	s, err := b.Status(ctx, c.election)
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
-		return exitf(exitBackend, "status: no answer from the backends within --timeout %v", c.timeout)
+		return exitf(exitBackend, "status: no answer from the backends within --timeout %v: %v", c.timeout, err)
 	case err != nil:
 		return exitf(exitBackend, "status: %v", err)
 	}

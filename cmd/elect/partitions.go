@@ -68,7 +68,7 @@ func partitionsMain(ctx context.Context, args []string, stdout, _ io.Writer) err
 	t, err := partition.ReadTable(ctx, b, c.group, c.n)
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
-		return exitf(exitBackend, "partitions: no answer from the backend within --timeout %v", c.timeout)
+		return exitf(exitBackend, "partitions: no answer from the backend within --timeout %v: %v", c.timeout, err)
 	case err != nil:
 		return exitf(exitBackend, "partitions: %v", err)
 	}

@@ -124,7 +124,7 @@ func statusMain(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		printHolder(stdout, c, backend.Holder{}, false)
 		return &exitError{code: exitNoLeader}
 	case errors.Is(err, context.DeadlineExceeded):
-		return exitf(exitBackend, "status: no answer from the backend within --timeout %v", c.timeout)
+		return exitf(exitBackend, "status: no answer from the backend within --timeout %v: %v", c.timeout, err)
 	case err != nil:
 		return exitf(exitBackend, "status: %v", err)
 	}

@@ -76,13 +76,15 @@ func TestHelp(t *testing.T) {
 }
 
 // TestUnreachableBackend: with nothing listening, status and run --once
-// give up with exit code 3 and say why.
+// give up with exit code 3 and say why, even when the timeout ends before
+// the driver's own patience does (CI saw zk's answer come after 1 s).
 func TestUnreachableBackend(t *testing.T) {
 	for _, tc := range []struct {
 		args string
 		want string
 	}{
-		{"status --timeout=1s --backend=zk://127.0.0.1:1 --election=e", "status: zookeeper"},
+		// Within the timeout or after it, the answer names the cause.
+		{"status --timeout=1s --backend=zk://127.0.0.1:1 --election=e", "connection refused"},
 		{"status --timeout=500ms --backend=etcd://127.0.0.1:1 --election=e", "status: no answer from the backend within --timeout 500ms"},
 		{"run --once --wait=300ms --hold=1s --backend=redis://127.0.0.1:1 --election=e -- true", "not elected within --wait 300ms, and no other leader seen"},
 	} {
