@@ -90,8 +90,9 @@ func openURL(ctx context.Context, u *url.URL) (backend.Backend, io.Closer, error
 }
 
 // dialBound is the time clientv3.New may take to authenticate: dial, or
-// less when ctx ends earlier, leaving [unauthenticated] time (probeTimeout,
-// or half of what is left) to name the cause of a failure within ctx.
+// less when ctx ends earlier, leaving [unauthenticated] time to name the
+// cause of a failure before ctx ends: its probe (probeTimeout) and a quarter
+// of that to spare, or half of what is left.
 func dialBound(ctx context.Context, dial time.Duration) time.Duration {
 	d, ok := ctx.Deadline()
 	if !ok {
@@ -99,5 +100,5 @@ func dialBound(ctx context.Context, dial time.Duration) time.Duration {
 	}
 	until := time.Until(d)
 	// A DialTimeout of 0 or less would make clientv3.New wait without a bound.
-	return max(min(dial, max(until-probeTimeout, until/2)), time.Millisecond)
+	return max(min(dial, max(until-probeTimeout*5/4, until/2)), time.Millisecond)
 }
