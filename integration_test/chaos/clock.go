@@ -1,0 +1,117 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+
+	"github.com/leaderkit/elector/internal/wait"
+)
+
+// Clock faults, for Redlock campaigns in the "clock" mode (a campaign name
+// ending in "-clock", such as redlock-noaof-clock). The Redis nodes run
+// under scripts/clockshim.c (servers.sh restart redis N --clockshim), an
+// LD_PRELOAD library that moves a node's wall clock — the clock Redis
+// expires keys by — while its monotonic clock, and every other process's
+// clocks, stay true. (libfaketime hangs redis-server at start; see
+// clockshim.c.)
+const (
+	// FaultClockJump steps the wall clock of one or two of the five nodes
+	// forward by 1.5-2.5 TTL at a random moment: every key there expires at
+	// once. Kleppmann's scenario ("How to do distributed locking", 2016):
+	// a holder whose quorum included the node may be left with too few
+	// nodes while a rival wins the freed ones.
+	FaultClockJump = "clock-jump"
+	// FaultClockJumpAfterHandOver waits for the next term to begin, then at
+	// once steps one or two nodes' wall clocks forward by 1.5-2.5 TTL: a
+	// holder elected a moment ago may hold a bare quorum (3 of 5) that
+	// includes them.
+	FaultClockJumpAfterHandOver = "clock-jump-after-handover"
+	// FaultClockSlew makes one or two nodes' wall clocks run fast by half
+	// the drift factor the candidates use (backend.DefaultDriftFactor, 1 %:
+	// 0.5 %) for 3 TTL, then at the true rate again (keeping the time they
+	// gained). Within the documented drift this must be harmless.
+	FaultClockSlew = "clock-slew"
+)
+
+// clockSlewPPM is FaultClockSlew's rate: half of the default drift factor
+// (0.01) in parts per million.
+const clockSlewPPM = 5000
+
+// ClockFaults returns the fault kinds of the "clock" mode. Only Redis nodes
+// can run under the clock shim.
+func ClockFaults(serverKind string) ([]string, error) {
+	if serverKind != "redis" {
+		return nil, fmt.Errorf("the clock mode needs Redis nodes (a redlock campaign), not %s", serverKind)
+	}
+	return []string{FaultClockJump, FaultClockJumpAfterHandOver, FaultClockSlew}, nil
+}
+
+// DocumentedClock reports the fault kinds whose overlaps redlock/doc.go
+// (# Safety) documents: a forward step of a node's wall clock breaks the
+// assumption that the nodes' clocks run at about the same rate. A slew
+// within the drift factor breaks nothing. Stale writes accepted by the fence
+// stay failures whatever the fault: see [FailStaleWrites].
+func DocumentedClock(kind string) bool {
+	return kind == FaultClockJump || kind == FaultClockJumpAfterHandOver
+}
+
+// FailStaleWrites clears Documented on the stale writes the fence accepted
+// and on tokens out of order: a clock jump may give two leaders at once,
+// but the token still increases (the counter survives), so the fence must
+// refuse the older leader's writes.
+func FailStaleWrites(r *Result) {
+	for i, v := range r.Violations {
+		if v.Kind == ViolationStaleWrite || v.Kind == ViolationTokenOrder {
+			r.Violations[i].Documented = false
+		}
+	}
+}
+
+// clockFlag is servers.sh restart's option that runs a Redis node under
+// the clock shim, or "" without.
+func clockFlag(clock bool) string {
+	if clock {
+		return "--clockshim"
+	}
+	return ""
+}
+
+// injectClock runs one clock fault; it reports false for other kinds.
+func (c *campaign) injectClock(ctx context.Context, rng *rand.Rand, kind string) (bool, error) {
+	ttl := c.cfg.TTL
+	switch kind {
+	case FaultClockJump, FaultClockJumpAfterHandOver:
+		if kind == FaultClockJumpAfterHandOver && !c.awaitTerm(ctx) {
+			return true, nil
+		}
+		names := c.clockNodes(rng)
+		step := jitter(rng, 3*ttl/2, 5*ttl/2)
+		c.faultBegins(kind, fmt.Sprintf("redis %s +%v", strings.Join(names, ","), step))
+		defer c.faultHeals(kind)
+		if err := c.onNodes(names, "clock", fmt.Sprint(step.Milliseconds())); err != nil {
+			return true, err
+		}
+		// The clocks stay ahead: the jump is over at once, its effects last
+		// up to a TTL (the keys the rivals won meanwhile).
+		wait.Sleep(ctx, ttl)
+		return true, nil
+	case FaultClockSlew:
+		names := c.clockNodes(rng)
+		c.faultBegins(kind, fmt.Sprintf("redis %s %d ppm fast", strings.Join(names, ","), clockSlewPPM))
+		defer c.faultHeals(kind)
+		if err := c.onNodes(names, "clock", "0", fmt.Sprint(clockSlewPPM)); err != nil {
+			return true, err
+		}
+		wait.Sleep(ctx, 3*ttl)
+		return true, c.onNodes(names, "clock", "0", "0")
+	}
+	return false, nil
+}
+
+// clockNodes returns one or two of the five nodes, at random.
+func (c *campaign) clockNodes(rng *rand.Rand) []string {
+	names := c.pickNodes(rng, "minority")
+	return names[:1+rng.IntN(len(names))]
+}
