@@ -77,7 +77,8 @@ ETCD_TLS_SERVER_NAME=etcd.internal
 KINDS=(redis etcd zk)
 # chromium is not a server: the compare package's test opens its HTML report
 # in it (headless), and under CI a missing tool must be installed, not skipped.
-PACKAGES=(redis-server etcd-server etcd-client zookeeper libcurator-recipes-java libnetty-java openssl chromium)
+# gcc provides cc, which builds scripts/clockshim.c for the chaos clock mode.
+PACKAGES=(redis-server etcd-server etcd-client zookeeper libcurator-recipes-java libnetty-java openssl chromium gcc)
 
 log() { printf 'servers.sh: %s\n' "$*" >&2; }
 die() {
@@ -94,7 +95,7 @@ since() { # since START_US → "1.234s"
 
 missing_tools() {
 	local c f
-	for c in redis-server redis-cli etcd etcdctl java openssl chromium; do
+	for c in redis-server redis-cli etcd etcdctl java openssl chromium cc; do
 		command -v "$c" >/dev/null 2>&1 || printf '%s ' "$c"
 	done
 	for f in /usr/share/java/zookeeper.jar /usr/share/java/slf4j-simple.jar \
