@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 
 	"github.com/leaderkit/elector/internal/wait"
@@ -28,6 +29,13 @@ const (
 	// holder elected a moment ago may hold a bare quorum (3 of 5) that
 	// includes them.
 	FaultClockJumpAfterHandOver = "clock-jump-after-handover"
+	// FaultClockJumpBareQuorum stages Kleppmann's scenario: it pauses two
+	// of the five nodes for a TTL (their keys expire), waits for the next
+	// term to begin (its leader wins on the other three, a bare quorum),
+	// then at once steps one or two of those three nodes' wall clocks
+	// forward by 1.5-2.5 TTL and resumes the paused two. The leader then
+	// holds its key on one or two nodes while three or four are free.
+	FaultClockJumpBareQuorum = "clock-jump-bare-quorum"
 	// FaultClockSlew makes one or two nodes' wall clocks run fast by half
 	// the drift factor the candidates use (backend.DefaultDriftFactor, 1 %:
 	// 0.5 %) for 3 TTL, then at the true rate again (keeping the time they
@@ -45,7 +53,7 @@ func ClockFaults(serverKind string) ([]string, error) {
 	if serverKind != "redis" {
 		return nil, fmt.Errorf("the clock mode needs Redis nodes (a redlock campaign), not %s", serverKind)
 	}
-	return []string{FaultClockJump, FaultClockJumpAfterHandOver, FaultClockSlew}, nil
+	return []string{FaultClockJump, FaultClockJumpAfterHandOver, FaultClockJumpBareQuorum, FaultClockSlew}, nil
 }
 
 // DocumentedClock reports the fault kinds whose overlaps redlock/doc.go
@@ -54,7 +62,7 @@ func ClockFaults(serverKind string) ([]string, error) {
 // within the drift factor breaks nothing. Stale writes accepted by the fence
 // stay failures whatever the fault: see [FailStaleWrites].
 func DocumentedClock(kind string) bool {
-	return kind == FaultClockJump || kind == FaultClockJumpAfterHandOver
+	return kind == FaultClockJump || kind == FaultClockJumpAfterHandOver || kind == FaultClockJumpBareQuorum
 }
 
 // FailStaleWrites clears Documented on the stale writes the fence accepted
@@ -97,6 +105,8 @@ func (c *campaign) injectClock(ctx context.Context, rng *rand.Rand, kind string)
 		// up to a TTL (the keys the rivals won meanwhile).
 		wait.Sleep(ctx, ttl)
 		return true, nil
+	case FaultClockJumpBareQuorum:
+		return true, c.jumpBareQuorum(ctx, rng, kind)
 	case FaultClockSlew:
 		names := c.clockNodes(rng)
 		c.faultBegins(kind, fmt.Sprintf("redis %s %d ppm fast", strings.Join(names, ","), clockSlewPPM))
@@ -108,6 +118,46 @@ func (c *campaign) injectClock(ctx context.Context, rng *rand.Rand, kind string)
 		return true, c.onNodes(names, "clock", "0", "0")
 	}
 	return false, nil
+}
+
+// jumpBareQuorum runs FaultClockJumpBareQuorum.
+func (c *campaign) jumpBareQuorum(ctx context.Context, rng *rand.Rand, kind string) error {
+	ttl := c.cfg.TTL
+	paused := c.pickNodes(rng, "minority")
+	var rest []string
+	for n := range c.cfg.Addrs {
+		if name := fmt.Sprint(n + 1); !slices.Contains(paused, name) {
+			rest = append(rest, name)
+		}
+	}
+	rng.Shuffle(len(rest), func(i, j int) { rest[i], rest[j] = rest[j], rest[i] })
+	jumped := rest[:1+rng.IntN(2)]
+	slices.Sort(jumped)
+	step := jitter(rng, 3*ttl/2, 5*ttl/2)
+	c.faultBegins(kind, fmt.Sprintf("redis %s paused, then %s +%v", strings.Join(paused, ","), strings.Join(jumped, ","), step))
+	defer c.faultHeals(kind)
+	if err := c.onNodes(paused, "pause"); err != nil {
+		return err
+	}
+	resumed := false
+	defer func() {
+		if !resumed {
+			_ = c.onNodes(paused, "resume")
+		}
+	}()
+	wait.Sleep(ctx, ttl) // the keys on the paused nodes expire meanwhile
+	if !c.awaitTerm(ctx) {
+		return nil
+	}
+	if err := c.onNodes(jumped, "clock", fmt.Sprint(step.Milliseconds())); err != nil {
+		return err
+	}
+	resumed = true
+	if err := c.onNodes(paused, "resume"); err != nil {
+		return err
+	}
+	wait.Sleep(ctx, ttl)
+	return nil
 }
 
 // clockNodes returns one or two of the five nodes, at random.
