@@ -4,8 +4,12 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/leaderkit/elector/internal/wait"
 )
@@ -34,7 +38,11 @@ const (
 	// term to begin (its leader wins on the other three, a bare quorum),
 	// then at once steps one or two of those three nodes' wall clocks
 	// forward by 1.5-2.5 TTL and resumes the paused two. The leader then
-	// holds its key on one or two nodes while three or four are free.
+	// holds its key on one or two nodes while three or four are free. A
+	// waiting rival would retry only when the keys it saw were due to
+	// expire, after the leader's next renewal has found the loss, so a
+	// non-leading candidate is killed just before the jump: its successor
+	// process campaigns at once.
 	FaultClockJumpBareQuorum = "clock-jump-bare-quorum"
 	// FaultClockSlew makes one or two nodes' wall clocks run fast by half
 	// the drift factor the candidates use (backend.DefaultDriftFactor, 1 %:
@@ -98,7 +106,7 @@ func (c *campaign) injectClock(ctx context.Context, rng *rand.Rand, kind string)
 		step := jitter(rng, 3*ttl/2, 5*ttl/2)
 		c.faultBegins(kind, fmt.Sprintf("redis %s +%v", strings.Join(names, ","), step))
 		defer c.faultHeals(kind)
-		if err := c.onNodes(names, "clock", fmt.Sprint(step.Milliseconds())); err != nil {
+		if err := c.stepClocks(names, step, 0); err != nil {
 			return true, err
 		}
 		// The clocks stay ahead: the jump is over at once, its effects last
@@ -111,11 +119,11 @@ func (c *campaign) injectClock(ctx context.Context, rng *rand.Rand, kind string)
 		names := c.clockNodes(rng)
 		c.faultBegins(kind, fmt.Sprintf("redis %s %d ppm fast", strings.Join(names, ","), clockSlewPPM))
 		defer c.faultHeals(kind)
-		if err := c.onNodes(names, "clock", "0", fmt.Sprint(clockSlewPPM)); err != nil {
+		if err := c.stepClocks(names, 0, clockSlewPPM); err != nil {
 			return true, err
 		}
 		wait.Sleep(ctx, 3*ttl)
-		return true, c.onNodes(names, "clock", "0", "0")
+		return true, c.stepClocks(names, 0, 0)
 	}
 	return false, nil
 }
@@ -149,7 +157,8 @@ func (c *campaign) jumpBareQuorum(ctx context.Context, rng *rand.Rand, kind stri
 	if !c.awaitTerm(ctx) {
 		return nil
 	}
-	if err := c.onNodes(jumped, "clock", fmt.Sprint(step.Milliseconds())); err != nil {
+	c.killRival()
+	if err := c.stepClocks(jumped, step, 0); err != nil {
 		return err
 	}
 	resumed = true
@@ -158,6 +167,60 @@ func (c *campaign) jumpBareQuorum(ctx context.Context, rng *rand.Rand, kind stri
 	}
 	wait.Sleep(ctx, ttl)
 	return nil
+}
+
+// stepClocks steps the wall clocks of nodes by step and sets their rate
+// to ratePPM, as servers.sh clock does, but by writing the shim's control
+// files directly: a servers.sh run takes tens of milliseconds under load,
+// and a jump timed against a hand-over must land within a renewal
+// interval. The format ("OFFSET_US RATE_PPM SINCE_US") is clockshim.c's.
+func (c *campaign) stepClocks(nodes []string, step time.Duration, ratePPM int64) error {
+	state := os.Getenv("ELECTOR_STATE_DIR")
+	if state == "" {
+		state = "/tmp/elector-servers" // servers.sh's default
+	}
+	for _, n := range nodes {
+		dir := filepath.Join(state, "redis", n)
+		if _, err := os.Stat(filepath.Join(dir, "clockshim")); err != nil {
+			return fmt.Errorf("redis %s does not run under the clock shim: %w", n, err)
+		}
+		var off, rate, since int64
+		if b, err := os.ReadFile(filepath.Join(dir, "clock")); err == nil {
+			_, _ = fmt.Sscan(string(b), &off, &rate, &since)
+		}
+		now := time.Now().UnixMicro()
+		if rate != 0 && now > since {
+			off += (now - since) * rate / 1_000_000 // keep what the old rate added
+		}
+		tmp := filepath.Join(dir, "clock.tmp")
+		line := fmt.Sprintf("%d %d %d\n", off+step.Microseconds(), ratePPM, now)
+		if err := os.WriteFile(tmp, []byte(line), 0o644); err != nil {
+			return err
+		}
+		if err := os.Rename(tmp, filepath.Join(dir, "clock")); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// killRival SIGKILLs a candidate process that does not lead, if any: its
+// slot starts a new process, whose first acquire round comes at once
+// rather than after a waiting candidate's back-off.
+func (c *campaign) killRival() {
+	leader := c.leader()
+	c.mu.Lock()
+	var rival *proc
+	for _, p := range c.running {
+		if p != leader {
+			rival = p
+			break
+		}
+	}
+	c.mu.Unlock()
+	if rival != nil {
+		c.signal(rival, syscall.SIGKILL, KindKill)
+	}
 }
 
 // clockNodes returns one or two of the five nodes, at random.
