@@ -163,7 +163,14 @@ func recheck(t *testing.T, dir string) {
 		if strings.HasPrefix(name, "redlock") {
 			documented = DocumentedRedlock
 		}
+		_, mode := SplitCampaign(name)
+		if mode == "clock" {
+			documented = DocumentedClock
+		}
 		r := Check(h.Events(), Params{Bound: 3*chaosTTL + 3*time.Second, Documented: documented})
+		if mode == "clock" {
+			FailStaleWrites(&r)
+		}
 		rows = append(rows, Rows(name, r)...)
 		for _, v := range r.Violations {
 			t.Logf("%s: documented=%v %s", name, v.Documented, strings.SplitN(FormatViolation(v), "\n", 2)[0])
