@@ -38,6 +38,9 @@ type Config struct {
 	// AOF makes Redis nodes run (and restart) with appendfsync always;
 	// without it they restart empty.
 	AOF bool
+	// Clock runs the Redis nodes under the clock shim (clock.go), and
+	// restarts them without it at the end.
+	Clock bool
 	// Candidates is the number of candidate processes (slots).
 	Candidates int
 	// TTL is the lease TTL (ZooKeeper: session timeout).
@@ -98,7 +101,7 @@ func Run(ctx context.Context, cfg Config) (events []Event, err error) {
 	if cfg.ServerKind == "redis" {
 		// Start from nodes in the campaign's persistence mode.
 		for n := range cfg.Addrs {
-			if err := c.servers("restart", "redis", fmt.Sprint(n+1), aofFlag(cfg.AOF)); err != nil {
+			if err := c.servers("restart", "redis", fmt.Sprint(n+1), aofFlag(cfg.AOF), clockFlag(cfg.Clock)); err != nil {
 				return nil, err
 			}
 		}
@@ -164,7 +167,7 @@ func (c *campaign) restoreNodes() error {
 	for n := range c.cfg.Addrs {
 		node := fmt.Sprint(n + 1)
 		_ = c.servers("resume", c.cfg.ServerKind, node)
-		if c.cfg.ServerKind == "redis" && c.cfg.AOF {
+		if c.cfg.ServerKind == "redis" && (c.cfg.AOF || c.cfg.Clock) {
 			errs = append(errs, c.servers("restart", "redis", node))
 		}
 	}

@@ -18,7 +18,7 @@ var (
 	flagLong     = flag.Bool("chaos.long", false, "run the long campaign (make chaos) instead of the short one (make test)")
 	flagSeed     = flag.Uint64("chaos.seed", 0, "seed of the nemesis schedule; 0 picks one (printed)")
 	flagOut      = flag.String("chaos.out", "", "directory for the report (JSON, SVG, candidate logs); default a temporary one")
-	flagCampaign = flag.String("chaos.campaigns", "redlock-aof,redlock-noaof,etcd,zookeeper", "campaigns to run; a suffix -restarts or -concurrent picks a fault mode (e.g. redlock-noaof-restarts, etcd-concurrent)")
+	flagCampaign = flag.String("chaos.campaigns", "redlock-aof,redlock-noaof,etcd,zookeeper", "campaigns to run; a suffix -restarts, -concurrent or -clock picks a fault mode (e.g. redlock-noaof-restarts, etcd-concurrent, redlock-noaof-clock)")
 	flagFaults   = flag.Int("chaos.faults", 0, "faults per campaign (0: 100 long, 5 short)")
 	flagTerms    = flag.Int("chaos.terms", 0, "terms per campaign (0: 300 long, 12 short)")
 	flagRecheck  = flag.String("chaos.recheck", "", "check the <campaign>-history.jsonl files a run left in this directory instead of running campaigns")
@@ -94,6 +94,9 @@ func TestChaos(t *testing.T) {
 		if cfg.Faults, err = ModeFaults(mode, cfg.ServerKind, cfg.AOF); err != nil {
 			t.Fatalf("campaign %q: %v", name, err)
 		}
+		if cfg.Clock = mode == "clock"; cfg.Clock {
+			documented = DocumentedClock
+		}
 		t.Run(name, func(t *testing.T) {
 			cfg.Logf = t.Logf
 			ctx, cancel := context.WithTimeout(context.Background(), maxDur+5*time.Minute)
@@ -104,6 +107,9 @@ func TestChaos(t *testing.T) {
 				t.Errorf("campaign: %v", err)
 			}
 			r := Check(events, Params{Bound: cfg.Bound, Documented: documented})
+			if cfg.Clock {
+				FailStaleWrites(&r)
+			}
 			rows := Rows(name, r)
 			rep.Rows = append(rep.Rows, rows...)
 			rep.Violations[name] = r.Violations
@@ -157,7 +163,14 @@ func recheck(t *testing.T, dir string) {
 		if strings.HasPrefix(name, "redlock") {
 			documented = DocumentedRedlock
 		}
+		_, mode := SplitCampaign(name)
+		if mode == "clock" {
+			documented = DocumentedClock
+		}
 		r := Check(h.Events(), Params{Bound: 3*chaosTTL + 3*time.Second, Documented: documented})
+		if mode == "clock" {
+			FailStaleWrites(&r)
+		}
 		rows = append(rows, Rows(name, r)...)
 		for _, v := range r.Violations {
 			t.Logf("%s: documented=%v %s", name, v.Documented, strings.SplitN(FormatViolation(v), "\n", 2)[0])

@@ -49,8 +49,10 @@ func ModeFaults(mode, serverKind string, aof bool) ([]string, error) {
 		return []string{random, FaultRestartAfterHandOver}, nil
 	case "concurrent":
 		return []string{FaultRestartDuringPause, FaultCutDuringHandOver}, nil
+	case "clock":
+		return ClockFaults(serverKind)
 	}
-	return nil, fmt.Errorf("unknown campaign mode %q (want restarts or concurrent)", mode)
+	return nil, fmt.Errorf("unknown campaign mode %q (want restarts, concurrent or clock)", mode)
 }
 
 // SplitCampaign splits a campaign name into its driver and persistence
@@ -58,7 +60,7 @@ func ModeFaults(mode, serverKind string, aof bool) ([]string, error) {
 // "-restarts" or "-concurrent" ("" for none): "etcd-concurrent" runs etcd
 // under overlapping faults.
 func SplitCampaign(name string) (base, mode string) {
-	for _, m := range []string{"restarts", "concurrent"} {
+	for _, m := range []string{"restarts", "concurrent", "clock"} {
 		if b, ok := strings.CutSuffix(name, "-"+m); ok {
 			return b, m
 		}

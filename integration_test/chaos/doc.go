@@ -33,7 +33,10 @@
 //     Redlock holder may hold a bare quorum); "-concurrent" draws two
 //     overlapping faults: a minority restart during a leader pause, and a
 //     cut of the new leader's links while a minority of nodes is paused,
-//     right after a hand-over.
+//     right after a hand-over; "-clock" (Redlock only) moves the Redis
+//     nodes' wall clocks: forward jumps of one or two nodes (at random,
+//     right after a hand-over, and after staging a bare quorum) and a slew
+//     within the drift factor (clock.go, scripts/clockshim.c).
 //
 // Every event carries CLOCK_MONOTONIC ([Mono]), which the candidates, the
 // fence and the nemesis share on one machine, so the history orders them

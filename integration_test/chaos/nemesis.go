@@ -112,6 +112,9 @@ func (c *campaign) inject(ctx context.Context, rng *rand.Rand, kind string) erro
 	if ok, err := c.injectCompound(ctx, rng, kind); ok {
 		return err
 	}
+	if ok, err := c.injectClock(ctx, rng, kind); ok {
+		return err
+	}
 	if strings.HasSuffix(kind, "-leader") {
 		return c.injectLeader(ctx, rng, kind)
 	}
