@@ -67,7 +67,7 @@ func (c *campaign) nemesis(ctx context.Context) error {
 	began := time.Now()
 	ttl := cfg.TTL
 	faults := 0
-	for faults < cfg.MinFaults || c.terms() < cfg.MinTerms {
+	for faults < cfg.MinFaults || c.terms() < cfg.MinTerms || c.migrations() < cfg.Migrations {
 		if time.Since(began) > cfg.MaxDuration {
 			cfg.Logf("chaos: %s: time is up after %d faults and %d terms", cfg.Name, faults, c.terms())
 			break
