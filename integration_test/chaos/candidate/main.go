@@ -3,6 +3,10 @@
 // [elector.Elector] on the driver named by -driver and, while it leads,
 // writes to the fencing store at -fence with its term's token every
 // -write-every, resigning after a random time so that terms hand over often.
+// With -url it opens the backend from a URL instead (a migrate+<phase>://
+// URL in a migrate campaign, whose events carry -key); with -partitions it
+// is a member of partition group -election instead, leaving and joining
+// again now and then, and keys each partition's events p<N>.
 //
 // It prints one JSON object per line on standard output for every
 // transition, stamped with CLOCK_MONOTONIC in nanoseconds (shared by every
@@ -11,7 +15,10 @@
 //	{"mono":123,"proc":"s1g0","kind":"elected","token":42}
 //	{"mono":456,"proc":"s1g0","kind":"stepdown","token":42,"note":"..."}
 //
-// It exits 0 after SIGTERM or SIGINT, once its term (if any) has ended.
+// It exits 0 after SIGTERM or SIGINT, once its term (if any) has ended,
+// and after reporting a "refused" event when the backend refuses it for
+// good (an error wrapping backend.ErrInvalid from Campaign: a replica in
+// phase old after the migration's marker).
 package main
 
 import (
