@@ -207,6 +207,10 @@ func TestCheckKeysViolations(t *testing.T) {
 		{Mono: s(3), Kind: KindFault, Proc: "b", Note: FaultKillLeader}, {Mono: s(3), Proc: "b", Kind: KindKill},
 		{Mono: s(3), Kind: KindHeal, Note: FaultKillLeader},
 		keyed(elected(3.5, "a", 12), "p0"), keyed(elected(5.5, "a", 8), "p2"),
+		// p4: a slow graceful hand-over, but a fault began on its way: not
+		// timed.
+		keyed(elected(0.1, "a", 1), "p4"), keyed(stepdown(2.5, "a", 1), "p4"), revoked(2.5, "a", 1, "p4", "moved"),
+		keyed(elected(4, "b", 2), "p4"),
 		// The same token values in another key are no conflict.
 		keyed(elected(0.1, "a", 10), "p3"), keyed(write(6.1, "a", 10, true), "p3"),
 	}

@@ -36,8 +36,9 @@ type KeyParams struct {
 	// Graceful reports whether a stepdown's note says the term ended by a
 	// cooperative hand-over; nil means none does.
 	Graceful func(note string) bool
-	// Handover bounds the time from a graceful stepdown, outside faults,
-	// to the next term of the same key; 0 skips the check.
+	// Handover bounds the time from a graceful stepdown to the next term of
+	// the same key, when no fault meets the hand-over (see checkHandovers);
+	// 0 skips the check.
 	Handover time.Duration
 	// Takeover bounds the time from the kill of a process holding a term
 	// to the next term of the same key; 0 skips the check.
@@ -151,18 +152,22 @@ func (c *checker) merge(k string, r Result) {
 	}
 }
 
-// inFault reports whether t falls in a fault or within after of its heal.
-func (c *checker) inFault(t int64, after time.Duration) bool {
+// inFault reports whether [from, to] meets a fault or the time within after
+// of its heal.
+func (c *checker) inFault(from, to int64, after time.Duration) bool {
 	for _, f := range c.r.Faults {
-		if f.Start <= t && t <= f.Heal+int64(after) {
+		if f.Start <= to && from <= f.Heal+int64(after) {
 			return true
 		}
 	}
 	return false
 }
 
-// checkHandovers times, per key, the gap from a graceful stepdown (outside
-// faults) or a kill of the holder to the next term.
+// checkHandovers times, per key, the gap from a graceful stepdown or a kill
+// of the holder to the next term. A graceful hand-over is timed only when
+// no fault began, lasted or healed less than kp.Takeover earlier, between
+// it and the next term (at most kp.Handover later): a fault that pauses or cuts the next owner on its way
+// is the recovery check's business.
 func (c *checker) checkHandovers(kp KeyParams, st *KeyStats) {
 	terms := c.r.Terms
 	for i, t := range terms {
@@ -173,7 +178,7 @@ func (c *checker) checkHandovers(kp KeyParams, st *KeyStats) {
 		gap := time.Duration(next - t.End)
 		switch {
 		case kp.Handover > 0 && t.EndReason == "stepdown" && kp.Graceful != nil && kp.Graceful(t.Why) &&
-			!c.inFault(t.End, kp.Takeover):
+			!c.inFault(t.End, min(next, t.End+int64(kp.Handover)), kp.Takeover):
 			st.Graceful++
 			st.WorstGraceful = max(st.WorstGraceful, gap)
 			if gap > kp.Handover {
