@@ -50,7 +50,9 @@ func (c *campaign) args(name, election string, addrs []string) []string {
 	case ModePartitions:
 		return append(a, "-driver", cfg.Driver, "-addrs", strings.Join(addrs, ","), "-election", election,
 			"-partitions", fmt.Sprint(cfg.Partitions), "-write-every", (ttl / 4).String(),
-			"-member-min", (5 * ttl).String(), "-member-max", (15 * ttl).String())
+			"-member-min", (5 * ttl).String(), "-member-max", (15 * ttl).String(),
+			// Up to 256 campaigns in flight per member start at once.
+			"-node-timeout", "300ms")
 	case ModeMigrate:
 		var slot int
 		_, _ = fmt.Sscanf(name, "s%d", &slot)
