@@ -21,6 +21,7 @@ var (
 	flagCampaign = flag.String("chaos.campaigns", "redlock-aof,redlock-noaof,etcd,zookeeper", "campaigns to run; a suffix -restarts or -concurrent picks a fault mode (e.g. redlock-noaof-restarts, etcd-concurrent), -partitions the partition mode (etcd-partitions); migrate-<old>-<new> a rolling migration (migrate-redis-etcd)")
 	flagFaults   = flag.Int("chaos.faults", 0, "faults per campaign (0: 100 long, 5 short)")
 	flagTerms    = flag.Int("chaos.terms", 0, "terms per campaign (0: 300 long, 12 short)")
+	flagMigrate  = flag.Int("chaos.migrations", 0, "full migrations per migrate campaign (0: 20 long, 1 short)")
 	flagRecheck  = flag.String("chaos.recheck", "", "check the <campaign>-history.jsonl files a run left in this directory instead of running campaigns")
 )
 
@@ -94,8 +95,13 @@ func TestChaos(t *testing.T) {
 		if err := configure(t, name, &cfg); err != nil {
 			t.Fatal(err)
 		}
-		if *flagLong && cfg.Mode == ModeMigrate {
-			cfg.Migrations = 20
+		if cfg.Mode == ModeMigrate {
+			switch {
+			case *flagMigrate > 0:
+				cfg.Migrations = *flagMigrate
+			case *flagLong:
+				cfg.Migrations = 20
+			}
 		}
 		t.Run(name, func(t *testing.T) {
 			cfg.Logf = t.Logf
