@@ -356,6 +356,17 @@ func (c *campaign) dropLeading(proc string) {
 	}
 }
 
+// owned returns how many elections (partitions) have a leader.
+func (c *campaign) owned() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	keys := map[string]bool{}
+	for k := range c.leading {
+		keys[k.key] = true
+	}
+	return len(keys)
+}
+
 // terms returns how many terms began so far.
 func (c *campaign) terms() int {
 	c.mu.Lock()

@@ -93,11 +93,13 @@ func (c *campaign) nemesis(ctx context.Context) error {
 	return nil
 }
 
-// awaitLeader waits up to d for some candidate to lead.
+// awaitLeader waits up to d for some candidate to lead (in partition mode:
+// for every partition to have an owner, so that the next fault does not
+// land on a recovery still under way).
 func (c *campaign) awaitLeader(ctx context.Context, d time.Duration) bool {
 	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) {
-		if c.leader() != nil {
+		if c.leader() != nil && (c.cfg.Mode != ModePartitions || c.owned() == c.cfg.Partitions) {
 			return true
 		}
 		if !wait.Sleep(ctx, 10*time.Millisecond) {
