@@ -22,6 +22,7 @@ var (
 	flagFaults   = flag.Int("chaos.faults", 0, "faults per campaign (0: 100 long, 5 short)")
 	flagTerms    = flag.Int("chaos.terms", 0, "terms per campaign (0: 300 long, 12 short)")
 	flagMigrate  = flag.Int("chaos.migrations", 0, "full migrations per migrate campaign (0: 20 long, 1 short)")
+	flagKinds    = flag.String("chaos.kinds", "", "comma-separated fault kinds to draw from instead of the campaign's (e.g. pause-minority)")
 	flagRecheck  = flag.String("chaos.recheck", "", "check the <campaign>-history.jsonl files a run left in this directory instead of running campaigns")
 )
 
@@ -94,6 +95,9 @@ func TestChaos(t *testing.T) {
 		}
 		if err := configure(t, name, &cfg); err != nil {
 			t.Fatal(err)
+		}
+		if *flagKinds != "" {
+			cfg.Faults = strings.Split(*flagKinds, ",")
 		}
 		if cfg.Mode == ModeMigrate {
 			switch {
