@@ -244,6 +244,17 @@ func TestCheckKeysLateReplica(t *testing.T) {
 	if r, st := CheckKeys(refused, params, mig); len(r.Violations) != 0 || st.Refused != 1 {
 		t.Errorf("refused late replica: violations %v, %d refused; want none and 1", kinds(r), st.Refused)
 	}
+	// A fault begun before a migration's span and healed within it counts
+	// for that migration: the gap it explains is no leaderless gap.
+	spanned := []Event{
+		{Mono: s(0), Kind: KindFault, Proc: "etcd 1", Note: FaultKillMinor},
+		keyed(elected(10, "s0g0", 1), "m1"), keyed(stepdown(10.5, "s0g0", 1), "m1"),
+		{Mono: s(30), Kind: KindHeal, Note: FaultKillMinor},
+		keyed(elected(31, "s1g0", 2), "m1"), keyed(stepdown(32, "s1g0", 2), "m1"),
+	}
+	if r, _ := CheckKeys(spanned, params, mig); len(r.Violations) != 0 || len(r.Faults) != 1 {
+		t.Errorf("gap during a fault begun before the span: violations %v, %d faults; want none and 1", kinds(r), len(r.Faults))
+	}
 	won := append(slices.Clone(base), keyed(elected(1.2, "s5m0late", 6), "m0"), keyed(write(1.3, "s0g1", 1<<48|900, true), "m0"))
 	r, _ := CheckKeys(won, params, mig)
 	got := kinds(r)

@@ -116,13 +116,30 @@ func CheckKeys(events []Event, p Params, kp KeyParams) (Result, KeyStats) {
 	return all.r, st
 }
 
-// withShared returns a key's events merged with the shared events (those in
-// the key's span only, if span).
+// withShared returns a key's events merged with the shared events; with
+// span, only the faults (each with its heal) that overlap the key's span,
+// and the other shared events within it.
 func withShared(own, shared []Event, span bool) []Event {
 	lo, hi := own[0].Mono, own[len(own)-1].Mono
+	keep := make([]bool, len(shared))
+	fault := -1 // index of the fault begun last, as rebuild pairs them
+	for i, ev := range shared {
+		keep[i] = !span || (ev.Mono >= lo && ev.Mono <= hi)
+		switch ev.Kind {
+		case KindFault:
+			fault = i
+			keep[i] = keep[i] || (span && ev.Mono <= hi) // unless it healed before lo (below)
+		case KindHeal:
+			if fault >= 0 && shared[fault].Mono <= hi && ev.Mono >= lo {
+				keep[fault], keep[i] = true, true
+			} else if fault >= 0 && ev.Mono < lo {
+				keep[fault] = false
+			}
+		}
+	}
 	out := slices.Clone(own)
-	for _, ev := range shared {
-		if !span || (ev.Mono >= lo && ev.Mono <= hi) {
+	for i, ev := range shared {
+		if keep[i] {
 			out = append(out, ev)
 		}
 	}

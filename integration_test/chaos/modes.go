@@ -72,7 +72,9 @@ func storeURL(driver string, addrs []string) string {
 	hosts := strings.Join(addrs, ",")
 	switch driver {
 	case "redlock":
-		return "redis://" + hosts + "?dial_timeout=200ms"
+		// A 300 ms NodeTimeout, as in the partition mode: five
+		// processes, two stores and toxiproxy on a shared 2-core host.
+		return "redis://" + hosts + "?dial_timeout=200ms&node_timeout=300ms"
 	case "etcd":
 		return "etcd://" + hosts
 	}
