@@ -165,23 +165,28 @@ func (c *campaign) roll(ctx context.Context, s int, ph migrate.Phase) bool {
 }
 
 // awaitMarker waits until a term with a token of the new store's epoch
-// began: the marker is on the old store. It gives up after 3 bounds (the
-// nemesis may be in the way) and reports false when the campaign ended.
+// began: the marker is on the old store. Rolling on to done before that
+// would be refused (as migrate documents), so it waits as long as the
+// campaign runs, logging every 3 recovery bounds; it reports false when
+// the campaign ended.
 func (c *campaign) awaitMarker(ctx context.Context) bool {
-	deadline := time.Now().Add(3 * c.cfg.Bound)
-	for time.Now().Before(deadline) {
+	began := time.Now()
+	next := 3 * c.cfg.Bound
+	for {
 		c.mu.Lock()
 		epoch, _ := migrate.SplitToken(c.mig.maxToken)
 		c.mu.Unlock()
 		if epoch >= 1 {
 			return true
 		}
+		if time.Since(began) > next {
+			c.cfg.Logf("chaos: %s: no term of the new epoch yet after %v", c.cfg.Name, next)
+			next += 3 * c.cfg.Bound
+		}
 		if !wait.Sleep(ctx, 10*time.Millisecond) {
 			return false
 		}
 	}
-	c.cfg.Logf("chaos: %s: no term of the new epoch within %v", c.cfg.Name, 3*c.cfg.Bound)
-	return ctx.Err() == nil
 }
 
 // lateReplica starts a replica in phase old on the migrated election and
