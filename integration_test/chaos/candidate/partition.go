@@ -64,9 +64,16 @@ func runPartitions(ctx context.Context, b backend.Backend, hc *http.Client, cfg 
 	}
 }
 
-// own writes to the fence for partition key every cfg.writeEvery until ctx
+// own writes to the fence for partition key at once, presenting the new
+// token to the resource before acting, then every cfg.writeEvery until ctx
 // ends, each write going out cfg.writeEvery/2 after the check, as lead's.
+// Without the first write a partition's resource learns the new token only
+// writeEvery/2 into the term (250 ms at TTL 2 s), and a paused ex-owner
+// resumed meanwhile has its late write accepted (etcd-partitions seed 23,
+// pause-leader): a fence refuses a stale token only once it has seen a newer
+// one.
 func own(ctx context.Context, hc *http.Client, cfg config, key string, token uint64) {
+	write(hc, cfg.fence, cfg.proc, key, token)
 	tick := time.NewTicker(cfg.writeEvery)
 	defer tick.Stop()
 	for ctx.Err() == nil {
