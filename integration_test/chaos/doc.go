@@ -39,8 +39,10 @@
 //     partition sharing 64 partitions under the default faults. Each
 //     leaves the group gracefully after 5-15 TTL and joins again TTL/2-TTL
 //     later, so partitions move cooperatively as well as after faults.
-//     While it owns a partition it writes to the fence every TTL/4 with
-//     that partition's token, to that partition's own resource.
+//     On taking a partition it writes to the fence at once with the
+//     partition's token, to that partition's own resource, then every
+//     TTL/4 (a fence refuses a stale token only once it has seen a newer
+//     one).
 //   - Migrate mode ([ModeMigrate], campaign migrate-<old>-<new>, e.g.
 //     migrate-redis-etcd): five candidates lead one election through
 //     package migrate while a runbook restarts them one at a time from
