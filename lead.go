@@ -37,10 +37,24 @@ func (r *renewer) start(ctx context.Context, until time.Time) {
 	go func(ch chan<- error) { ch <- r.l.Renew(rctx) }(r.result)
 }
 
+// next returns how long to wait for the next attempt after the lease was
+// won or renewed: until the lease's Deadline less TTL, plus RenewInterval,
+// which is RenewInterval after the send time of the request that proved the
+// lease (less the drift bound), and at least a quarter of RenewInterval.
+// Counting from the Deadline rather than from when the attempt returned
+// keeps the schedules of elections whose leases a driver renews together
+// (one etcd keepalive, one ZooKeeper session, one Redis batch) in step, so
+// that their next renewals find one request to share instead of drifting
+// apart by their latencies.
+func (r *renewer) next() time.Duration {
+	o := &r.e.opts
+	return max(time.Until(r.l.Deadline().Add(o.RenewInterval-o.TTL)), o.RenewInterval/4)
+}
+
 // done records an attempt's outcome. It reports an error wrapping
 // backend.ErrLost when the lease is known gone, and nil otherwise; on
-// success the next attempt is scheduled RenewInterval later, on failure
-// after a backoff.
+// success the next attempt is scheduled by next, on failure after a
+// backoff.
 func (r *renewer) done(ctx context.Context, err error) error {
 	r.cancel()
 	r.result = nil
@@ -49,7 +63,7 @@ func (r *renewer) done(ctx context.Context, err error) error {
 	switch {
 	case err == nil:
 		r.failed, r.lastErr = 0, nil
-		r.timer.Reset(o.RenewInterval)
+		r.timer.Reset(r.next())
 		r.e.log.LogAttrs(ctx, slog.LevelDebug, "renewed",
 			slog.Uint64("token", r.l.Token()), slog.Duration("deadline_in", time.Until(r.l.Deadline())))
 		return nil
@@ -133,8 +147,9 @@ func (e *Elector) lead(ctx context.Context, l backend.Lease) (resigned bool) {
 		}
 	}()
 
-	t := &term{e: e, ts: ts, l: l, running: callback,
-		r: &renewer{e: e, l: l, term: ts.term, timer: time.NewTimer(o.RenewInterval)}}
+	r := &renewer{e: e, l: l, term: ts.term}
+	r.timer = time.NewTimer(r.next())
+	t := &term{e: e, ts: ts, l: l, running: callback, r: r}
 	t.stepDown = time.NewTimer(time.Until(t.stepDownAt()))
 	defer t.stepDown.Stop()
 	defer t.r.stop()
