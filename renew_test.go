@@ -3,6 +3,7 @@ package elector
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -73,4 +74,71 @@ func TestRenewScheduleFollowsDeadline(t *testing.T) {
 				i+1, at.Sub(el.at), want.Sub(el.at))
 		}
 	})
+}
+
+// pingedBackend is a memory Backend whose driver keeps its leases alive
+// between renewals, as a ZooKeeper session's pings do: every TTL/6 it
+// renews the lease in the background, and the Deadline follows.
+type pingedBackend struct{ backend.Backend }
+
+func (b pingedBackend) Campaign(ctx context.Context, c backend.Candidate) (backend.Lease, error) {
+	l, err := b.Backend.Campaign(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	p := &pingedLease{Lease: l}
+	go func() {
+		for {
+			select {
+			case <-time.After(c.TTL / 6):
+				_ = l.Renew(context.Background())
+			case <-l.Lost():
+				return
+			}
+		}
+	}()
+	return p, nil
+}
+
+type pingedLease struct {
+	backend.Lease
+	renews atomic.Int32 // Renew calls of the Elector
+}
+
+func (l *pingedLease) Renew(ctx context.Context) error {
+	l.renews.Add(1)
+	return l.Lease.Renew(ctx)
+}
+
+// A Deadline that the driver moves between renewals postpones the next
+// renewal and the step-down point alike: the leader neither steps down at
+// the Deadline it saw at its last renewal nor renews a lease proven since.
+func TestDriverMovedDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := newRecorder()
+		var lease *pingedLease
+		b := pingedBackend{memory.New()}
+		r := start(t, leaseSpy{b, &lease}, rec.options("alice"))
+		rec.next(t, "elected")
+		time.Sleep(10 * ttl) // fake time
+		assert.True(t, r.e.IsLeader(), "still leading: the Deadline never came within the safety margin")
+		rec.none(t)
+		assert.Zero(t, lease.renews.Load(), "renewals of a lease whose Deadline stays fresh")
+		assert.ErrorIs(t, r.stop(t), context.Canceled)
+		rec.next(t, "revoked")
+	})
+}
+
+// leaseSpy hands the lease of a pingedBackend's Campaign to the test.
+type leaseSpy struct {
+	pingedBackend
+	l **pingedLease
+}
+
+func (s leaseSpy) Campaign(ctx context.Context, c backend.Candidate) (backend.Lease, error) {
+	l, err := s.pingedBackend.Campaign(ctx, c)
+	if err == nil {
+		*s.l = l.(*pingedLease)
+	}
+	return l, err
 }
