@@ -37,10 +37,43 @@ func (r *renewer) start(ctx context.Context, until time.Time) {
 	go func(ch chan<- error) { ch <- r.l.Renew(rctx) }(r.result)
 }
 
+// next returns how long to wait for the next attempt after the lease was
+// won or renewed: until the lease's Deadline less TTL, plus RenewInterval,
+// which is RenewInterval after the send time of the request that proved the
+// lease (less the drift bound), and at least a quarter of RenewInterval.
+// Counting from the Deadline rather than from when the attempt returned
+// keeps the schedules of elections whose leases a driver renews together
+// (one etcd keepalive, one ZooKeeper session, one Redis batch) in step, so
+// that their next renewals find one request to share instead of drifting
+// apart by their latencies.
+func (r *renewer) next() time.Duration {
+	return max(r.until(), r.e.opts.RenewInterval/4)
+}
+
+// until returns how long until a renewal is due: RenewInterval after the
+// proof behind the lease's current Deadline. A driver may move the Deadline
+// between renewals (a ZooKeeper session's pings, a Redis batch that renews
+// idle leases early): the attempt then waits for the new due time, so that
+// the elections sharing that proof are due together.
+func (r *renewer) until() time.Duration {
+	o := &r.e.opts
+	return time.Until(r.l.Deadline().Add(o.RenewInterval - o.TTL))
+}
+
+// fire handles the timer: it starts an attempt bounded by until if one is
+// due, and otherwise sets the timer for when one is.
+func (r *renewer) fire(ctx context.Context, until time.Time) {
+	if d := r.until(); d > 0 {
+		r.timer.Reset(d)
+		return
+	}
+	r.start(ctx, until)
+}
+
 // done records an attempt's outcome. It reports an error wrapping
 // backend.ErrLost when the lease is known gone, and nil otherwise; on
-// success the next attempt is scheduled RenewInterval later, on failure
-// after a backoff.
+// success the next attempt is scheduled by next, on failure after a
+// backoff.
 func (r *renewer) done(ctx context.Context, err error) error {
 	r.cancel()
 	r.result = nil
@@ -49,7 +82,7 @@ func (r *renewer) done(ctx context.Context, err error) error {
 	switch {
 	case err == nil:
 		r.failed, r.lastErr = 0, nil
-		r.timer.Reset(o.RenewInterval)
+		r.timer.Reset(r.next())
 		r.e.log.LogAttrs(ctx, slog.LevelDebug, "renewed",
 			slog.Uint64("token", r.l.Token()), slog.Duration("deadline_in", time.Until(r.l.Deadline())))
 		return nil
@@ -98,7 +131,7 @@ type term struct {
 	ts       *termState
 	l        backend.Lease
 	r        *renewer
-	stepDown *time.Timer   // fires at the lease's deadline minus SafetyMargin
+	stepDown *time.Timer   // fires at the lease's deadline minus SafetyMargin; re-armed if the Deadline moved meanwhile
 	running  chan struct{} // closed when OnElected returns; nil once seen
 	stepDone bool          // stepDown has fired
 	resign   *resignRequest
@@ -133,8 +166,9 @@ func (e *Elector) lead(ctx context.Context, l backend.Lease) (resigned bool) {
 		}
 	}()
 
-	t := &term{e: e, ts: ts, l: l, running: callback,
-		r: &renewer{e: e, l: l, term: ts.term, timer: time.NewTimer(o.RenewInterval)}}
+	r := &renewer{e: e, l: l, term: ts.term}
+	r.timer = time.NewTimer(r.next())
+	t := &term{e: e, ts: ts, l: l, running: callback, r: r}
 	t.stepDown = time.NewTimer(time.Until(t.stepDownAt()))
 	defer t.stepDown.Stop()
 	defer t.r.stop()
@@ -184,6 +218,10 @@ func (t *term) serve(ctx context.Context) (reason error) {
 		case <-t.l.Lost():
 			reason = fmt.Errorf("%w: the backend reports it gone: %w", ErrLeaseLost, backend.ErrLost)
 		case <-t.stepDown.C:
+			if d := time.Until(t.stepDownAt()); d > 0 {
+				t.stepDown.Reset(d) // the driver moved the Deadline between renewals
+				continue
+			}
 			t.stepDone = true
 			reason = fmt.Errorf("%w: %w (%s)", ErrLeaseLost, errNoRenewal, r.why())
 		case req := <-e.resignCh:
@@ -193,7 +231,7 @@ func (t *term) serve(ctx context.Context) (reason error) {
 			}
 			reason, t.resign = ErrResigned, req
 		case <-r.timer.C:
-			r.start(ctx, t.stepDownAt())
+			r.fire(ctx, t.stepDownAt())
 		case err := <-r.result:
 			switch lost := r.done(ctx, err); {
 			case lost != nil:
@@ -222,7 +260,7 @@ func (t *term) drain(ctx context.Context) {
 			t.running = nil
 		case <-r.timer.C:
 			if voluntary && !t.stepDone {
-				r.start(ctx, t.stepDownAt())
+				r.fire(ctx, t.stepDownAt())
 			}
 		case err := <-r.result:
 			switch lost := r.done(ctx, err); {
@@ -232,6 +270,10 @@ func (t *term) drain(ctx context.Context) {
 				t.stepDown.Reset(time.Until(t.stepDownAt()))
 			}
 		case <-t.stepDown.C:
+			if d := time.Until(t.stepDownAt()); d > 0 {
+				t.stepDown.Reset(d)
+				continue
+			}
 			t.stepDone = true
 		}
 	}

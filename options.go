@@ -40,7 +40,11 @@ type Options struct {
 	// Default [DefaultTTL] (15 s); at least [MinTTL], at most [MaxTTL].
 	TTL time.Duration
 
-	// RenewInterval is the time between renewals while leading. A failed
+	// RenewInterval is the time between renewals while leading: a renewal
+	// is due RenewInterval after the request that proved the lease's
+	// current deadline, so the elections whose leases a driver renews with
+	// one request stay in step, and a deadline the driver moved on its own
+	// (a ZooKeeper session's pings) postpones the renewal. A failed
 	// renewal is retried, with backoff, until the lease's deadline minus
 	// SafetyMargin. Default TTL/3; it must be below TTL - SafetyMargin.
 	RenewInterval time.Duration

@@ -37,7 +37,11 @@ type Backend struct {
 	mu       sync.Mutex
 	closed   bool
 	sessions map[int64][]*session // by TTL in seconds
-	held     map[heldKey]*lease   // won and not yet finished, for Guard
+	// granting holds, by TTL in seconds, a channel closed when the grant
+	// of a new session with that TTL has finished: concurrent Campaigns
+	// wait for it instead of granting one session each.
+	granting map[int64]chan struct{}
+	held     map[heldKey]*lease // won and not yet finished, for Guard
 }
 
 type heldKey struct {
@@ -70,6 +74,7 @@ func New(cli *clientv3.Client, opts *Options) (*Backend, error) {
 		cancel:   cancel,
 		done:     make(chan struct{}),
 		sessions: make(map[int64][]*session),
+		granting: make(map[int64]chan struct{}),
 		held:     make(map[heldKey]*lease),
 	}, nil
 }
@@ -185,16 +190,40 @@ func (b *Backend) isClosed() bool {
 }
 
 // reserve finds or grants a session with the given TTL on which l can write
-// its election's key, and records l on it.
+// its election's key, and records l on it. One grant per TTL is in flight
+// at a time: Campaigns that find no session while one is being granted
+// wait for it and try to take it, so that a cold start of many Campaigns
+// at once shares one etcd lease instead of granting one each.
 func (b *Backend) reserve(ctx context.Context, l *lease, ttlSeconds int64) (*session, error) {
+	for {
+		pick, wait, err := b.pick(l, ttlSeconds)
+		switch {
+		case err != nil:
+			return nil, err
+		case pick != nil:
+			return pick, nil
+		case wait == nil:
+			return b.grant(ctx, l, ttlSeconds)
+		}
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// pick records l on a live session with the given TTL if one can carry it.
+// Otherwise it returns the channel of a grant in flight for that TTL, or
+// nil after noting that the caller grants one.
+func (b *Backend) pick(l *lease, ttlSeconds int64) (pick *session, wait chan struct{}, err error) {
 	now := time.Now()
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	if b.closed {
-		b.mu.Unlock()
-		return nil, fmt.Errorf("etcd: campaign %q: %w", l.election, backend.ErrClosed)
+		return nil, nil, fmt.Errorf("etcd: campaign %q: %w", l.election, backend.ErrClosed)
 	}
 	kept := b.sessions[ttlSeconds][:0]
-	var pick *session
 	for _, s := range b.sessions[ttlSeconds] {
 		if pick == nil {
 			took, unused := s.take(l, now)
@@ -208,11 +237,32 @@ func (b *Backend) reserve(ctx context.Context, l *lease, ttlSeconds int64) (*ses
 		kept = append(kept, s)
 	}
 	b.sessions[ttlSeconds] = kept
-	b.mu.Unlock()
 	if pick != nil {
-		return pick, nil
+		return pick, nil, nil
 	}
+	if w := b.granting[ttlSeconds]; w != nil {
+		return nil, w, nil
+	}
+	b.granting[ttlSeconds] = make(chan struct{})
+	return nil, nil, nil
+}
 
+// grant grants a new session with the given TTL, records l on it and ends
+// the grant in flight that pick noted.
+func (b *Backend) grant(ctx context.Context, l *lease, ttlSeconds int64) (s *session, err error) {
+	defer func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		switch {
+		case s != nil && b.closed:
+			// Unused; it lapses after its TTL.
+			s, err = nil, fmt.Errorf("etcd: campaign %q: %w", l.election, backend.ErrClosed)
+		case s != nil:
+			b.sessions[ttlSeconds] = append(b.sessions[ttlSeconds], s)
+		}
+		close(b.granting[ttlSeconds])
+		delete(b.granting, ttlSeconds)
+	}()
 	early, err := b.serversRevokeEarly(clientv3.WithRequireLeader(ctx))
 	if err != nil {
 		if ctx.Err() != nil {
@@ -237,15 +287,8 @@ func (b *Backend) reserve(ctx context.Context, l *lease, ttlSeconds int64) (*ses
 		return nil, fmt.Errorf("etcd: campaign %q: %w: Candidate.TTL is %ds; the etcd cluster grants no lease shorter than %ds (1.5 × its election timeout): want %ds or more",
 			l.election, backend.ErrInvalid, ttlSeconds, resp.TTL, resp.TTL)
 	}
-	s := newSession(b.cli, b.set.drift, resp.ID, resp.TTL, sent, resp.GetRaftTerm(), early)
+	s = newSession(b.cli, b.set.drift, resp.ID, resp.TTL, sent, resp.GetRaftTerm(), early)
 	s.users[l.election] = l // not shared yet
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.closed {
-		// Unused; it lapses after its TTL.
-		return nil, fmt.Errorf("etcd: campaign %q: %w", l.election, backend.ErrClosed)
-	}
-	b.sessions[ttlSeconds] = append(b.sessions[ttlSeconds], s)
 	return s, nil
 }
 

@@ -340,3 +340,27 @@ func TestCloseWhileCutOff(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Many Campaigns started at once on one Backend (a cold start) share one
+// etcd lease: a Campaign that finds no session while another grants one
+// waits for that grant instead of granting its own.
+func TestSharedLeaseColdStart(t *testing.T) {
+	b := testBackend(t, testClient(t), nil)
+	base := testName(t)
+	const n = 50
+	chs := make([]<-chan result, n)
+	for i := range chs {
+		chs[i] = campaignAsync(testCtx(t), b, cand(fmt.Sprintf("%s/e%d", base, i), "alice"))
+	}
+	ids := map[clientv3.LeaseID]int{}
+	for _, ch := range chs {
+		r := await(t, ch, 30*time.Second)
+		if r.err != nil {
+			t.Fatalf("Campaign: %v", r.err)
+		}
+		ids[r.l.(*lease).s.id]++
+	}
+	if len(ids) != 1 {
+		t.Errorf("%d Campaigns at once: got %d etcd leases, want 1 shared", n, len(ids))
+	}
+}

@@ -22,10 +22,12 @@ const maxBatch = 1000
 // up, to maxBatch keys, with the Backend's idle leases whose last renewal
 // is older than a sixth of their TTL. Such a lease's next Renew succeeds
 // without a request when that piggy-backed renewal was sent after the one
-// its previous Renew used and less than a third of its TTL ago; its
-// Deadline moved when the batch's quorum answered. A process holding many
-// leases thus sends about one call per node per 1,000 leases per renew
-// interval, whatever the phases of their Renew calls.
+// its previous Renew used and less than a sixth of its TTL ago; its
+// Deadline moved when the batch's quorum answered. Riders leave the leases
+// of a Backend with one Deadline, so an Elector, which renews RenewInterval
+// after the proof behind the Deadline, renews them together again: a
+// process holding many leases thus sends about one call per node per 1,000
+// leases per renew interval.
 //
 // Each lease's outcome is its own: its Deadline counts from the send time
 // of the batch that confirmed it, and a batch in which a quorum no longer
@@ -278,11 +280,11 @@ func (rn *renewal) settleRider() {
 
 // renewBatched is Renew's request on a batching Backend, l.mu held: it
 // succeeds at once when a batch renewed the lease, as a rider, after the
-// renewal the previous Renew used and less than a third of the TTL ago;
+// renewal the previous Renew used and less than a sixth of the TTL ago;
 // otherwise it queues the renewal and settles the reply like Renew's own
 // round.
 func (l *lease) renewBatched(ctx context.Context, start time.Time, ttlArg string) error {
-	if l.renewed.After(l.used) && start.Sub(l.renewed) < l.ttl/3 {
+	if l.renewed.After(l.used) && start.Sub(l.renewed) < l.ttl/6 {
 		l.used = l.renewed
 		return nil
 	}

@@ -50,7 +50,10 @@
 // the wire go out together, one script call per node for up to 1,000 keys,
 // and each call is topped up with the Backend's idle leases whose last
 // renewal is older than TTL/6 (riders). A rider's next Renew, if it comes
-// within TTL/3 of that batch, succeeds without a request. So a process
+// within TTL/6 of that batch, succeeds without a request. Riders share
+// their batch's Deadline, and an Elector renews RenewInterval after the
+// proof behind the Deadline, so the leases of a Backend are renewed
+// together. So a process
 // holding 10,000 leases sends about one call per node per 1,000 leases per
 // renew interval instead of one per lease. Each lease keeps its own
 // outcome: its Deadline counts from the send time of the batch that

@@ -124,8 +124,15 @@
 // Deadline before its session can expire. go-zookeeper pings every third of
 // the session timeout and drops a connection silent for two thirds of it,
 // so the default policy steps down at the latest two thirds of a TTL after
-// the last answer. [backend.Lease.Renew] reads the candidate znode: one
-// round trip that proves the session alive and the znode its own.
+// the last answer. [backend.Lease.Renew] proves the session alive and the
+// znode its own with a request of the session answered after Renew began.
+// While the watch every lease keeps on its znode is armed and has not
+// fired, a deletion of the znode would have been reported before that
+// answer, so the request is shared: the renewals of a session's leases that
+// arrive together wait for one request (a ping, or one read sent for all of
+// them), and a process holding many elections sends about one request per
+// session per renew interval, not one per election. A lease whose watch is
+// not armed reads its own znode.
 //
 // [Options.DisconnectGrace] applies to every session, and must be at most
 // half of every TTL campaigned with: a Campaign with a shorter TTL is

@@ -33,6 +33,7 @@ type faultDialer struct {
 	cut        bool
 	conns      []*faultConn
 	dropCreate atomic.Bool
+	exists     atomic.Int64 // exists requests written
 }
 
 type faultConn struct {
@@ -40,10 +41,14 @@ type faultConn struct {
 	cut        atomic.Bool
 	dropCreate *atomic.Bool // when set, the next create's reply breaks the connection
 	dropReply  atomic.Bool  // the next reply breaks the connection
+	exists     *atomic.Int64
 }
 
-// opCreate is the opcode of a create request (after length and xid).
-const opCreate = 1
+// opCreate and opExists are opcodes of requests (after length and xid).
+const (
+	opCreate = 1
+	opExists = 3
+)
 
 func (c *faultConn) Write(p []byte) (int, error) {
 	if c.cut.Load() {
@@ -51,6 +56,9 @@ func (c *faultConn) Write(p []byte) (int, error) {
 	}
 	if len(p) >= 12 && binary.BigEndian.Uint32(p[8:12]) == opCreate && c.dropCreate.CompareAndSwap(true, false) {
 		c.dropReply.Store(true)
+	}
+	if len(p) >= 12 && binary.BigEndian.Uint32(p[8:12]) == opExists {
+		c.exists.Add(1)
 	}
 	return c.Conn.Write(p)
 }
@@ -79,7 +87,7 @@ func (d *faultDialer) dial(network, addr string, timeout time.Duration) (net.Con
 	if err != nil {
 		return nil, err
 	}
-	fc := &faultConn{Conn: c, dropCreate: &d.dropCreate}
+	fc := &faultConn{Conn: c, dropCreate: &d.dropCreate, exists: &d.exists}
 	d.conns = append(d.conns, fc)
 	return fc, nil
 }

@@ -13,13 +13,14 @@ import (
 
 // lease is a candidate znode that is first in its election.
 type lease struct {
-	b        *Backend
-	s        *session // the session of the lease's TTL
-	election string
-	path     string
-	token    uint64
-	session  int64 // the session id that owns the znode
-	lost     chan struct{}
+	b          *Backend
+	s          *session // the session of the lease's TTL
+	election   string
+	path       string
+	token      uint64
+	session    int64 // the session id that owns the znode
+	lost       chan struct{}
+	watchState // of the znode's watch, for Renew (see share.go)
 
 	mu       sync.Mutex
 	gone     bool      // lost, released or closed; lost is closed
@@ -46,9 +47,11 @@ func (b *Backend) newLease(s *session, c backend.Candidate, path string, token u
 		return nil, zk.ErrConnectionClosed
 	}
 	l.deadline, _ = s.deadline(id, b.cfg.drift)
+	l.armedAt(0, false)
 	if err := b.track(l); err != nil {
 		return nil, err
 	}
+	s.watchFor(l)
 	go l.watch(watch, st.epoch, changed)
 	return l, nil
 }
@@ -59,23 +62,32 @@ func (b *Backend) newLease(s *session, c backend.Candidate, path string, token u
 // znode.
 func (l *lease) watch(znode <-chan zk.Event, epoch uint64, changed <-chan struct{}) {
 	defer l.b.wg.Done()
+	g := l.fires.Load()
 	if znode == nil {
 		var held bool
 		if znode, held = l.arm(); !held {
 			l.end(false, false)
 			return
 		}
+		l.armedAt(g, znode != nil)
+	} else {
+		// An event of the watch that came before the lease was
+		// registered waits in the channel.
+		l.armedAt(g, len(znode) == 0)
 	}
 	for {
 		select {
 		case <-l.lost:
 			return
 		case ev := <-znode:
+			l.armedAt(0, false)
+			g := l.fires.Load()
 			var held bool
 			if znode, held = l.rearm(ev); !held {
 				l.end(false, false)
 				return
 			}
+			l.armedAt(g, znode != nil)
 		case <-changed:
 			var st state
 			st, changed = l.s.state()
@@ -158,6 +170,7 @@ func (l *lease) end(released, keep bool) {
 	close(l.lost)
 	l.mu.Unlock()
 	l.b.forget(l)
+	l.s.unwatch(l)
 	if keep {
 		l.s.janitor.abandon(l.path, l.session, false)
 	}
@@ -192,13 +205,41 @@ func (l *lease) state() (gone, released bool) {
 	return l.gone, l.released
 }
 
-// Renew makes one round trip that reads the candidate znode, proving that the
-// session is alive and the znode still its own; the Deadline moves to the
-// send time of that read plus the TTL.
+// Renew proves that the lease's session is alive and its znode still its
+// own, with a request of the session answered after Renew began. While the
+// znode's watch is armed and has not fired, its deletion would have been
+// reported before that answer, so the request need not read the znode and
+// is shared by the session's concurrent renewals (see share.go): leases
+// renewed together cost one request, not one each. Otherwise Renew reads
+// its znode. The Deadline is [backend.LeaseDeadline] of the send time of
+// the newest answered request of the session and the negotiated timeout.
 func (l *lease) Renew(ctx context.Context) error {
 	if gone, _ := l.state(); gone {
 		return fmt.Errorf("zookeeper: renew %q: %w", l.election, backend.ErrLost)
 	}
+	start := time.Now()
+	if !l.watching() {
+		return l.read(ctx)
+	}
+	if _, err := l.s.fresh(ctx, start, l.read); err != nil {
+		return err
+	}
+	if _, ok := l.s.deadline(l.session, l.b.cfg.drift); !ok {
+		l.end(false, false)
+		return fmt.Errorf("zookeeper: renew %q: the session ended: %w", l.election, backend.ErrLost)
+	}
+	if gone, _ := l.state(); gone {
+		return fmt.Errorf("zookeeper: renew %q: %w", l.election, backend.ErrLost)
+	}
+	if !l.watching() {
+		return l.read(ctx) // the watch fired: see what happened to the znode
+	}
+	return nil
+}
+
+// read makes one round trip that reads the candidate znode, proving that
+// the session is alive and the znode still its own.
+func (l *lease) read(ctx context.Context) error {
 	st, err := do(l.b, ctx, func() (*zk.Stat, error) {
 		ok, st, err := l.s.conn.Exists(l.path)
 		if err == nil && !ok {

@@ -41,12 +41,14 @@ type session struct {
 
 	mu         sync.Mutex
 	st         state
-	changed    chan struct{}    // closed and replaced at every change of st
-	graceT     *time.Timer      // pending end of a DisconnectGrace
-	watches    chan struct{}    // closed when watches were re-sent on this connection
-	linked     time.Time        // when this connection's handshake was answered
-	createSent chan struct{}    // closed when a create request is written
-	zxids      map[string]int64 // protection uuid → czxid of its create, 0 until known
+	changed    chan struct{}     // closed and replaced at every change of st
+	graceT     *time.Timer       // pending end of a DisconnectGrace
+	watches    chan struct{}     // closed when watches were re-sent on this connection
+	linked     time.Time         // when this connection's handshake was answered
+	createSent chan struct{}     // closed when a create request is written
+	zxids      map[string]int64  // protection uuid → czxid of its create, 0 until known
+	probing    *probe            // the renewal request in flight, if any (see fresh)
+	leases     map[string]*lease // by znode path, for the events of their watches
 }
 
 // state is what a session knows of itself at one instant.
@@ -313,6 +315,11 @@ func (s *session) heard(sent time.Time) {
 // must not block or call the server.
 func (s *session) onEvent(ev zk.Event) {
 	if ev.Type != zk.EventSession {
+		if ev.Path != "" {
+			s.mu.Lock()
+			s.nodeEventLocked(ev)
+			s.mu.Unlock()
+		}
 		return
 	}
 	s.mu.Lock()

@@ -1,0 +1,144 @@
+package elector
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/leaderkit/elector/backend"
+	"github.com/leaderkit/elector/backend/memory"
+)
+
+// slowBackend is a memory Backend whose Renew returns late: the renewal
+// takes effect when it starts, and its answer comes back after delay, as a
+// request's reply does.
+type slowBackend struct {
+	backend.Backend
+	delay time.Duration
+}
+
+func (b slowBackend) Campaign(ctx context.Context, c backend.Candidate) (backend.Lease, error) {
+	l, err := b.Backend.Campaign(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	return slowLease{l, b.delay}, nil
+}
+
+type slowLease struct {
+	backend.Lease
+	delay time.Duration
+}
+
+func (l slowLease) Renew(ctx context.Context) error {
+	err := l.Lease.Renew(ctx)
+	time.Sleep(l.delay)
+	return err
+}
+
+// Renewals are scheduled from the lease's Deadline (RenewInterval after the
+// request that proved it), not from when the previous attempt returned, so
+// a slow reply does not push every later renewal back: elections whose
+// leases one request renews stay in step.
+func TestRenewScheduleFollowsDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const delay = 200 * time.Millisecond
+		rec := newRecorder()
+		opts := rec.options("alice")
+		var mu sync.Mutex
+		var starts []time.Time
+		opts.Observer = func(ev Event) {
+			if ev.Kind == EventRenew && ev.Err == nil {
+				mu.Lock()
+				starts = append(starts, time.Now().Add(-ev.Took))
+				mu.Unlock()
+			}
+		}
+		r := start(t, slowBackend{memory.New(), delay}, opts)
+		el := rec.next(t, "elected")
+		time.Sleep(4*ttl/3 + 2*delay) // fake time: four renewals have returned
+		assert.ErrorIs(t, r.stop(t), context.Canceled)
+		rec.next(t, "revoked")
+		mu.Lock()
+		defer mu.Unlock()
+		require.GreaterOrEqual(t, len(starts), 4)
+		for i, at := range starts[:4] {
+			want := el.at.Add(time.Duration(i+1) * ttl / 3)
+			assert.Equal(t, want, at, "renewal %d: got start %v after election, want %v (k × RenewInterval, whatever the reply's delay)",
+				i+1, at.Sub(el.at), want.Sub(el.at))
+		}
+	})
+}
+
+// pingedBackend is a memory Backend whose driver keeps its leases alive
+// between renewals, as a ZooKeeper session's pings do: every TTL/6 it
+// renews the lease in the background, and the Deadline follows.
+type pingedBackend struct{ backend.Backend }
+
+func (b pingedBackend) Campaign(ctx context.Context, c backend.Candidate) (backend.Lease, error) {
+	l, err := b.Backend.Campaign(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	p := &pingedLease{Lease: l}
+	go func() {
+		for {
+			select {
+			case <-time.After(c.TTL / 6):
+				_ = l.Renew(context.Background())
+			case <-l.Lost():
+				return
+			}
+		}
+	}()
+	return p, nil
+}
+
+type pingedLease struct {
+	backend.Lease
+	renews atomic.Int32 // Renew calls of the Elector
+}
+
+func (l *pingedLease) Renew(ctx context.Context) error {
+	l.renews.Add(1)
+	return l.Lease.Renew(ctx)
+}
+
+// A Deadline that the driver moves between renewals postpones the next
+// renewal and the step-down point alike: the leader neither steps down at
+// the Deadline it saw at its last renewal nor renews a lease proven since.
+func TestDriverMovedDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := newRecorder()
+		var lease *pingedLease
+		b := pingedBackend{memory.New()}
+		r := start(t, leaseSpy{b, &lease}, rec.options("alice"))
+		rec.next(t, "elected")
+		time.Sleep(10 * ttl) // fake time
+		assert.True(t, r.e.IsLeader(), "still leading: the Deadline never came within the safety margin")
+		rec.none(t)
+		assert.Zero(t, lease.renews.Load(), "renewals of a lease whose Deadline stays fresh")
+		assert.ErrorIs(t, r.stop(t), context.Canceled)
+		rec.next(t, "revoked")
+	})
+}
+
+// leaseSpy hands the lease of a pingedBackend's Campaign to the test.
+type leaseSpy struct {
+	pingedBackend
+	l **pingedLease
+}
+
+func (s leaseSpy) Campaign(ctx context.Context, c backend.Candidate) (backend.Lease, error) {
+	l, err := s.pingedBackend.Campaign(ctx, c)
+	if err == nil {
+		*s.l = l.(*pingedLease)
+	}
+	return l, err
+}

@@ -1,0 +1,72 @@
+package zookeeper
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/leaderkit/elector/backend"
+)
+
+// The leases of one session share its liveness: renewing many of them,
+// round after round, reads no znode per lease (the session's pings, or one
+// shared read, prove it alive; each znode's watch proves it still there),
+// and a znode deleted behind a lease's back still ends that lease.
+func TestRenewSharesSession(t *testing.T) {
+	f := newFixture(t)
+	b, d := f.backend(nil)
+	base := "shared-" + randomSuffix()
+	const n, rounds = 30, 3
+	leases := make([]*lease, n)
+	for i := range leases {
+		leases[i] = f.acquire(b, fmt.Sprintf("%s-%d", base, i), "alice")
+	}
+	before := d.exists.Load()
+	for range rounds {
+		time.Sleep(testTTL / 3) // the renew interval of an Elector
+		var wg sync.WaitGroup
+		begin := make(chan struct{}) // the renewals of a round begin together, as aligned Electors' do
+		for _, l := range leases {
+			wg.Go(func() {
+				<-begin
+				if err := l.Renew(f.ctx); err != nil {
+					t.Errorf("Renew: %v", err)
+				}
+			})
+		}
+		close(begin)
+		wg.Wait()
+	}
+	// A round costs about two reads: one in flight when the round's last
+	// Renew begins, and the one that Renew then waits for (a Renew that
+	// the scheduler delays past the second one's send costs a third).
+	// Each lease reading its own znode would cost n per round.
+	got := d.exists.Load() - before
+	t.Logf("%d rounds of renewing %d leases sent %d reads", rounds, n, got)
+	if got > n/2 {
+		t.Errorf("%d rounds of renewing %d leases sent %d reads; want at most %d: the session's liveness renews every lease", rounds, n, got, n/2)
+	}
+	for _, l := range leases {
+		if dl := time.Until(l.Deadline()); dl < testTTL/3 {
+			t.Errorf("Deadline after Renew in %v; want at least TTL/3 = %v ahead", dl, testTTL/3)
+		}
+	}
+
+	victim := leases[0]
+	if err := f.admin.Delete(victim.path, -1); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-victim.Lost():
+	case <-time.After(10 * time.Second):
+		t.Fatal("znode deleted behind the lease's back: Lost not closed within 10s")
+	}
+	if err := victim.Renew(f.ctx); !errors.Is(err, backend.ErrLost) {
+		t.Errorf("Renew after the znode's deletion: got %v, want ErrLost", err)
+	}
+	if err := leases[1].Renew(f.ctx); err != nil {
+		t.Errorf("Renew of another lease of the session: got %v, want nil", err)
+	}
+}
