@@ -58,18 +58,6 @@ func (p *problems) explain(err error) error {
 	return fmt.Errorf("%w (servers %s; last connection problem: %s)", err, strings.Join(p.servers, ","), last)
 }
 
-// explainKnown is explain when a connection problem has been recorded, and
-// nil otherwise.
-func (p *problems) explainKnown(err error) error {
-	p.mu.Lock()
-	known := p.last != ""
-	p.mu.Unlock()
-	if !known {
-		return nil
-	}
-	return p.explain(err)
-}
-
 // problemLogger records go-zookeeper's log lines in a session's problems
 // and passes them on.
 type problemLogger struct {
@@ -111,9 +99,6 @@ func (b *Backend) connecting(ctx context.Context, s *session) error {
 		return s.problems.explain(fmt.Errorf("no session established within %v", connectPatience))
 	case <-s.ready:
 	case <-ctx.Done():
-		// A caller's deadline shorter than a round over every server
-		// still learns why nothing answered, once a dial has failed.
-		return s.problems.explainKnown(ctx.Err())
 	}
 	return nil
 }
