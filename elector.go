@@ -2,6 +2,7 @@ package elector
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -185,12 +186,21 @@ func (e *Elector) awaitSuccessor(ctx context.Context, token uint64) {
 
 // release gives l back with a fresh context bounded by
 // max(RenewInterval, 1s), even when ctx has ended, and returns the outcome.
+// A failure is a warning, except a lease found already gone (an error
+// wrapping backend.ErrLost, as etcd and ZooKeeper return after a loss).
 func (e *Elector) release(ctx context.Context, l backend.Lease, t Term) error {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(e.opts.RenewInterval, time.Second))
 	defer cancel()
 	began := time.Now()
 	err := l.Release(rctx)
 	e.observe(Event{Kind: EventRelease, Term: t, Took: time.Since(began), Err: err})
+	if err != nil && errors.Is(err, backend.ErrLost) {
+		// Gone already (the term ended on its loss, which was the warning):
+		// nothing lapses, nothing failed.
+		e.log.LogAttrs(ctx, slog.LevelDebug, "release: the lease was already gone",
+			slog.Uint64("token", l.Token()), slog.Any("error", err))
+		return fmt.Errorf("elector: release %q: %w", e.election, err)
+	}
 	if err != nil {
 		e.log.LogAttrs(ctx, slog.LevelWarn, "release failed; the lease lapses after its TTL",
 			slog.Uint64("token", l.Token()), slog.Any("error", err))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"net/url"
 	"testing"
 	"time"
 
@@ -88,4 +89,33 @@ func TestRequestTimeoutValidated(t *testing.T) {
 	_, err := New(testClient(t), &Options{RequestTimeout: -time.Second})
 	require.ErrorIs(t, err, backend.ErrInvalid)
 	assert.Contains(t, err.Error(), "Options.RequestTimeout")
+}
+
+// TestUnreachableWithCredentialsNamesTheCause: a URL with credentials on a
+// cluster that cannot be reached fails before ctx ends, naming the cause
+// and neither user nor password, as a transient error (clientv3.New
+// authenticates before it returns and said only "context deadline
+// exceeded", after ctx had ended).
+func TestUnreachableWithCredentialsNamesTheCause(t *testing.T) {
+	for _, tc := range []struct{ name, endpoint, want string }{
+		{"refused", "127.0.0.1:1", "connection refused"},
+		{"silent", testenv.SilentListener(t), "no connection is established"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+			defer cancel()
+			u, err := url.Parse("etcd://someuser:s3cr3t@" + tc.endpoint)
+			require.NoError(t, err)
+			_, _, err = openURL(ctx, u)
+			require.Error(t, err)
+			t.Logf("%v", err)
+			assert.NoError(t, ctx.Err(), "the error comes before ctx ends")
+			assert.Contains(t, err.Error(), tc.want, "the error names the cause")
+			assert.ErrorIs(t, err, context.DeadlineExceeded, "a transient error")
+			assert.False(t, backend.IsPermanent(err))
+			assert.NotContains(t, err.Error(), "someuser")
+			assert.NotContains(t, err.Error(), "s3cr3t")
+		})
+	}
 }

@@ -2,6 +2,7 @@ package etcd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/url"
@@ -23,7 +24,7 @@ func init() {
 // openURL opens etcd:// and etcds:// URLs for package backendurl, which
 // documents the form: one client over the endpoints. Importing this package
 // registers both schemes with backendurl.DefaultMux.
-func openURL(_ context.Context, u *url.URL) (backend.Backend, io.Closer, error) {
+func openURL(ctx context.Context, u *url.URL) (backend.Backend, io.Closer, error) {
 	eps, err := backendurl.Hosts(u, "2379")
 	if err != nil {
 		return nil, nil, err
@@ -64,16 +65,20 @@ func openURL(_ context.Context, u *url.URL) (backend.Backend, io.Closer, error) 
 		}
 	}
 	password, _ := u.User.Password()
-	cli, err := clientv3.New(clientv3.Config{
+	cfg := clientv3.Config{
 		Endpoints:   eps,
 		Username:    u.User.Username(),
 		Password:    password,
 		TLS:         tlsCfg,
-		DialTimeout: dial,
+		DialTimeout: dialBound(ctx, dial),
 		DialOptions: dialOpts,
 		Logger:      zap.NewNop(),
-	})
+	}
+	cli, err := clientv3.New(cfg)
 	if err != nil {
+		if cfg.Username != "" && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			return nil, nil, unauthenticated(ctx, cfg, err)
+		}
 		return nil, nil, fmt.Errorf("etcd client: %w", err)
 	}
 	b, err := New(cli, opts)
@@ -82,4 +87,18 @@ func openURL(_ context.Context, u *url.URL) (backend.Backend, io.Closer, error) 
 		return nil, nil, err
 	}
 	return b, backendurl.Closers{b, cli}, nil
+}
+
+// dialBound is the time clientv3.New may take to authenticate: dial, or
+// less when ctx ends earlier, leaving [unauthenticated] time to name the
+// cause of a failure before ctx ends: its probe (probeTimeout) and a quarter
+// of that to spare, or half of what is left.
+func dialBound(ctx context.Context, dial time.Duration) time.Duration {
+	d, ok := ctx.Deadline()
+	if !ok {
+		return dial
+	}
+	until := time.Until(d)
+	// A DialTimeout of 0 or less would make clientv3.New wait without a bound.
+	return max(min(dial, max(until-probeTimeout*5/4, until/2)), time.Millisecond)
 }

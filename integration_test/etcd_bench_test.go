@@ -26,12 +26,13 @@ import (
 	"github.com/leaderkit/elector/backend"
 )
 
-// etcdSettles are how long a waiter is given to reach its watch before the
-// holder lets go (the timer is stopped meanwhile). etcd moves a watch that
-// starts at a past revision to its synced set from a loop that runs every
-// 100 ms; until then its events wait for that loop. So the short settle
-// shows a hand-over that closely follows the waiter's campaign, the long
-// one a waiter that has been waiting a while.
+// etcdSettles are the ages of the waiter when the holder lets go: how long
+// after its candidate key appeared (the timer is stopped meanwhile). They
+// are the scenario, not a synchronisation: etcd moves a watch that starts
+// at a past revision to its synced set from a loop that runs every 100 ms,
+// and until then its events wait for that loop. So the short age shows a
+// hand-over that closely follows the waiter's campaign, the long one a
+// waiter that has been waiting a while.
 var etcdSettles = []time.Duration{20 * time.Millisecond, 150 * time.Millisecond}
 
 // etcdFailoverElections is how many elections each failover iteration runs
@@ -102,12 +103,17 @@ func benchEtcdHandoff(b *testing.B, settle time.Duration) {
 		eps := etcdEndpoints(b)
 		holder, waiter := etcdBackend(b, etcdClient(b, eps...)), etcdBackend(b, etcdClient(b, eps...))
 		c := backend.Candidate{Election: etcdName("handoff"), Identity: "bench", TTL: etcdTTL}
-		benchHandoff(b, etcdCtx(b), holder, waiter, c, func() { time.Sleep(settle) })
+		admin := etcdClient(b, eps...)
+		benchHandoff(b, etcdCtx(b), holder, waiter, c, func() {
+			waitEtcdCandidates(b, admin, c.Election+"/", 2)
+			time.Sleep(settle)
+		})
 	})
 	b.Run("lib=concurrency", func(b *testing.B) {
 		ctx := etcdCtx(b)
 		eps := etcdEndpoints(b)
 		name := etcdName("handoff")
+		admin := etcdClient(b, eps...)
 		holder := concurrency.NewElection(etcdSession(b, etcdClient(b, eps...)), name)
 		waiter := concurrency.NewElection(etcdSession(b, etcdClient(b, eps...)), name)
 		if err := holder.Campaign(ctx, "bench"); err != nil {
@@ -119,6 +125,7 @@ func benchEtcdHandoff(b *testing.B, settle time.Duration) {
 			got := make(chan error, 1)
 			go func() { got <- waiter.Campaign(ctx, "bench") }()
 			b.StopTimer()
+			waitEtcdCandidates(b, admin, name+"/", 2)
 			time.Sleep(settle)
 			b.StartTimer()
 			if err := holder.Resign(ctx); err != nil {

@@ -42,6 +42,25 @@ func etcdBackend(tb testing.TB, cli *clientv3.Client) *etcd.Backend {
 	return b
 }
 
+// waitEtcdCandidates polls until n keys lie under dir: the waiter has
+// written its candidate key (the layout of this module's driver and of
+// concurrency.Election alike).
+func waitEtcdCandidates(tb testing.TB, cli *clientv3.Client, dir string, n int64) {
+	tb.Helper()
+	for end := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		r, err := cli.Get(context.Background(), dir, clientv3.WithPrefix(), clientv3.WithCountOnly())
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if r.Count >= n {
+			return
+		}
+		if time.Now().After(end) {
+			tb.Fatalf("%s: %d candidates after 5s, want %d", dir, r.Count, n)
+		}
+	}
+}
+
 // etcdName returns an election name unique to this run.
 func etcdName(prefix string) string {
 	var b [4]byte

@@ -19,8 +19,10 @@ import (
 	"time"
 
 	"github.com/go-redsync/redsync/v4"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/leaderkit/elector/backend"
+	"github.com/leaderkit/elector/internal/testenv"
 )
 
 // BenchmarkRedlockAcquireRelease: one client acquires a free lock and
@@ -70,10 +72,51 @@ func BenchmarkRedlockThroughput(b *testing.B) {
 	})
 }
 
-// redlockSettle is how long a waiter is given to make its first (failed)
-// attempt and start waiting before the holder lets go. It is not part of the
-// handoff metric (ns/op includes it, so that b.N stays small).
-const redlockSettle = 5 * time.Millisecond
+// waitRedlockWaiting returns once a waiter for election through a Backend of
+// this package is subscribed to its release channel on every node (PUBSUB
+// NUMSUB), which it does after its first failed attempt, right before it
+// waits.
+func waitRedlockWaiting(tb testing.TB, nodes []redis.UniversalClient, election string) {
+	tb.Helper()
+	channel := election + "//released" // redlock's channel: lock key + "//released"
+	for end := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		subscribed := 0
+		for _, c := range nodes {
+			n, err := c.PubSubNumSub(context.Background(), channel).Result()
+			if err != nil {
+				tb.Fatal(err)
+			}
+			if n[channel] > 0 {
+				subscribed++
+			}
+		}
+		if subscribed == len(nodes) {
+			return
+		}
+		if time.Now().After(end) {
+			tb.Fatalf("%s: waiter subscribed on %d nodes after 5s", channel, subscribed)
+		}
+	}
+}
+
+// waitRedisCalls returns once node 0 has run more cmd commands (those run
+// by scripts included) than before: for "set", a redsync waiter has made its
+// first (failed) attempt and retries after its own delay from then on; for
+// "subscribe", a Backend of this package has subscribed to a release
+// channel after a failed attempt and waits.
+func waitRedisCalls(tb testing.TB, cmd string, before float64) {
+	tb.Helper()
+	for end := time.Now().Add(5 * time.Second); redisCalls(tb, cmd) <= before; time.Sleep(time.Millisecond) {
+		if time.Now().After(end) {
+			tb.Fatalf("no %s on node 0 after 5s", cmd)
+		}
+	}
+}
+
+// redisCalls reads how many cmd commands node 0 has run.
+func redisCalls(tb testing.TB, cmd string) float64 {
+	return redisCounts(tb, testenv.RedisAddrs(tb)[:1])[cmd]
+}
 
 // BenchmarkRedlockHandoff: a holder releases while a second client waits;
 // the handoff metric runs from the holder's release returning to the
@@ -81,7 +124,8 @@ const redlockSettle = 5 * time.Millisecond
 func BenchmarkRedlockHandoff(b *testing.B) {
 	b.Run("lib=elector", func(b *testing.B) {
 		c := backend.Candidate{Election: redlockName("handoff"), Identity: "bench", TTL: redlockTTL}
-		benchHandoff(b, redlockCtx(b), newRedlock(b), newRedlock(b), c, func() { time.Sleep(redlockSettle) })
+		nodes := redlockClients(b)
+		benchHandoff(b, redlockCtx(b), newRedlock(b), newRedlock(b), c, func() { waitRedlockWaiting(b, nodes, c.Election) })
 	})
 	b.Run("lib=redsync", func(b *testing.B) {
 		rs := newRedlockRedsync(b)
@@ -96,6 +140,8 @@ func BenchmarkRedlockHandoff(b *testing.B) {
 		b.ResetTimer()
 		for range b.N {
 			got := make(chan *redsync.Mutex, 1)
+			b.StopTimer()
+			sets := redisCalls(b, "set")
 			go func() {
 				wm := rs.NewMutex(name, opts...)
 				if err := wm.LockContext(ctx); err != nil {
@@ -104,7 +150,8 @@ func BenchmarkRedlockHandoff(b *testing.B) {
 				}
 				got <- wm
 			}()
-			time.Sleep(redlockSettle)
+			waitRedisCalls(b, "set", sets)
+			b.StartTimer()
 			if ok, err := m.UnlockContext(ctx); !ok || err != nil {
 				b.Fatal(ok, err)
 			}

@@ -59,10 +59,6 @@ func runRedlockElector(ctx context.Context, wg *sync.WaitGroup, e *elector.Elect
 	}()
 }
 
-// redlockElectorSettle is the pause between hand-overs (in ns/op, not in the
-// handoff metric).
-const redlockElectorSettle = 30 * time.Millisecond
-
 // BenchmarkRedlockElectorHandoff: the leader calls Resign; the handoff metric
 // runs from the call to the other elector's OnElected.
 func BenchmarkRedlockElectorHandoff(b *testing.B) {
@@ -78,6 +74,7 @@ func BenchmarkRedlockElectorHandoff(b *testing.B) {
 	ls := make(latencies, 0, b.N)
 	b.ResetTimer()
 	for range b.N {
+		subscribed := redisCalls(b, "subscribe")
 		resign := time.Now()
 		if err := leader.Resign(ctx); err != nil {
 			b.Fatal(err)
@@ -85,9 +82,11 @@ func BenchmarkRedlockElectorHandoff(b *testing.B) {
 		w := <-wins
 		ls = append(ls, w.at.Sub(resign))
 		leader = w.e
-		// Let the resigned elector see its successor and campaign again
-		// (it polls Leader, from 5 ms on) before the successor resigns.
-		time.Sleep(redlockElectorSettle)
+		// Let the resigned elector see its successor and wait for it
+		// again (subscribed to its releases) before the successor resigns.
+		b.StopTimer()
+		waitRedisCalls(b, "subscribe", subscribed)
+		b.StartTimer()
 	}
 	b.StopTimer()
 	ls.report(b, "handoff")

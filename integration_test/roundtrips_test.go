@@ -96,7 +96,7 @@ func measureRoundTrips(t *testing.T, read func(t *testing.T) counts, op func(ctx
 
 // redisCounts reads INFO commandstats of every address: calls per command,
 // and the server's own time per command as "<cmd>-usec".
-func redisCounts(t *testing.T, addrs []string) counts {
+func redisCounts(t testing.TB, addrs []string) counts {
 	t.Helper()
 	c := counts{}
 	for _, a := range addrs {

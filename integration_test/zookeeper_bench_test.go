@@ -91,8 +91,8 @@ func BenchmarkZooKeeperHandoff(b *testing.B) {
 		admin := zkConn(b, srv, nil)
 		c := backend.Candidate{Election: zkName("handoff"), Identity: "bench", TTL: zkTTL}
 		benchHandoff(b, zkCtx(b), holder, waiter, c, func() {
-			waitZKCandidates(b, admin, zkRoot+"/"+c.Election, 2)
-			time.Sleep(5 * time.Millisecond) // let the waiter set its watch
+			// The holder watches its own znode too.
+			waitZKWatched(b, srv[0], admin, zkRoot+"/"+c.Election, 2)
 		})
 	})
 	b.Run("lib=zklock", func(b *testing.B) {
@@ -111,8 +111,7 @@ func BenchmarkZooKeeperHandoff(b *testing.B) {
 			got := make(chan error, 1)
 			go func() { got <- holder.Lock() }()
 			b.StopTimer()
-			waitZKCandidates(b, admin, path, 2)
-			time.Sleep(5 * time.Millisecond) // let the waiter set its watch
+			waitZKWatched(b, srv[0], admin, path, 1)
 			b.StartTimer()
 			if err := waiter.Unlock(); err != nil {
 				b.Fatal(err)
@@ -157,8 +156,8 @@ func BenchmarkZooKeeperFailover(b *testing.B) {
 				}
 				got <- l
 			}()
-			waitZKCandidates(b, admin, zkRoot+"/"+c.Election, 2)
-			time.Sleep(5 * time.Millisecond) // let the waiter set its watch
+			// The holder watches its own znode too.
+			waitZKWatched(b, srv[0], admin, zkRoot+"/"+c.Election, 2)
 			b.StartTimer()
 			last := d.crash()
 			l := <-got
@@ -187,8 +186,7 @@ func BenchmarkZooKeeperFailover(b *testing.B) {
 			waiter := zk.NewLock(waiterConn, path, zk.WorldACL(zk.PermAll))
 			got := make(chan error, 1)
 			go func() { got <- waiter.Lock() }()
-			waitZKCandidates(b, admin, path, 2)
-			time.Sleep(5 * time.Millisecond) // let the waiter set its watch
+			waitZKWatched(b, srv[0], admin, path, 1)
 			b.StartTimer()
 			last := d.crash()
 			if err := <-got; err != nil {

@@ -1,6 +1,7 @@
 package integration_test
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -119,6 +120,66 @@ func waitZKCandidates(tb testing.TB, conn *zk.Conn, dir string, n int) {
 			tb.Fatalf("%s: fewer than %d candidates after 5s", dir, n)
 		}
 	}
+}
+
+// waitZKWatched polls server's watches by path (the wchp four-letter word)
+// until the first candidate of dir, the holder's znode, is watched by n
+// sessions: the waiter has set its watch on its predecessor, so that a
+// hand-over timed from here measures the notification, not the rest of the
+// waiter's set-up.
+func waitZKWatched(tb testing.TB, server string, conn *zk.Conn, dir string, n int) {
+	tb.Helper()
+	for end := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		first := zkFirstCandidate(tb, conn, dir)
+		if first != "" && zkWatchers(tb, server, dir+"/"+first) >= n {
+			return
+		}
+		if time.Now().After(end) {
+			tb.Fatalf("%s: first candidate %q not watched by %d sessions after 5s", dir, first, n)
+		}
+	}
+}
+
+// zkFirstCandidate returns the name of dir's candidate with the lowest
+// sequence number, or "" when there is none.
+func zkFirstCandidate(tb testing.TB, conn *zk.Conn, dir string) string {
+	kids, _, err := conn.Children(dir)
+	if err != nil && err != zk.ErrNoNode {
+		tb.Fatal(err)
+	}
+	first, low := "", ""
+	for _, k := range kids {
+		if seq := k[max(len(k)-10, 0):]; strings.HasPrefix(k, "_c_") && (first == "" || seq < low) {
+			first, low = k, seq
+		}
+	}
+	return first
+}
+
+// zkWatchers counts the sessions that server lists, in its wchp answer, as
+// watching path.
+func zkWatchers(tb testing.TB, server, path string) int {
+	c, err := net.DialTimeout("tcp", server, 2*time.Second)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := c.Write([]byte("wchp")); err != nil {
+		tb.Fatal(err)
+	}
+	sc := bufio.NewScanner(c)
+	n, in := 0, false
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case !strings.HasPrefix(line, "\t"):
+			in = line == path
+		case in:
+			n++
+		}
+	}
+	return n
 }
 
 // crashDialer dials ZooKeeper and can silence every connection it made, as

@@ -341,6 +341,7 @@ func TestNewValidates(t *testing.T) {
 		{"g", MaxPartitions + 1, Options{}, "want in [1, 65536]"},
 		{"/g", 1, Options{}, "empty segment"},
 		{"g", 1, Options{TTL: time.Millisecond}, "Options.TTL is 1ms"},
+		{"g", 1, Options{TTL: 876000 * time.Hour}, "Options.TTL is 876000h0m0s; want between 100ms and 1h0m0s"},
 		{"g", 1, Options{SafetyMargin: 8 * time.Second}, "Options.SafetyMargin"},
 		{"g", 1, Options{RenewInterval: 13 * time.Second}, "Options.RenewInterval"},
 		{"g", 1, Options{PollInterval: 6 * time.Second}, "Options.PollInterval"},

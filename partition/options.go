@@ -44,7 +44,7 @@ type Options struct {
 	// TTL is how long a lease (a partition's or the membership's) lives at
 	// the backend without a renewal: after a member crashes, its partitions
 	// are owned again within about TTL + PollInterval. Default [DefaultTTL]
-	// (15 s); at least [elector.MinTTL].
+	// (15 s); between [elector.MinTTL] and [elector.MaxTTL].
 	TTL time.Duration
 
 	// RenewInterval is the time between renewals of each lease. Default
@@ -114,8 +114,8 @@ func (o *Options) resolve() (Options, error) {
 	switch {
 	case r.TTL == 0:
 		r.TTL = DefaultTTL
-	case r.TTL < elector.MinTTL:
-		return r, invalid("TTL", r.TTL, fmt.Sprintf("at least %v (or 0 for %v)", elector.MinTTL, DefaultTTL))
+	case r.TTL < elector.MinTTL || r.TTL > elector.MaxTTL:
+		return r, invalid("TTL", r.TTL, fmt.Sprintf("between %v and %v (or 0 for %v)", elector.MinTTL, elector.MaxTTL, DefaultTTL))
 	}
 	switch {
 	case r.SafetyMargin == 0:

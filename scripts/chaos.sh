@@ -26,7 +26,10 @@
 #                    <campaign>-history.jsonl, candidates' stderr
 #   CHAOS_CAMPAIGNS  comma-separated subset of redlock-aof,redlock-noaof,etcd,zookeeper;
 #                    a suffix -restarts or -concurrent picks a fault mode
-#                    (redlock-noaof-restarts, etcd-concurrent, ...)
+#                    (redlock-noaof-restarts, etcd-concurrent, ...), -partitions
+#                    the partition mode (etcd-partitions: 5 members, 64
+#                    partitions); migrate-<old>-<new> a rolling migration
+#                    (migrate-redis-etcd, migrate-redis-zookeeper)
 #   CHAOS_FAULTS, CHAOS_TERMS   minimum faults and terms per campaign (100, 300)
 #   CHAOS_FLAGS      extra `go test` flags, e.g. -race
 set -euo pipefail

@@ -16,6 +16,16 @@
 #                                      or with AOF fsync=always under --aof, reloading any
 #                                      AOF an earlier --aof run left), wait until ready
 #   servers.sh pid     KIND N          print node N's PID
+#   servers.sh restart redis N --clockshim
+#                                      restart Redis node N (1-5) under
+#                                      scripts/clockshim.c (built with cc), whose
+#                                      wall clock `clock` then moves
+#   servers.sh clock   redis N STEP_MS [RATE_PPM]
+#                                      step node N's wall clock by STEP_MS (may be
+#                                      negative; 0: no step) and make it run
+#                                      RATE_PPM parts per million fast (default 0)
+#                                      from now on; the node must run --clockshim.
+#                                      Redis expires keys by this clock.
 #
 # Nodes (one line per server kind; each start command is in its *_start function below):
 #   redis 1-5  independent masters 127.0.0.1:7001-7005, no persistence
@@ -67,7 +77,8 @@ ETCD_TLS_SERVER_NAME=etcd.internal
 KINDS=(redis etcd zk)
 # chromium is not a server: the compare package's test opens its HTML report
 # in it (headless), and under CI a missing tool must be installed, not skipped.
-PACKAGES=(redis-server etcd-server etcd-client zookeeper libcurator-recipes-java libnetty-java openssl chromium)
+# gcc provides cc, which builds scripts/clockshim.c for the chaos clock mode.
+PACKAGES=(redis-server etcd-server etcd-client zookeeper libcurator-recipes-java libnetty-java openssl chromium gcc)
 
 log() { printf 'servers.sh: %s\n' "$*" >&2; }
 die() {
@@ -84,7 +95,7 @@ since() { # since START_US → "1.234s"
 
 missing_tools() {
 	local c f
-	for c in redis-server redis-cli etcd etcdctl java openssl chromium; do
+	for c in redis-server redis-cli etcd etcdctl java openssl chromium cc; do
 		command -v "$c" >/dev/null 2>&1 || printf '%s ' "$c"
 	done
 	for f in /usr/share/java/zookeeper.jar /usr/share/java/slf4j-simple.jar \
@@ -299,8 +310,24 @@ redis_cli() {
 	timeout 2 redis-cli -h "$HOST" -p "$(redis_port "$n")" "${auth[@]}" "$@"
 }
 
-redis_launch() { # redis_launch N [aof]
-	local n=$1 aof=${2:-} dir port args tls
+# clockshim_lib prints the path of the clock shim library, building it
+# from scripts/clockshim.c with cc when the source is newer. libfaketime
+# cannot be used: it hangs redis-server at start (see clockshim.c).
+clockshim_lib() {
+	local src lib
+	src=$(dirname "$SCRIPT")/clockshim.c
+	lib=$STATE/clockshim.so
+	mkdir -p "$STATE"
+	if [[ ! -e $lib || $src -nt $lib ]]; then
+		command -v cc >/dev/null 2>&1 || die "clockshim: no C compiler: apt-get install -y gcc"
+		cc -O2 -Wall -shared -fPIC -o "$lib.tmp" "$src" || die "clockshim: cc failed"
+		mv "$lib.tmp" "$lib"
+	fi
+	printf '%s' "$lib"
+}
+
+redis_launch() { # redis_launch N [aof] [clockshim]
+	local n=$1 aof=${2:-} shim=${3:-} dir port args tls pre=()
 	dir=$(node_dir redis "$n")
 	port=$(redis_port "$n")
 	port_busy "$port" && die "redis $n: port $port is already in use by a process this script did not start"
@@ -324,7 +351,31 @@ redis_launch() { # redis_launch N [aof]
 		args+=(--requirepass "$REDIS_PASSWORD"
 			--user "$REDIS_ACL_USER" on ">$REDIS_ACL_PASSWORD" '~*' '&*' +@all)
 	fi
-	spawn redis "$n" redis-server "${args[@]}"
+	rm -f "$dir/clockshim"
+	if [[ $shim == clockshim ]]; then
+		((n <= 5)) || die "--clockshim is for redis nodes 1-5"
+		pre=(env LD_PRELOAD="$(clockshim_lib)" CLOCKSHIM_FILE="$dir/clock")
+		rm -f "$dir/clock" # a new process starts with the true time
+		touch "$dir/clockshim"
+	fi
+	spawn redis "$n" "${pre[@]}" redis-server "${args[@]}"
+}
+
+# cmd_clock redis N STEP_MS [RATE_PPM]: see the usage. The control file
+# holds "OFFSET_US RATE_PPM SINCE_US"; the offset carries what the previous
+# rate added, so the clock only steps by STEP_MS.
+cmd_clock() {
+	local kind=${1:-} n=${2:-} step=${3:-} rate=${4:-0} dir off=0 r=0 since=0 now
+	check_node "$kind" "$n"
+	[[ $kind == redis ]] || die "clock: redis only"
+	[[ $step =~ ^-?[0-9]+$ && $rate =~ ^-?[0-9]+$ ]] || die "clock: want STEP_MS [RATE_PPM] as integers, got '$step' '$rate'"
+	dir=$(node_dir redis "$n")
+	[[ -e $dir/clockshim ]] || die "clock: redis $n does not run under the clock shim (restart redis $n --clockshim)"
+	[[ -e $dir/clock ]] && read -r off r since <"$dir/clock"
+	now=${EPOCHREALTIME/./}
+	((r != 0 && now > since)) && off=$((off + (now - since) * r / 1000000))
+	printf '%d %d %d\n' $((off + step * 1000)) "$rate" "$now" >"$dir/clock.tmp"
+	mv "$dir/clock.tmp" "$dir/clock"
 }
 
 redis_ready() { [[ $(redis_cli "$1" ping 2>/dev/null) == PONG ]]; }
@@ -743,19 +794,20 @@ cmd_resume() {
 }
 
 cmd_restart() {
-	local kind=${1:-} n=${2:-} aof="" wait=1 t0 opt
+	local kind=${1:-} n=${2:-} aof="" shim="" wait=1 t0 opt
 	check_node "$kind" "$n"
 	shift 2
 	for opt in "$@"; do
 		case $opt in
 		--aof) [[ $kind == redis ]] || die "--aof is for redis only"; aof=aof ;;
 		--no-wait) wait=0 ;;
+		--clockshim) [[ $kind == redis ]] || die "--clockshim is for redis only"; shim=clockshim ;;
 		*) die "restart: unknown option '$opt'" ;;
 		esac
 	done
 	t0=$(now)
 	stop_nodes "$kind" "$n"
-	if [[ $kind == redis ]]; then redis_launch "$n" "$aof"; else "${kind}_launch" "$n"; fi
+	if [[ $kind == redis ]]; then redis_launch "$n" "$aof" "$shim"; else "${kind}_launch" "$n"; fi
 	if ((wait)); then "${kind}_wait" "$n"; fi
 	log "$kind $n restarted in $(since "$t0")"
 }
@@ -782,6 +834,7 @@ main() {
 	resume) cmd_resume "$@" ;;
 	restart) cmd_restart "$@" ;;
 	pid) cmd_pid "$@" ;;
+	clock) cmd_clock "$@" ;;
 	-h | --help | help) usage ;;
 	*)
 		usage

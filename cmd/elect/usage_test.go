@@ -86,6 +86,9 @@ func TestUnreachableBackend(t *testing.T) {
 		// Within the timeout or after it, the answer names the cause.
 		{"status --timeout=1s --backend=zk://127.0.0.1:1 --election=e", "connection refused"},
 		{"status --timeout=500ms --backend=etcd://127.0.0.1:1 --election=e", "status: no answer from the backend within --timeout 500ms"},
+		// With credentials the etcd client authenticates before it
+		// returns, and said only "context deadline exceeded".
+		{"status --timeout=2s --backend=etcd://u:pw@127.0.0.1:1 --election=e", "connection refused"},
 		{"run --once --wait=300ms --hold=1s --backend=redis://127.0.0.1:1 --election=e -- true", "not elected within --wait 300ms, and no other leader seen"},
 	} {
 		code, out := runElect(t, nil, strings.Fields(tc.args)...)

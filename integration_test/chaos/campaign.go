@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -38,6 +39,9 @@ type Config struct {
 	// AOF makes Redis nodes run (and restart) with appendfsync always;
 	// without it they restart empty.
 	AOF bool
+	// Clock runs the Redis nodes under the clock shim (clock.go), and
+	// restarts them without it at the end.
+	Clock bool
 	// Candidates is the number of candidate processes (slots).
 	Candidates int
 	// TTL is the lease TTL (ZooKeeper: session timeout).
@@ -54,6 +58,17 @@ type Config struct {
 	MaxDuration time.Duration
 	// Faults lists the fault kinds to draw from; nil means [FaultKinds].
 	Faults []string
+	// Mode is "" (one election), [ModePartitions] or [ModeMigrate]; see
+	// modes.go. Partitions is the partition mode's number of partitions;
+	// Migrations the least number of full migrations a migrate campaign
+	// runs; OldDriver, OldKind and OldAddrs name the store a migrate
+	// campaign moves from (Driver, ServerKind and Addrs name the new one,
+	// whose nodes the nemesis hits).
+	Mode               string
+	Partitions         int
+	Migrations         int
+	OldDriver, OldKind string
+	OldAddrs           []string
 	// Dir receives the candidates' standard error, one file per process.
 	Dir string
 	// Logf logs progress.
@@ -69,11 +84,16 @@ type campaign struct {
 	ctx     context.Context
 
 	mu      sync.Mutex
-	leading map[string]int64 // proc → mono of its elected event, while it leads
-	running map[int]*proc    // slot → its current process
+	leading map[leadKey]int64 // proc and key → mono of its elected event, while it leads
+	running map[int]*proc     // slot → its current process
 	elected int
+	mig     migration // the migrate mode's runbook state
 	wg      sync.WaitGroup
 }
+
+// leadKey names one process's term in one election (key "" in a campaign of
+// one election).
+type leadKey struct{ proc, key string }
 
 // proc is one candidate process.
 type proc struct {
@@ -89,7 +109,7 @@ func Run(ctx context.Context, cfg Config) (events []Event, err error) {
 	if cfg.Faults == nil {
 		cfg.Faults = FaultKinds(cfg.ServerKind, cfg.AOF)
 	}
-	c := &campaign{cfg: cfg, hist: &History{}, leading: map[string]int64{}, running: map[int]*proc{}}
+	c := &campaign{cfg: cfg, hist: &History{}, leading: map[leadKey]int64{}, running: map[int]*proc{}}
 	defer func() {
 		if rerr := c.restoreNodes(); rerr != nil && err == nil {
 			err = rerr
@@ -98,7 +118,7 @@ func Run(ctx context.Context, cfg Config) (events []Event, err error) {
 	if cfg.ServerKind == "redis" {
 		// Start from nodes in the campaign's persistence mode.
 		for n := range cfg.Addrs {
-			if err := c.servers("restart", "redis", fmt.Sprint(n+1), aofFlag(cfg.AOF)); err != nil {
+			if err := c.servers("restart", "redis", fmt.Sprint(n+1), aofFlag(cfg.AOF), clockFlag(cfg.Clock)); err != nil {
 				return nil, err
 			}
 		}
@@ -108,9 +128,9 @@ func Run(ctx context.Context, cfg Config) (events []Event, err error) {
 	}
 	defer c.fence.Close()
 	srv := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
-	for s := range cfg.Candidates {
+	for s := range cfg.Candidates + 1 { // the last slot: a migrate campaign's late replica
 		var row []*toxiproxy.Proxy
-		for n, addr := range cfg.Addrs {
+		for n, addr := range append(slices.Clone(cfg.Addrs), cfg.OldAddrs...) {
 			p := toxiproxy.NewProxy(srv, fmt.Sprintf("s%d-n%d", s, n+1), "127.0.0.1:0", addr)
 			if err := p.Start(); err != nil {
 				return nil, err
@@ -124,8 +144,14 @@ func Run(ctx context.Context, cfg Config) (events []Event, err error) {
 	runCtx, stop := context.WithCancel(ctx)
 	c.ctx = runCtx
 	election := fmt.Sprintf("chaos/%s-%d-%d", cfg.Name, cfg.Seed, time.Now().UnixNano())
+	if cfg.Mode == ModeMigrate {
+		c.setMigration(election, 0)
+	}
 	for s := range cfg.Candidates {
 		c.wg.Go(func() { c.slot(s, election) })
+	}
+	if cfg.Mode == ModeMigrate {
+		c.wg.Go(func() { c.runbook(election) })
 	}
 	nerr := c.nemesis(runCtx)
 	stop()
@@ -164,7 +190,7 @@ func (c *campaign) restoreNodes() error {
 	for n := range c.cfg.Addrs {
 		node := fmt.Sprint(n + 1)
 		_ = c.servers("resume", c.cfg.ServerKind, node)
-		if c.cfg.ServerKind == "redis" && c.cfg.AOF {
+		if c.cfg.ServerKind == "redis" && (c.cfg.AOF || c.cfg.Clock) {
 			errs = append(errs, c.servers("restart", "redis", node))
 		}
 	}
@@ -200,9 +226,7 @@ func (c *campaign) slot(s int, election string) {
 // events into the history.
 func (c *campaign) spawn(name, election string, addrs []string) (*proc, error) {
 	cfg := c.cfg
-	cmd := exec.Command(cfg.Binary, "-driver", cfg.Driver, "-addrs", strings.Join(addrs, ","),
-		"-election", election, "-proc", name, "-fence", c.fence.URL(), "-ttl", cfg.TTL.String(),
-		"-term-min", (cfg.TTL / 4).String(), "-term-max", cfg.TTL.String())
+	cmd := exec.Command(cfg.Binary, c.args(name, election, addrs)...)
 	stderr, err := os.Create(filepath.Join(cfg.Dir, cfg.Name+"-"+name+".stderr"))
 	if err != nil {
 		return nil, err
@@ -241,16 +265,17 @@ func (c *campaign) spawn(name, election string, addrs []string) (*proc, error) {
 			c.mu.Lock()
 			switch ev.Kind {
 			case KindElected:
-				c.leading[ev.Proc] = ev.Mono
+				c.leading[leadKey{ev.Proc, ev.Key}] = ev.Mono
 				c.elected++
+				c.mig.maxToken = max(c.mig.maxToken, ev.Token)
 			case KindStepdown:
-				delete(c.leading, ev.Proc)
+				delete(c.leading, leadKey{ev.Proc, ev.Key})
 			}
 			c.mu.Unlock()
 		}
 		werr := cmd.Wait()
 		c.mu.Lock()
-		delete(c.leading, name)
+		c.dropLeading(name)
 		signaled := p.signaled
 		c.mu.Unlock()
 		if !signaled {
@@ -268,9 +293,9 @@ func (c *campaign) leader() *proc {
 	defer c.mu.Unlock()
 	var best string
 	var at int64
-	for name, t := range c.leading {
+	for k, t := range c.leading {
 		if t > at {
-			best, at = name, t
+			best, at = k.proc, t
 		}
 	}
 	for _, p := range c.running {
@@ -297,7 +322,7 @@ func (c *campaign) signal(p *proc, sig syscall.Signal, kind string) {
 		c.hist.Add(Event{Mono: Mono(), Proc: p.name, Kind: kind})
 	}
 	if sig == syscall.SIGKILL {
-		delete(c.leading, p.name)
+		c.dropLeading(p.name)
 	}
 	_ = p.cmd.Process.Signal(sig)
 }
@@ -323,6 +348,26 @@ func (c *campaign) shutdown() {
 			<-p.done
 		}
 	}
+}
+
+// dropLeading forgets every term of proc; c.mu is held.
+func (c *campaign) dropLeading(proc string) {
+	for k := range c.leading {
+		if k.proc == proc {
+			delete(c.leading, k)
+		}
+	}
+}
+
+// owned returns how many elections (partitions) have a leader.
+func (c *campaign) owned() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	keys := map[string]bool{}
+	for k := range c.leading {
+		keys[k.key] = true
+	}
+	return len(keys)
 }
 
 // terms returns how many terms began so far.

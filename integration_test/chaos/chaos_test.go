@@ -18,9 +18,11 @@ var (
 	flagLong     = flag.Bool("chaos.long", false, "run the long campaign (make chaos) instead of the short one (make test)")
 	flagSeed     = flag.Uint64("chaos.seed", 0, "seed of the nemesis schedule; 0 picks one (printed)")
 	flagOut      = flag.String("chaos.out", "", "directory for the report (JSON, SVG, candidate logs); default a temporary one")
-	flagCampaign = flag.String("chaos.campaigns", "redlock-aof,redlock-noaof,etcd,zookeeper", "campaigns to run; a suffix -restarts or -concurrent picks a fault mode (e.g. redlock-noaof-restarts, etcd-concurrent)")
+	flagCampaign = flag.String("chaos.campaigns", "redlock-aof,redlock-noaof,etcd,zookeeper", "campaigns to run; a suffix -restarts, -concurrent or -clock picks a fault mode (e.g. redlock-noaof-restarts, etcd-concurrent, redlock-noaof-clock), -partitions the partition mode (etcd-partitions); migrate-<old>-<new> a rolling migration (migrate-redis-etcd)")
 	flagFaults   = flag.Int("chaos.faults", 0, "faults per campaign (0: 100 long, 5 short)")
 	flagTerms    = flag.Int("chaos.terms", 0, "terms per campaign (0: 300 long, 12 short)")
+	flagMigrate  = flag.Int("chaos.migrations", 0, "full migrations per migrate campaign (0: 20 long, 1 short)")
+	flagKinds    = flag.String("chaos.kinds", "", "comma-separated fault kinds to draw from instead of the campaign's (e.g. pause-minority)")
 	flagRecheck  = flag.String("chaos.recheck", "", "check the <campaign>-history.jsonl files a run left in this directory instead of running campaigns")
 )
 
@@ -28,6 +30,20 @@ var (
 // timeout): the shortest all three drivers accept on the test servers (etcd
 // leases are whole seconds; the ensemble's minSessionTimeout is 1 s).
 const chaosTTL = time.Second
+
+// partitionTTL is the lease TTL of a partition campaign: five members
+// renewing 64 partitions each through toxiproxy need more than chaosTTL on
+// a 2-core host shared with other work (at 1 s and a load average of 10,
+// Redlock campaigns missed their 100 ms NodeTimeout on every node).
+const partitionTTL = 2 * time.Second
+
+// ttlOf returns the TTL of campaign name.
+func ttlOf(name string) time.Duration {
+	if strings.HasSuffix(name, "-"+ModePartitions) {
+		return partitionTTL
+	}
+	return chaosTTL
+}
 
 // TestChaos runs a campaign per driver (Redlock twice: nodes with AOF and
 // without) against the real test servers, checks each history and reports.
@@ -73,26 +89,23 @@ func TestChaos(t *testing.T) {
 	rep := Report{Seed: seed, Command: command, Violations: map[string][]Violation{}}
 	for i, name := range strings.Split(*flagCampaign, ",") {
 		cfg := Config{
-			Name: name, Script: script, Binary: bin, Candidates: 3, TTL: chaosTTL,
-			Bound: 3*chaosTTL + 3*time.Second, Seed: seed + uint64(i),
+			Name: name, Script: script, Binary: bin, Candidates: 3, TTL: ttlOf(name),
+			Bound: 3*ttlOf(name) + 3*time.Second, Seed: seed + uint64(i),
 			MinFaults: faults, MinTerms: terms, MaxDuration: maxDur, Dir: out, Logf: t.Logf,
 		}
-		documented := func(string) bool { return false }
-		base, mode := SplitCampaign(name)
-		switch base {
-		case "redlock-aof", "redlock-noaof":
-			cfg.Driver, cfg.ServerKind, cfg.Addrs, cfg.AOF = "redlock", "redis", testenv.RedisAddrs(t), base == "redlock-aof"
-			documented = DocumentedRedlock
-		case "etcd":
-			cfg.Driver, cfg.ServerKind, cfg.Addrs = "etcd", "etcd", testenv.EtcdEndpoints(t)
-		case "zookeeper":
-			cfg.Driver, cfg.ServerKind, cfg.Addrs = "zookeeper", "zk", testenv.ZKServers(t)
-		default:
-			t.Fatalf("unknown campaign %q in -chaos.campaigns", name)
+		if err := configure(t, name, &cfg); err != nil {
+			t.Fatal(err)
 		}
-		var err error
-		if cfg.Faults, err = ModeFaults(mode, cfg.ServerKind, cfg.AOF); err != nil {
-			t.Fatalf("campaign %q: %v", name, err)
+		if *flagKinds != "" {
+			cfg.Faults = strings.Split(*flagKinds, ",")
+		}
+		if cfg.Mode == ModeMigrate {
+			switch {
+			case *flagMigrate > 0:
+				cfg.Migrations = *flagMigrate
+			case *flagLong:
+				cfg.Migrations = 20
+			}
 		}
 		t.Run(name, func(t *testing.T) {
 			cfg.Logf = t.Logf
@@ -103,7 +116,7 @@ func TestChaos(t *testing.T) {
 			if err != nil {
 				t.Errorf("campaign: %v", err)
 			}
-			r := Check(events, Params{Bound: cfg.Bound, Documented: documented})
+			r, st := checkCampaign(name, events, cfg.TTL, cfg.Bound)
 			rows := Rows(name, r)
 			rep.Rows = append(rep.Rows, rows...)
 			rep.Violations[name] = r.Violations
@@ -111,6 +124,11 @@ func TestChaos(t *testing.T) {
 			WriteTable(&table, rows)
 			t.Logf("%s: %v, %d events, %d writes accepted, %d refused\n%s", name, time.Since(began).Round(time.Second),
 				len(events), r.Accepted, r.Refused, table.String())
+			if st.Keys > 0 {
+				t.Logf("%s: %d elections; %d graceful hand-overs timed, worst %v; %d takeovers after a kill, worst %v; %d late replicas refused",
+					name, st.Keys, st.Graceful, st.WorstGraceful.Round(time.Millisecond), st.Takeovers, st.WorstTakeover.Round(time.Millisecond), st.Refused)
+				rep.Keys = append(rep.Keys, CampaignKeys{Campaign: name, KeyStats: st})
+			}
 			if err := WriteSVG(filepath.Join(out, name+".svg"), name+" seed "+fmt.Sprint(cfg.Seed), r); err != nil {
 				t.Error(err)
 			}
@@ -141,6 +159,92 @@ func TestChaos(t *testing.T) {
 	}
 }
 
+// stores maps a store's name in a migrate campaign's name to its driver
+// and servers.sh kind.
+var stores = map[string][2]string{"redis": {"redlock", "redis"}, "etcd": {"etcd", "etcd"}, "zookeeper": {"zookeeper", "zk"}}
+
+// addrs returns the test servers' addresses of a servers.sh kind.
+func addrs(t *testing.T, kind string) []string {
+	switch kind {
+	case "redis":
+		return testenv.RedisAddrs(t)
+	case "etcd":
+		return testenv.EtcdEndpoints(t)
+	}
+	return testenv.ZKServers(t)
+}
+
+// configure sets the driver, servers, mode and faults of campaign name:
+// <base>[-restarts|-concurrent|-partitions] for base redlock-aof,
+// redlock-noaof, etcd or zookeeper, or migrate-<old>-<new> for stores
+// redis, etcd and zookeeper.
+func configure(t *testing.T, name string, cfg *Config) error {
+	if rest, ok := strings.CutPrefix(name, "migrate-"); ok {
+		o, n, _ := strings.Cut(rest, "-")
+		old, okOld := stores[o]
+		nw, okNew := stores[n]
+		if !okOld || !okNew || o == n {
+			return fmt.Errorf("unknown campaign %q: want migrate-<old>-<new> with two of redis, etcd, zookeeper", name)
+		}
+		cfg.Mode, cfg.Candidates, cfg.Migrations = ModeMigrate, 5, 1
+		cfg.OldDriver, cfg.OldKind, cfg.OldAddrs = old[0], old[1], addrs(t, old[1])
+		cfg.Driver, cfg.ServerKind, cfg.Addrs = nw[0], nw[1], addrs(t, nw[1])
+		// The nemesis hits the new store's nodes; Redis ones restart with
+		// AOF, so that the marker survives.
+		cfg.AOF = nw[1] == "redis"
+		return nil
+	}
+	base, mode := SplitCampaign(name)
+	switch base {
+	case "redlock-aof", "redlock-noaof":
+		cfg.Driver, cfg.ServerKind, cfg.Addrs, cfg.AOF = "redlock", "redis", testenv.RedisAddrs(t), base == "redlock-aof"
+	case "etcd":
+		cfg.Driver, cfg.ServerKind, cfg.Addrs = "etcd", "etcd", testenv.EtcdEndpoints(t)
+	case "zookeeper":
+		cfg.Driver, cfg.ServerKind, cfg.Addrs = "zookeeper", "zk", testenv.ZKServers(t)
+	default:
+		return fmt.Errorf("unknown campaign %q in -chaos.campaigns", name)
+	}
+	if mode == ModePartitions {
+		cfg.Mode, cfg.Partitions, cfg.Candidates = ModePartitions, 64, 5
+	}
+	cfg.Clock = mode == "clock"
+	var err error
+	if cfg.Faults, err = ModeFaults(mode, cfg.ServerKind, cfg.AOF); err != nil {
+		return fmt.Errorf("campaign %q: %w", name, err)
+	}
+	return nil
+}
+
+// checkCampaign checks the history of campaign name: [Check], or
+// [CheckKeys] for a partitions or migrate campaign (graceful hand-overs
+// within TTL, takeovers after a kill within TTL + 1 s, late replicas
+// refused).
+func checkCampaign(name string, events []Event, ttl, bound time.Duration) (Result, KeyStats) {
+	documented := func(string) bool { return false }
+	if strings.HasPrefix(name, "redlock") {
+		documented = DocumentedRedlock
+	}
+	if _, mode := SplitCampaign(name); mode == "clock" {
+		documented = DocumentedClock
+	}
+	p := Params{Bound: bound, Documented: documented}
+	switch {
+	case strings.HasPrefix(name, "migrate-"):
+		return CheckKeys(events, p, KeyParams{Span: true, MustRefuse: IsLate})
+	case strings.HasSuffix(name, "-"+ModePartitions):
+		return CheckKeys(events, p, KeyParams{
+			Graceful: func(note string) bool { return note == "moved" || note == "leaving" },
+			Handover: ttl, Takeover: ttl + time.Second,
+		})
+	}
+	r := Check(events, p)
+	if _, mode := SplitCampaign(name); mode == "clock" {
+		FailStaleWrites(&r)
+	}
+	return r, KeyStats{}
+}
+
 // recheck checks the histories a run saved in dir and prints the table.
 func recheck(t *testing.T, dir string) {
 	var rows []Row
@@ -153,11 +257,7 @@ func recheck(t *testing.T, dir string) {
 		for _, line := range strings.Split(string(b), "\n") {
 			h.AddLine([]byte(line))
 		}
-		documented := func(string) bool { return false }
-		if strings.HasPrefix(name, "redlock") {
-			documented = DocumentedRedlock
-		}
-		r := Check(h.Events(), Params{Bound: 3*chaosTTL + 3*time.Second, Documented: documented})
+		r, _ := checkCampaign(name, h.Events(), ttlOf(name), 3*ttlOf(name)+3*time.Second)
 		rows = append(rows, Rows(name, r)...)
 		for _, v := range r.Violations {
 			t.Logf("%s: documented=%v %s", name, v.Documented, strings.SplitN(FormatViolation(v), "\n", 2)[0])
@@ -175,7 +275,7 @@ func writeEvents(path string, events []Event) error {
 		return err
 	}
 	for _, ev := range events {
-		fmt.Fprintf(f, `{"mono":%d,"proc":%q,"kind":%q,"token":%d,"ok":%v,"note":%q}`+"\n", ev.Mono, ev.Proc, ev.Kind, ev.Token, ev.OK, ev.Note)
+		fmt.Fprintf(f, `{"mono":%d,"proc":%q,"kind":%q,"token":%d,"ok":%v,"note":%q,"key":%q}`+"\n", ev.Mono, ev.Proc, ev.Kind, ev.Token, ev.OK, ev.Note, ev.Key)
 	}
 	return f.Close()
 }

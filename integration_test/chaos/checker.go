@@ -30,14 +30,19 @@ const (
 // the process's death, or the start of a SIGSTOP that froze it mid-term
 // (after which it is a zombie whose writes fencing must refuse).
 type Term struct {
-	// Proc is the process and Token the term's fencing token.
+	// Proc is the process and Token the term's fencing token; Key the
+	// election's key in a keyed campaign ([CheckKeys]), "" otherwise.
 	Proc  string `json:"proc"`
 	Token uint64 `json:"token"`
+	Key   string `json:"key,omitempty"`
 	// Start and End bound the term on CLOCK_MONOTONIC (ns); EndReason is
 	// stepdown, kill, pause, exit, re-elected or end-of-history.
 	Start     int64  `json:"start"`
 	End       int64  `json:"end"`
 	EndReason string `json:"end_reason"`
+	// Why is the stepdown event's note (why the candidate saw its term
+	// end), "" for other ends.
+	Why string `json:"why,omitempty"`
 	// Writes and Refused count the term's writes the fence accepted and
 	// refused.
 	Writes     int   `json:"writes"`
@@ -262,9 +267,9 @@ func rebuild(events []Event, last int64) ([]Term, []Fault) {
 		faults []Fault
 		open   = map[string]int{} // proc → index in terms of its open term
 	)
-	closeTerm := func(proc string, t int64, why string) {
+	closeTerm := func(proc string, t int64, reason string) {
 		if i, ok := open[proc]; ok {
-			terms[i].End, terms[i].EndReason = t, why
+			terms[i].End, terms[i].EndReason = t, reason
 			delete(open, proc)
 		}
 	}
@@ -273,9 +278,19 @@ func rebuild(events []Event, last int64) ([]Term, []Fault) {
 		case KindElected:
 			closeTerm(ev.Proc, ev.Mono, "re-elected")
 			open[ev.Proc] = len(terms)
-			terms = append(terms, Term{Proc: ev.Proc, Token: ev.Token, Start: ev.Mono})
+			terms = append(terms, Term{Proc: ev.Proc, Token: ev.Token, Key: ev.Key, Start: ev.Mono})
 		case KindStepdown:
+			if i, ok := open[ev.Proc]; ok {
+				terms[i].Why = ev.Note
+			}
 			closeTerm(ev.Proc, ev.Mono, "stepdown")
+		case KindRevoked:
+			for i := len(terms) - 1; i >= 0; i-- {
+				if terms[i].Proc == ev.Proc && terms[i].Token == ev.Token {
+					terms[i].Why = ev.Note
+					break
+				}
+			}
 		case KindKill:
 			closeTerm(ev.Proc, ev.Mono, "kill")
 		case KindPause:

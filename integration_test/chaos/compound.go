@@ -32,11 +32,11 @@ const (
 
 // ModeFaults returns the fault kinds of a campaign mode: "restarts"
 // (minority restarts, at random and right after hand-overs), "concurrent"
-// (two overlapping faults), or nil for "" (the default kinds,
-// [FaultKinds]).
+// (two overlapping faults), or nil for "" and "partitions" (the default
+// kinds, [FaultKinds]).
 func ModeFaults(mode, serverKind string, aof bool) ([]string, error) {
 	switch mode {
-	case "":
+	case "", ModePartitions:
 		return nil, nil
 	case "restarts":
 		if serverKind != "redis" {
@@ -49,16 +49,19 @@ func ModeFaults(mode, serverKind string, aof bool) ([]string, error) {
 		return []string{random, FaultRestartAfterHandOver}, nil
 	case "concurrent":
 		return []string{FaultRestartDuringPause, FaultCutDuringHandOver}, nil
+	case "clock":
+		return ClockFaults(serverKind)
 	}
-	return nil, fmt.Errorf("unknown campaign mode %q (want restarts or concurrent)", mode)
+	return nil, fmt.Errorf("unknown campaign mode %q (want restarts, concurrent or clock)", mode)
 }
 
 // SplitCampaign splits a campaign name into its driver and persistence
 // (redlock-aof, redlock-noaof, etcd, zookeeper) and its mode, the suffix
-// "-restarts" or "-concurrent" ("" for none): "etcd-concurrent" runs etcd
-// under overlapping faults.
+// "-restarts", "-concurrent" or "-partitions" ("" for none):
+// "etcd-concurrent" runs etcd under overlapping faults, "etcd-partitions"
+// runs [ModePartitions] under the default faults.
 func SplitCampaign(name string) (base, mode string) {
-	for _, m := range []string{"restarts", "concurrent"} {
+	for _, m := range []string{"restarts", "concurrent", "clock", ModePartitions} {
 		if b, ok := strings.CutSuffix(name, "-"+m); ok {
 			return b, m
 		}

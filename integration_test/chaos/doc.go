@@ -33,7 +33,28 @@
 //     Redlock holder may hold a bare quorum); "-concurrent" draws two
 //     overlapping faults: a minority restart during a leader pause, and a
 //     cut of the new leader's links while a minority of nodes is paused,
-//     right after a hand-over.
+//     right after a hand-over; "-clock" (Redlock only) moves the Redis
+//     nodes' wall clocks: forward jumps of one or two nodes (at random,
+//     right after a hand-over, and after staging a bare quorum) and a slew
+//     within the drift factor (clock.go, scripts/clockshim.c).
+//   - Partition mode ([ModePartitions], suffix "-partitions", e.g.
+//     etcd-partitions): five candidates are members of one group of package
+//     partition sharing 64 partitions under the default faults. Each
+//     leaves the group gracefully after 5-15 TTL and joins again TTL/2-TTL
+//     later, so partitions move cooperatively as well as after faults.
+//     On taking a partition it writes to the fence at once with the
+//     partition's token, to that partition's own resource, then every
+//     TTL/4 (a fence refuses a stale token only once it has seen a newer
+//     one).
+//   - Migrate mode ([ModeMigrate], campaign migrate-<old>-<new>, e.g.
+//     migrate-redis-etcd): five candidates lead one election through
+//     package migrate while a runbook restarts them one at a time from
+//     phase old to both, then to new; once a term of the new store's
+//     epoch began (the marker is written), a late replica in phase old is
+//     started and must be refused; then the candidates roll to done, and
+//     the next migration starts on a fresh election with a fresh fence
+//     resource. The nemesis hits the candidates, their links to both
+//     stores, and the new store's nodes.
 //
 // Every event carries CLOCK_MONOTONIC ([Mono]), which the candidates, the
 // fence and the nemesis share on one machine, so the history orders them
@@ -59,6 +80,17 @@
 //     leaderless spell longer than the bound may happen outside faults.
 //  4. Token order: each term's token exceeds the previous term's.
 //
+// [CheckKeys] checks a partition or migrate campaign: every partition (or
+// every migration, over its own span) is an election whose events carry a
+// key, checked as above on its own with the faults every key shares. It
+// adds, for partitions: a graceful hand-over (a partition moved, or its
+// owner leaving) outside faults must be followed by the next owner within
+// TTL, and a partition whose owner the nemesis killed must be owned again
+// within TTL + 1 s; for migrations: the late old-only replica must report
+// its refusal and never be elected. Tokens are compared as the fence sees
+// them, so in a migration the check that tokens rise covers the switch
+// from the old store's epoch to the new one's.
+//
 // # Safety
 //
 // Redlock's nodes that restart empty must stay out of quorums for a TTL,
@@ -77,5 +109,7 @@
 // process with the faults shaded.
 //
 // `make test` runs a short campaign per driver (5 faults, 12 terms);
-// scripts/chaos.sh (`make chaos`) a long one (100 faults, 300 terms).
+// scripts/chaos.sh (`make chaos`) a long one (100 faults, 300 terms; 20
+// full migrations in a migrate campaign); CHAOS_CAMPAIGNS selects the
+// partition and migrate campaigns, which neither runs by default.
 package chaos

@@ -11,8 +11,9 @@ import (
 )
 
 // Fence is the protected resource: an HTTP store that accepts a write
-// (POST /write?proc=P&token=T) only when its token is at least the highest
-// token it has accepted, and records every accepted and refused write in a
+// (POST /write?proc=P&token=T[&key=K]) only when its token is at least the
+// highest token it has accepted for key K (one resource per partition or
+// per migration; "" for the single election), and records every accepted and refused write in a
 // [History]. It knows nothing of the driver under test: it is what an
 // application's database with a token check would be.
 type Fence struct {
@@ -22,7 +23,7 @@ type Fence struct {
 	done chan struct{}
 
 	mu      sync.Mutex
-	highest uint64
+	highest map[string]uint64 // key → highest token accepted
 }
 
 // StartFence starts a Fence on a free port of 127.0.0.1 that records into h.
@@ -31,7 +32,7 @@ func StartFence(h *History) (*Fence, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &Fence{h: h, ln: ln, done: make(chan struct{})}
+	f := &Fence{h: h, ln: ln, done: make(chan struct{}), highest: map[string]uint64{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /write", f.write)
 	f.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
@@ -62,15 +63,15 @@ func (f *Fence) write(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad token", http.StatusBadRequest)
 		return
 	}
-	proc := r.URL.Query().Get("proc")
+	proc, key := r.URL.Query().Get("proc"), r.URL.Query().Get("key")
 	f.mu.Lock()
-	ok := token >= f.highest
+	ok := token >= f.highest[key]
 	if ok {
-		f.highest = token
+		f.highest[key] = token
 	}
 	// Stamped under the lock, so the history orders writes as the store
 	// applied them.
-	f.h.Add(Event{Mono: Mono(), Proc: proc, Kind: KindWrite, Token: token, OK: ok})
+	f.h.Add(Event{Mono: Mono(), Proc: proc, Kind: KindWrite, Token: token, OK: ok, Key: key})
 	f.mu.Unlock()
 	if !ok {
 		http.Error(w, "stale token", http.StatusConflict)

@@ -22,6 +22,13 @@ const (
 	KindExit     = "exit"     // Proc exited on its own (Note: why)
 	KindFault    = "fault"    // a fault began (Note: its kind; Proc: target, if a candidate)
 	KindHeal     = "heal"     // the fault begun last ended (Note: its kind)
+	// KindRefused: a candidate's Campaign was refused for good (Note: the
+	// error), as a replica left on the old store after a migration must be.
+	KindRefused = "refused"
+	// KindRevoked: a partition's ownership ended and its lease was released
+	// (Note: why — "moved", "leaving", or "lost: ..."); it follows the
+	// term's stepdown and names the reason the stepdown could not know yet.
+	KindRevoked = "revoked"
 )
 
 // Event is one entry of a campaign's history. Mono is CLOCK_MONOTONIC in
@@ -34,6 +41,11 @@ type Event struct {
 	Token uint64 `json:"token,omitempty"`
 	OK    bool   `json:"ok,omitempty"`
 	Note  string `json:"note,omitempty"`
+	// Key names the election an elected, stepdown or write event belongs
+	// to when a campaign runs several ("p7" for partition 7, "m3" for the
+	// third migration; see [CheckKeys]); "" for the single election and
+	// for events that concern every election (faults, kills, exits).
+	Key string `json:"key,omitempty"`
 }
 
 // Mono returns CLOCK_MONOTONIC in nanoseconds.

@@ -67,7 +67,7 @@ func (c *campaign) nemesis(ctx context.Context) error {
 	began := time.Now()
 	ttl := cfg.TTL
 	faults := 0
-	for faults < cfg.MinFaults || c.terms() < cfg.MinTerms {
+	for faults < cfg.MinFaults || c.terms() < cfg.MinTerms || c.migrations() < cfg.Migrations {
 		if time.Since(began) > cfg.MaxDuration {
 			cfg.Logf("chaos: %s: time is up after %d faults and %d terms", cfg.Name, faults, c.terms())
 			break
@@ -93,11 +93,13 @@ func (c *campaign) nemesis(ctx context.Context) error {
 	return nil
 }
 
-// awaitLeader waits up to d for some candidate to lead.
+// awaitLeader waits up to d for some candidate to lead (in partition mode:
+// for every partition to have an owner, so that the next fault does not
+// land on a recovery still under way).
 func (c *campaign) awaitLeader(ctx context.Context, d time.Duration) bool {
 	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) {
-		if c.leader() != nil {
+		if c.leader() != nil && (c.cfg.Mode != ModePartitions || c.owned() == c.cfg.Partitions) {
 			return true
 		}
 		if !wait.Sleep(ctx, 10*time.Millisecond) {
@@ -110,6 +112,9 @@ func (c *campaign) awaitLeader(ctx context.Context, d time.Duration) bool {
 // inject runs one fault of kind from its start to its heal, recording both.
 func (c *campaign) inject(ctx context.Context, rng *rand.Rand, kind string) error {
 	if ok, err := c.injectCompound(ctx, rng, kind); ok {
+		return err
+	}
+	if ok, err := c.injectClock(ctx, rng, kind); ok {
 		return err
 	}
 	if strings.HasSuffix(kind, "-leader") {

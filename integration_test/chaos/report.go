@@ -35,6 +35,10 @@ type Row struct {
 	StaleOK    int `json:"stale_writes_accepted"`
 	TokenOrder int `json:"token_order_violations"`
 	Slow       int `json:"slow_recoveries"`
+	// Late counts [ViolationLateWon] and [ViolationLateNotRefused]: a
+	// replica left on the old store after a migration's marker that won or
+	// was not refused.
+	Late       int `json:"late_replica_violations"`
 	Documented int `json:"documented_violations"`
 	// StaleRefuse counts writes the fence refused after a fault of this
 	// kind (and before the next): stale leaders stopped.
@@ -65,7 +69,7 @@ func Rows(campaign string, r Result) []Row {
 		}
 		for _, row := range []*Row{get(kind), all} {
 			row.Terms++
-			if i > 0 && r.Terms[i-1].Proc != t.Proc {
+			if i > 0 && r.Terms[i-1].Key == t.Key && r.Terms[i-1].Proc != t.Proc {
 				row.Handovers++
 			}
 		}
@@ -104,8 +108,10 @@ func Rows(campaign string, r Result) []Row {
 				row.StaleOK++
 			case ViolationTokenOrder:
 				row.TokenOrder++
-			case ViolationRecovery, ViolationGap:
+			case ViolationRecovery, ViolationGap, ViolationSlowHandover, ViolationSlowTakeover:
 				row.Slow++
+			case ViolationLateWon, ViolationLateNotRefused:
+				row.Late++
 			}
 		}
 	}
@@ -125,7 +131,7 @@ func Rows(campaign string, r Result) []Row {
 // WriteTable prints rows as an aligned plain-text table.
 func WriteTable(w io.Writer, rows []Row) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "campaign\tfault\tterms\thand-overs\tfaults\toverlaps\tstale ok\tstale refused\ttoken order\tslow recov\tdocumented\tnew leader worst\tmedian\trecovery worst\t")
+	fmt.Fprintln(tw, "campaign\tfault\tterms\thand-overs\tfaults\toverlaps\tstale ok\tstale refused\ttoken order\tslow recov\tlate\tdocumented\tnew leader worst\tmedian\trecovery worst\t")
 	for _, r := range rows {
 		d := func(d time.Duration) string {
 			if r.Faults == 0 {
@@ -133,8 +139,8 @@ func WriteTable(w io.Writer, rows []Row) {
 			}
 			return d.Round(time.Millisecond).String()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t\n", r.Campaign, r.Fault, r.Terms, r.Handovers,
-			r.Faults, r.Overlaps, r.StaleOK, r.StaleRefuse, r.TokenOrder, r.Slow, r.Documented,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t\n", r.Campaign, r.Fault, r.Terms, r.Handovers,
+			r.Faults, r.Overlaps, r.StaleOK, r.StaleRefuse, r.TokenOrder, r.Slow, r.Late, r.Documented,
 			d(r.WorstNew), d(r.MedianNew), d(r.WorstRecov))
 	}
 	_ = tw.Flush()
@@ -149,6 +155,15 @@ type Report struct {
 	Rows []Row `json:"rows"`
 	// Violations holds each campaign's violations, by campaign name.
 	Violations map[string][]Violation `json:"violations"`
+	// Keys holds the hand-over figures of the keyed campaigns (partitions,
+	// migrations).
+	Keys []CampaignKeys `json:"keys,omitempty"`
+}
+
+// CampaignKeys are one keyed campaign's [KeyStats].
+type CampaignKeys struct {
+	Campaign string `json:"campaign"`
+	KeyStats
 }
 
 // WriteJSON writes rep to path, indented.

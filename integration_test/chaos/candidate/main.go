@@ -3,6 +3,10 @@
 // [elector.Elector] on the driver named by -driver and, while it leads,
 // writes to the fencing store at -fence with its term's token every
 // -write-every, resigning after a random time so that terms hand over often.
+// With -url it opens the backend from a URL instead (a migrate+<phase>://
+// URL in a migrate campaign, whose events carry -key); with -partitions it
+// is a member of partition group -election instead, leaving and joining
+// again now and then, and keys each partition's events p<N>.
 //
 // It prints one JSON object per line on standard output for every
 // transition, stamped with CLOCK_MONOTONIC in nanoseconds (shared by every
@@ -11,7 +15,10 @@
 //	{"mono":123,"proc":"s1g0","kind":"elected","token":42}
 //	{"mono":456,"proc":"s1g0","kind":"stepdown","token":42,"note":"..."}
 //
-// It exits 0 after SIGTERM or SIGINT, once its term (if any) has ended.
+// It exits 0 after SIGTERM or SIGINT, once its term (if any) has ended,
+// and after reporting a "refused" event when the backend refuses it for
+// good (an error wrapping backend.ErrInvalid from Campaign: a replica in
+// phase old after the migration's marker).
 package main
 
 import (
@@ -40,7 +47,9 @@ import (
 
 	"github.com/leaderkit/elector"
 	"github.com/leaderkit/elector/backend"
+	"github.com/leaderkit/elector/backendurl"
 	"github.com/leaderkit/elector/etcd"
+	_ "github.com/leaderkit/elector/migrate" // registers migrate+<phase>:// for -url
 	"github.com/leaderkit/elector/redlock"
 	"github.com/leaderkit/elector/zookeeper"
 )
@@ -52,6 +61,7 @@ type event struct {
 	Kind  string `json:"kind"`
 	Token uint64 `json:"token,omitempty"`
 	Note  string `json:"note,omitempty"`
+	Key   string `json:"key,omitempty"`
 }
 
 var outMu sync.Mutex
@@ -72,36 +82,56 @@ func mono() int64 {
 	return ts.Nano()
 }
 
+// config is the command line.
+type config struct {
+	driver, url, election, proc, fence, key string
+	addrs                                   []string
+	ttl, writeEvery, termMin, termMax       time.Duration
+	nodeTimeout                             time.Duration
+	partitions                              int
+	memberMin, memberMax                    time.Duration
+}
+
 func main() {
-	var (
-		driver     = flag.String("driver", "", "redlock, etcd or zookeeper")
-		addrs      = flag.String("addrs", "", "comma-separated backend addresses")
-		election   = flag.String("election", "", "election name")
-		proc       = flag.String("proc", "", "process name, used as the identity")
-		fence      = flag.String("fence", "", "base URL of the fencing store")
-		ttl        = flag.Duration("ttl", time.Second, "lease TTL (ZooKeeper: session timeout)")
-		writeEvery = flag.Duration("write-every", 20*time.Millisecond, "interval between fenced writes while leading")
-		termMin    = flag.Duration("term-min", 300*time.Millisecond, "shortest voluntary term")
-		termMax    = flag.Duration("term-max", 2*time.Second, "longest voluntary term")
-	)
+	var cfg config
+	var addrs string
+	flag.StringVar(&cfg.driver, "driver", "", "redlock, etcd or zookeeper")
+	flag.StringVar(&addrs, "addrs", "", "comma-separated backend addresses")
+	flag.StringVar(&cfg.url, "url", "", "backend URL (e.g. migrate+both://?old=...&new=...), instead of -driver and -addrs")
+	flag.StringVar(&cfg.election, "election", "", "election name (partition mode: the group)")
+	flag.StringVar(&cfg.proc, "proc", "", "process name, used as the identity")
+	flag.StringVar(&cfg.fence, "fence", "", "base URL of the fencing store")
+	flag.StringVar(&cfg.key, "key", "", "key of the election's events and fence resource (partition mode: p<N> per partition)")
+	flag.DurationVar(&cfg.ttl, "ttl", time.Second, "lease TTL (ZooKeeper: session timeout)")
+	flag.DurationVar(&cfg.writeEvery, "write-every", 20*time.Millisecond, "interval between fenced writes while leading")
+	flag.DurationVar(&cfg.termMin, "term-min", 300*time.Millisecond, "shortest voluntary term")
+	flag.DurationVar(&cfg.termMax, "term-max", 2*time.Second, "longest voluntary term")
+	flag.DurationVar(&cfg.nodeTimeout, "node-timeout", 0, "redlock: Options.NodeTimeout (0: the default)")
+	flag.IntVar(&cfg.partitions, "partitions", 0, "partition mode: share this many partitions of group -election with the other candidates")
+	flag.DurationVar(&cfg.memberMin, "member-min", 5*time.Second, "partition mode: shortest membership before a graceful leave")
+	flag.DurationVar(&cfg.memberMax, "member-max", 15*time.Second, "partition mode: longest membership before a graceful leave")
 	flag.Parse()
-	if err := run(*driver, strings.Split(*addrs, ","), *election, *proc, *fence, *ttl, *writeEvery, *termMin, *termMax); err != nil {
+	if addrs != "" {
+		cfg.addrs = strings.Split(addrs, ",")
+	}
+	if err := run(cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "candidate:", err)
 		os.Exit(1)
 	}
 }
 
-func open(driver string, addrs []string, ttl time.Duration) (backend.Backend, func(), error) {
+func open(driver string, addrs []string, nodeTimeout time.Duration) (backend.Backend, func(), error) {
 	switch driver {
 	case "redlock":
 		var clients []redis.UniversalClient
+		io := max(200*time.Millisecond, nodeTimeout)
 		for _, a := range addrs {
 			clients = append(clients, redis.NewClient(&redis.Options{
-				Addr: a, DialTimeout: 200 * time.Millisecond, ReadTimeout: 200 * time.Millisecond,
-				WriteTimeout: 200 * time.Millisecond, MaxRetries: -1, ContextTimeoutEnabled: true,
+				Addr: a, DialTimeout: 200 * time.Millisecond, ReadTimeout: io,
+				WriteTimeout: io, MaxRetries: -1, ContextTimeoutEnabled: true,
 			}))
 		}
-		b, err := redlock.New(clients, nil)
+		b, err := redlock.New(clients, &redlock.Options{NodeTimeout: nodeTimeout})
 		closeAll := func() {
 			for _, c := range clients {
 				_ = c.Close()
@@ -133,44 +163,70 @@ func open(driver string, addrs []string, ttl time.Duration) (backend.Backend, fu
 	return nil, nil, fmt.Errorf("unknown -driver %q; want redlock, etcd or zookeeper", driver)
 }
 
-func run(driver string, addrs []string, election, proc, fence string, ttl, writeEvery, termMin, termMax time.Duration) error {
+func run(cfg config) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	b, closeB, err := open(driver, addrs, ttl)
+	var (
+		b      backend.Backend
+		closeB func()
+		err    error
+	)
+	if cfg.url != "" {
+		var c io.Closer
+		b, c, err = backendurl.Open(ctx, cfg.url)
+		closeB = func() { _ = c.Close() }
+	} else {
+		b, closeB, err = open(cfg.driver, cfg.addrs, cfg.nodeTimeout)
+	}
 	if err != nil {
 		return err
 	}
 	defer closeB()
-	hc := &http.Client{Timeout: 500 * time.Millisecond}
-	emit(event{Mono: mono(), Proc: proc, Kind: "start"})
+	// Up to 64 idle connections: a partition member writes for every
+	// partition it owns.
+	hc := &http.Client{Timeout: 500 * time.Millisecond, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	emit(event{Mono: mono(), Proc: cfg.proc, Kind: "start"})
+	if cfg.partitions > 0 {
+		return runPartitions(ctx, b, hc, cfg)
+	}
 	var e *elector.Elector
-	e, err = elector.New(b, election, &elector.Options{
-		Identity: proc,
-		TTL:      ttl,
-		Logger:   slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	e, err = elector.New(b, cfg.election, &elector.Options{
+		Identity: cfg.proc,
+		TTL:      cfg.ttl,
+		Logger:   logger(),
 		OnElected: func(ctx context.Context, t elector.Term) {
-			emit(event{Mono: mono(), Proc: proc, Kind: "elected", Token: t.Token})
-			note := lead(ctx, e, hc, fence, proc, t.Token, writeEvery, termMin+rand.N(termMax-termMin+1))
-			emit(event{Mono: mono(), Proc: proc, Kind: "stepdown", Token: t.Token, Note: note})
+			emit(event{Mono: mono(), Proc: cfg.proc, Kind: "elected", Token: t.Token, Key: cfg.key})
+			note := lead(ctx, e, hc, cfg, t.Token, cfg.termMin+rand.N(cfg.termMax-cfg.termMin+1))
+			emit(event{Mono: mono(), Proc: cfg.proc, Kind: "stepdown", Token: t.Token, Note: note, Key: cfg.key})
 		},
 	})
 	if err != nil {
 		return err
 	}
 	err = e.Run(ctx)
-	if errors.Is(err, context.Canceled) {
+	switch {
+	case errors.Is(err, context.Canceled):
+		return nil
+	case errors.Is(err, backend.ErrInvalid):
+		// Refused for good, as a replica left on the old store after a
+		// migration's marker must be.
+		emit(event{Mono: mono(), Proc: cfg.proc, Kind: "refused", Note: err.Error(), Key: cfg.key})
 		return nil
 	}
 	return err
 }
 
+func logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
 // lead writes every writeEvery until ctx ends or length has passed, then
 // resigns; it returns why the term ended.
-func lead(ctx context.Context, e *elector.Elector, hc *http.Client, fence, proc string, token uint64, writeEvery, length time.Duration) string {
-	prepare := writeEvery / 2
+func lead(ctx context.Context, e *elector.Elector, hc *http.Client, cfg config, token uint64, length time.Duration) string {
+	prepare := cfg.writeEvery / 2
 	resignAt := time.NewTimer(length)
 	defer resignAt.Stop()
-	tick := time.NewTicker(writeEvery)
+	tick := time.NewTicker(cfg.writeEvery)
 	defer tick.Stop()
 	for {
 		// The write happens only if the term has not visibly ended: a
@@ -182,7 +238,7 @@ func lead(ctx context.Context, e *elector.Elector, hc *http.Client, fence, proc 
 		// state, computing); a SIGSTOP landing here is Kleppmann's pause,
 		// and the write then goes out late, with the term's token.
 		time.Sleep(prepare)
-		write(hc, fence, proc, token)
+		write(hc, cfg.fence, cfg.proc, cfg.key, token)
 		select {
 		case <-ctx.Done():
 			return "ctx: " + context.Cause(ctx).Error()
@@ -199,10 +255,10 @@ func lead(ctx context.Context, e *elector.Elector, hc *http.Client, fence, proc 
 // write sends one fenced write. It deliberately ignores the term's ctx: a
 // leader's write already under way is not recalled by its elector, which is
 // why the resource must check the token.
-func write(hc *http.Client, fence, proc string, token uint64) {
+func write(hc *http.Client, fence, proc, key string, token uint64) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	q := url.Values{"proc": {proc}, "token": {strconv.FormatUint(token, 10)}}
+	q := url.Values{"proc": {proc}, "token": {strconv.FormatUint(token, 10)}, "key": {key}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, fence+"/write?"+q.Encode(), nil)
 	if err != nil {
 		return

@@ -1,0 +1,87 @@
+package elector
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/leaderkit/elector/backend"
+	"github.com/leaderkit/elector/backend/memory"
+)
+
+// lostReleases makes a backend's Release of a lease already lost return
+// an error wrapping backend.ErrLost, as the etcd and ZooKeeper drivers do
+// (the memory driver returns nil, which the contract also allows).
+type lostReleases struct{ backend.Backend }
+
+type lostRelease struct{ backend.Lease }
+
+func (b lostReleases) Campaign(ctx context.Context, c backend.Candidate) (backend.Lease, error) {
+	l, err := b.Backend.Campaign(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	return lostRelease{l}, nil
+}
+
+func (l lostRelease) Release(ctx context.Context) error {
+	select {
+	case <-l.Lost():
+		return fmt.Errorf("test: release: key was already gone: %w", backend.ErrLost)
+	default:
+		return l.Lease.Release(ctx)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger's concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestReleaseOfLostLeaseIsNoWarning: the release that follows a lost lease
+// finds it gone; that is no failure (the lease does not "lapse after its
+// TTL": it is gone already), so it is not logged as a warning. The loss
+// itself is the one warning.
+func TestReleaseOfLostLeaseIsNoWarning(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.New()
+		rec := newRecorder()
+		opts := rec.options("alice")
+		var logs syncBuffer
+		opts.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		e, err := New(lostReleases{store}, "jobs", opts)
+		require.NoError(t, err)
+		r := run(t, e)
+		rec.next(t, "elected")
+		time.Sleep(ttl / 2)
+		require.True(t, store.Expire("jobs"))
+		rv := rec.next(t, "revoked")
+		require.ErrorIs(t, rv.reason, backend.ErrLost)
+		require.Same(t, context.Canceled, r.stop(t))
+		out := logs.String()
+		assert.Contains(t, out, `level=WARN msg="term ended"`, "the loss is a warning")
+		assert.NotContains(t, out, "release failed", "a release that finds the lease gone is no failure:\n%s", out)
+		assert.Contains(t, out, "release: the lease was already gone", "the release is still logged (debug)")
+	})
+}
