@@ -158,11 +158,11 @@ func TestDeadlineSurvivesUnreportedAnswer(t *testing.T) {
 	if _, _, err := l.s.conn.Exists(l.path); err != nil {
 		t.Fatalf("Exists: %v", err)
 	}
+	t.Cleanup(func() { testenv.Fault(t, "resume", "zk", strconv.Itoa(follower+1)) })
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		t.Fatalf("SIGSTOP zk %d: %v", follower+1, err)
 	}
 	stopped := time.Now()
-	t.Cleanup(func() { testenv.Fault(t, "resume", "zk", strconv.Itoa(follower+1)) })
 	deadline := l.Deadline()
 
 	select {
