@@ -234,10 +234,10 @@
 //   - the ensemble's leader pings its followers at least every TTL/4, that
 //     is tickTime is at most half the shortest TTL: true of every TTL an
 //     ensemble grants with the default minSessionTimeout (2×tickTime). A
-//     follower paused or killed right after it answered a
-//     request never reports it; the Deadline does not count such an answer
-//     until the same server has answered a request sent at least TTL/4
-//     after that answer arrived;
+//     follower paused or killed right after it answered a request never
+//     reports it; the Deadline does not count such an answer until the
+//     same server has answered a request sent at least TTL/4 after that
+//     answer arrived;
 //   - the server a Backend talks to is part of the quorum, with its leader
 //     running. A follower cut off from its leader, or whose leader is paused,
 //     keeps answering its clients for up to syncLimit × tickTime (it drops
