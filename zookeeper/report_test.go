@@ -158,7 +158,7 @@ func TestDeadlineSurvivesUnreportedAnswer(t *testing.T) {
 	if _, _, err := l.s.conn.Exists(l.path); err != nil {
 		t.Fatalf("Exists: %v", err)
 	}
-	t.Cleanup(func() { testenv.Fault(t, "resume", "zk", strconv.Itoa(follower+1)) })
+	t.Cleanup(func() { resumeZK(t, follower+1, servers[follower]) })
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		t.Fatalf("SIGSTOP zk %d: %v", follower+1, err)
 	}
@@ -214,7 +214,7 @@ func (c *pingConn) Read(p []byte) (int, error) {
 }
 
 // zkMode asks a ZooKeeper server for its mode with the srvr four-letter
-// word.
+// word, and returns "" while it does not serve.
 func zkMode(t *testing.T, server string) string {
 	t.Helper()
 	conn, err := net.DialTimeout("tcp", server, 5*time.Second)
@@ -237,6 +237,22 @@ func zkMode(t *testing.T, server string) string {
 			return mode
 		}
 	}
-	t.Fatalf("srvr on %s: no Mode line in %q", server, out)
-	return ""
+	return "" // not serving, e.g. rejoining the ensemble
+}
+
+// resumeZK resumes ZooKeeper server n (at addr) and waits until it serves
+// again, so that the tests that follow find the whole ensemble.
+func resumeZK(t *testing.T, n int, addr string) {
+	testenv.Fault(t, "resume", "zk", strconv.Itoa(n))
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	timeout := time.After(30 * time.Second)
+	for zkMode(t, addr) == "" {
+		select {
+		case <-tick.C:
+		case <-timeout:
+			t.Errorf("zk %d does not serve 30s after its resume", n)
+			return
+		}
+	}
 }
