@@ -116,15 +116,27 @@
 // A lease's TTL is Candidate.TTL, which is its session's negotiated
 // timeout. The driver reads the negotiated timeout and the send time of
 // every request the servers answer, pings included, off the wire.
-// [backend.Lease.Deadline] is [backend.LeaseDeadline] of the send time of
-// the newest request answered on the lease's session and the TTL: that
-// time plus the TTL, less TTL × [Options.DriftFactor] (1% by default) plus
-// 2 ms for clock drift. A server extends a session from when it receives a
-// packet, which is later, so a leader cut off from the ensemble reaches its
-// Deadline before its session can expire. go-zookeeper pings every third of
-// the session timeout and drops a connection silent for two thirds of it,
-// so the default policy steps down at the latest two thirds of a TTL after
-// the last answer. [backend.Lease.Renew] proves the session alive and the
+// [backend.Lease.Deadline] is [backend.LeaseDeadline] of a basis and the
+// TTL: the basis plus the TTL, less TTL × [Options.DriftFactor] (1% by
+// default) plus 2 ms for clock drift. Sessions expire at the ensemble's
+// leader, one timeout after it last counted the session, and a follower
+// tells the leader which sessions it heard from only in its reply to the
+// leader's next ping, which the leader sends every tickTime/2. So the basis
+// is the send time of the newest answered request that the leader must
+// have counted: one answered by the session's handshake (the leader makes
+// or revalidates the session), or one followed by the answer, on the same
+// connection, to a request sent at least TTL/4 after the first answer
+// arrived (the server then ran long enough to report it). A server counts a
+// request from when it receives it, which is later, so a leader cut off from
+// the ensemble reaches its Deadline before its session can expire. The basis
+// trails the newest answer by about TTL/4 to TTL/3: go-zookeeper pings every
+// third of the session timeout, so the Deadline is at least about two
+// thirds of a TTL away after each ping, and an Elector renewing every TTL/3
+// finds its renewal due sooner and renews every RenewInterval/4 (one read
+// per session, not per election, when elections share the session).
+// go-zookeeper drops a connection silent for two thirds of the session
+// timeout, so the default policy steps down at the latest two thirds of a
+// TTL after the last answer. [backend.Lease.Renew] proves the session alive and the
 // znode its own with a request of the session answered after Renew began.
 // While the watch every lease keeps on its znode is armed and has not
 // fired, a deletion of the znode would have been reported before that
@@ -219,11 +231,21 @@
 //   - this process's monotonic clock runs no more than
 //     [Options.DriftFactor] (1% by default) slower than the ZooKeeper
 //     leader's over one TTL;
-//   - the server a Backend talks to is part of the quorum. A follower cut
-//     off from its leader keeps answering pings for up to
-//     syncLimit × tickTime before it drops its clients, while the leader may
-//     expire the session after one TTL; the Deadline cannot see that, so
-//     keep syncLimit × tickTime well below the shortest TTL;
+//   - the ensemble's leader pings its followers at least every TTL/4, that
+//     is tickTime is at most half the shortest TTL: true of every TTL an
+//     ensemble grants with the default minSessionTimeout (2×tickTime). A
+//     follower paused or killed right after it answered a request never
+//     reports it; the Deadline does not count such an answer until the
+//     same server has answered a request sent at least TTL/4 after that
+//     answer arrived;
+//   - the server a Backend talks to is part of the quorum, with its leader
+//     running. A follower cut off from its leader, or whose leader is paused,
+//     keeps answering its clients for up to syncLimit × tickTime (it drops
+//     them once its leader has been silent that long) without reporting
+//     them, and the leader, still or again in charge, expires the sessions by
+//     its own last count: their Deadlines can then be late by up to
+//     syncLimit × tickTime. Keep syncLimit × tickTime below the
+//     SafetyMargin of every Elector (TTL/5 by default), and fence writes;
 //   - nobody deletes a leader's znode by hand: that ends the term at the
 //     store at once, and the leader learns it only through its watch. Any
 //     client may do so unless the znodes have a restrictive ACL (see

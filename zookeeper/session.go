@@ -49,6 +49,7 @@ type session struct {
 	zxids      map[string]int64  // protection uuid → czxid of its create, 0 until known
 	probing    *probe            // the renewal request in flight, if any (see fresh)
 	leases     map[string]*lease // by znode path, for the events of their watches
+	reports    reports           // answers not yet known to the ensemble leader; the Deadline's basis
 }
 
 // state is what a session knows of itself at one instant.
@@ -175,16 +176,17 @@ func (s *session) state() (state, <-chan struct{}) {
 }
 
 // deadline is the latest instant session id can still be alive at the
-// servers: [backend.LeaseDeadline] of the send time of the last request they
-// answered and the negotiated timeout. It reports false once id is not the
-// current session.
+// servers: [backend.LeaseDeadline] of the send time of the newest answered
+// request the ensemble leader is known to have counted (see report.go) and
+// the negotiated timeout. It reports false once id is not the current
+// session.
 func (s *session) deadline(id int64, drift float64) (time.Time, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.st.id != id || s.st.closed {
 		return time.Time{}, false
 	}
-	return backend.LeaseDeadline(s.st.heard, s.st.timeout, drift), true
+	return backend.LeaseDeadline(s.reports.basis, s.st.timeout, drift), true
 }
 
 // abandon has the znode path of the current session deleted as soon as the
@@ -236,6 +238,7 @@ func (s *session) handshake(id int64, timeout time.Duration, sent time.Time) {
 	if sent.After(s.st.heard) {
 		s.st.heard = sent
 	}
+	s.reports.linked(sent)
 	s.watches = make(chan struct{})
 	s.linked = time.Now()
 }
@@ -308,6 +311,7 @@ func (s *session) heard(sent time.Time) {
 	if sent.After(s.st.heard) {
 		s.st.heard = sent
 	}
+	s.reports.answered(sent, time.Now(), s.st.timeout)
 	s.mu.Unlock()
 }
 
