@@ -65,8 +65,13 @@ done
 OUT=${CHAOS_OUT:-/tmp/elector-chaos-report}
 echo "chaos.sh: seeds ${seeds[*]} (rerun one: scripts/chaos.sh -seed N); report in $OUT" >&2
 
+# ZooKeeper with syncLimit × tickTime = 300 ms, below the 400 ms SafetyMargin
+# of the campaigns' 2 s TTL, as the zookeeper driver's Deadline assumes
+# (zookeeper/doc.go, # Safety); servers.sh applies it to the nodes it starts
+# and restarts.
+export ELECTOR_ZK_TICK_MS=${ELECTOR_ZK_TICK_MS:-100} ELECTOR_ZK_SYNC_LIMIT=${ELECTOR_ZK_SYNC_LIMIT:-3} ELECTOR_ZK_INIT_LIMIT=${ELECTOR_ZK_INIT_LIMIT:-100}
 if [[ $("$SERVERS" env | grep -c -E 'ELECTOR_(REDIS_ADDRS|ETCD_ENDPOINTS|ZK_SERVERS)=') -eq 3 ]]; then
-	echo "chaos.sh: servers already running; leaving them up" >&2
+	echo "chaos.sh: servers already running; leaving them up (ZooKeeper keeps the timing it started with)" >&2
 else
 	trap '"$SERVERS" stop all' EXIT
 fi

@@ -63,6 +63,21 @@ OFF=${ELECTOR_PORT_OFFSET:-0}
 }
 START_TIMEOUT=${ELECTOR_START_TIMEOUT:-60} # seconds a kind may take to become ready
 STOP_GRACE=${ELECTOR_STOP_GRACE:-5}        # seconds between SIGTERM and SIGKILL
+# The ZooKeeper ensemble's timing, read when a node (re)starts. The zookeeper
+# driver's Deadline assumes syncLimit × tickTime below the Elector's
+# SafetyMargin (zookeeper/doc.go, # Safety): a paused leader expires the
+# sessions its followers kept answering for that long. The defaults (5 s)
+# keep a loaded CI machine's ensemble stable; scripts/chaos.sh sets 100 ms ×
+# 3 = 300 ms, below the 400 ms margin of its 2 s TTL.
+ZK_TICK_MS=${ELECTOR_ZK_TICK_MS:-500}
+ZK_SYNC_LIMIT=${ELECTOR_ZK_SYNC_LIMIT:-10}
+ZK_INIT_LIMIT=${ELECTOR_ZK_INIT_LIMIT:-20}
+for v in ZK_TICK_MS ZK_SYNC_LIMIT ZK_INIT_LIMIT; do
+	[[ ${!v} =~ ^[1-9][0-9]*$ ]] || {
+		printf 'servers.sh: error: ELECTOR_%s must be a positive integer, got %q\n' "$v" "${!v}" >&2
+		exit 2
+	}
+done
 
 REDIS_PASSWORD=elector-secret
 REDIS_ACL_USER=elector
@@ -554,7 +569,7 @@ zk_launch() { # zk_launch N
 	fi
 	[[ -e $dir/data/myid ]] || echo "$n" >"$dir/data/myid"
 	{
-		printf '%s\n' tickTime=500 initLimit=20 syncLimit=10 \
+		printf '%s\n' "tickTime=$ZK_TICK_MS" "initLimit=$ZK_INIT_LIMIT" "syncLimit=$ZK_SYNC_LIMIT" \
 			minSessionTimeout=1000 maxSessionTimeout=30000 \
 			"dataDir=$dir/data" "clientPortAddress=$HOST" "clientPort=$port"
 		for i in 1 2 3; do printf 'server.%d=%s:%d:%d\n' "$i" "$HOST" $((21820 + OFF + i)) $((21830 + OFF + i)); done
