@@ -40,14 +40,40 @@ func (r *renewer) start(ctx context.Context, until time.Time) {
 // next returns how long to wait for the next attempt after the lease was
 // won or renewed: until the lease's Deadline less TTL, plus RenewInterval,
 // which is RenewInterval after the send time of the request that proved the
-// lease (less the drift bound), and at least a quarter of RenewInterval.
+// lease (less the drift bound), or, when that is less than a quarter of
+// RenewInterval away, the next instant of a process-wide grid of that
+// quarter (see onGrid).
 // Counting from the Deadline rather than from when the attempt returned
 // keeps the schedules of elections whose leases a driver renews together
 // (one etcd keepalive, one ZooKeeper session, one Redis batch) in step, so
 // that their next renewals find one request to share instead of drifting
 // apart by their latencies.
 func (r *renewer) next() time.Duration {
-	return max(r.until(), r.e.opts.RenewInterval/4)
+	floor := r.e.opts.RenewInterval / 4
+	if d := r.until(); d >= floor {
+		return d
+	}
+	return onGrid(floor)
+}
+
+// renewGrid is the origin of onGrid's instants, shared by every Elector of
+// the process.
+var renewGrid = time.Now()
+
+// onGrid returns how long until the next instant on a process-wide grid of
+// the given period, at least half a period away. A driver whose Deadline
+// trails its newest proof (ZooKeeper counts an answer only once a later one
+// confirms it) leaves renewals always due; they then run at about the
+// floor's rate, and on one grid, so that the elections sharing a session
+// renew at the same instants and share one request, instead of each
+// renewing on a phase set by its own latencies.
+func onGrid(period time.Duration) time.Duration {
+	phase := (time.Since(renewGrid)%period + period) % period
+	d := period - phase
+	if d < period/2 {
+		d += period
+	}
+	return d
 }
 
 // until returns how long until a renewal is due: RenewInterval after the
