@@ -2,10 +2,8 @@ package zookeeper
 
 import (
 	"encoding/binary"
-	"io"
 	"net"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -97,7 +95,7 @@ func TestDeadlineSurvivesUnreportedAnswer(t *testing.T) {
 	servers := testenv.ZKServers(t)
 	follower := -1
 	for i, s := range servers {
-		if zkMode(t, s) == "follower" {
+		if testenv.ZKMode(t, s) == "follower" {
 			follower = i
 			break
 		}
@@ -213,33 +211,6 @@ func (c *pingConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// zkMode asks a ZooKeeper server for its mode with the srvr four-letter
-// word, and returns "" while it does not serve.
-func zkMode(t *testing.T, server string) string {
-	t.Helper()
-	conn, err := net.DialTimeout("tcp", server, 5*time.Second)
-	if err != nil {
-		t.Fatalf("srvr on %s: %v", server, err)
-	}
-	defer conn.Close()
-	if err := conn.SetDeadline(time.Now().Add(5 * time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Write([]byte("srvr")); err != nil {
-		t.Fatalf("srvr on %s: %v", server, err)
-	}
-	out, err := io.ReadAll(conn)
-	if err != nil {
-		t.Fatalf("srvr on %s: %v", server, err)
-	}
-	for line := range strings.Lines(string(out)) {
-		if mode, ok := strings.CutPrefix(strings.TrimSpace(line), "Mode: "); ok {
-			return mode
-		}
-	}
-	return "" // not serving, e.g. rejoining the ensemble
-}
-
 // resumeZK resumes ZooKeeper server n (at addr) and waits until it serves
 // again, so that the tests that follow find the whole ensemble.
 func resumeZK(t *testing.T, n int, addr string) {
@@ -247,7 +218,7 @@ func resumeZK(t *testing.T, n int, addr string) {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	timeout := time.After(30 * time.Second)
-	for zkMode(t, addr) == "" {
+	for testenv.ZKMode(t, addr) == "" {
 		select {
 		case <-tick.C:
 		case <-timeout:

@@ -102,7 +102,7 @@ func TestFaultZKKillRestart(t *testing.T) {
 	// Break a follower, so the ensemble keeps its leader throughout.
 	n := -1
 	for i, s := range servers {
-		if zkMode(t, s) == "follower" {
+		if testenv.ZKMode(t, s) == "follower" {
 			n = i
 			break
 		}
@@ -123,7 +123,7 @@ func TestFaultZKKillRestart(t *testing.T) {
 		t.Fatalf("dial %s after kill: got a connection, want refused", servers[n])
 	}
 	testenv.Fault(t, "restart", "zk", node) // waits for it to rejoin
-	if mode := zkMode(t, servers[n]); mode != "leader" && mode != "follower" {
+	if mode := testenv.ZKMode(t, servers[n]); mode != "leader" && mode != "follower" {
 		t.Fatalf("zk %s after restart: got mode %q, want leader or follower", node, mode)
 	}
 }

@@ -6,8 +6,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -182,7 +180,7 @@ func TestZKSmoke(t *testing.T) {
 		t.Fatalf("got %d ZooKeeper servers %v, want 3", len(servers), servers)
 	}
 	for _, s := range servers {
-		if mode := zkMode(t, s); mode != "leader" && mode != "follower" {
+		if mode := testenv.ZKMode(t, s); mode != "leader" && mode != "follower" {
 			t.Errorf("srvr on %s: got mode %q, want leader or follower: the ensemble must have a quorum", s, mode)
 		}
 	}
@@ -227,34 +225,6 @@ func waitConnected(t *testing.T, events <-chan zk.Event) {
 			t.Fatal("zk: no session within 15s")
 		}
 	}
-}
-
-// zkMode asks a ZooKeeper server for its mode with the srvr four-letter
-// word. (zk.FLWSrvr cannot parse ZooKeeper 3.8's build date.)
-func zkMode(t *testing.T, server string) string {
-	t.Helper()
-	conn, err := net.DialTimeout("tcp", server, 5*time.Second)
-	if err != nil {
-		t.Fatalf("srvr on %s: %v", server, err)
-	}
-	defer conn.Close()
-	if err := conn.SetDeadline(time.Now().Add(5 * time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Write([]byte("srvr")); err != nil {
-		t.Fatalf("srvr on %s: %v", server, err)
-	}
-	out, err := io.ReadAll(conn)
-	if err != nil {
-		t.Fatalf("srvr on %s: %v", server, err)
-	}
-	for line := range strings.Lines(string(out)) {
-		if mode, ok := strings.CutPrefix(strings.TrimSpace(line), "Mode: "); ok {
-			return mode
-		}
-	}
-	t.Fatalf("srvr on %s: no Mode line in %q", server, out)
-	return ""
 }
 
 func TestFaultPID(t *testing.T) {
