@@ -1,11 +1,9 @@
 package elector
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/leaderkit/elector/backend"
 	"github.com/leaderkit/elector/backend/memory"
+	"github.com/leaderkit/elector/internal/testenv"
 )
 
 // lostReleases makes a backend's Release of a lease already lost return
@@ -41,24 +40,6 @@ func (l lostRelease) Release(ctx context.Context) error {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for a logger's concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestReleaseOfLostLeaseIsNoWarning: the release that follows a lost lease
 // finds it gone; that is no failure (the lease does not "lapse after its
 // TTL": it is gone already), so it is not logged as a warning. The loss
@@ -68,7 +49,7 @@ func TestReleaseOfLostLeaseIsNoWarning(t *testing.T) {
 		store := memory.New()
 		rec := newRecorder()
 		opts := rec.options("alice")
-		var logs syncBuffer
+		var logs testenv.Buffer
 		opts.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		e, err := New(lostReleases{store}, "jobs", opts)
 		require.NoError(t, err)

@@ -93,16 +93,7 @@ func TestReportsConfirmAnswersLater(t *testing.T) {
 func TestDeadlineSurvivesUnreportedAnswer(t *testing.T) {
 	const ttl = 6 * time.Second // go-zookeeper pings every 2s
 	servers := testenv.ZKServers(t)
-	follower := -1
-	for i, s := range servers {
-		if testenv.ZKMode(t, s) == "follower" {
-			follower = i
-			break
-		}
-	}
-	if follower < 0 {
-		t.Fatalf("no follower among %v", servers)
-	}
+	follower := testenv.ZKFollower(t, servers)
 	pid, err := strconv.Atoi(testenv.Fault(t, "pid", "zk", strconv.Itoa(follower+1)))
 	if err != nil {
 		t.Fatalf("pid of zk %d: %v", follower+1, err)

@@ -73,7 +73,7 @@ var workloadNames = []string{"acquire+release", "throughput", "handover", "renew
 // left under its prefix.
 func TestCompareShort(t *testing.T) {
 	html := filepath.Join(t.TempDir(), "report.html")
-	var stdout lockedBuffer
+	var stdout testenv.Buffer
 	p := startElectOut(t, "compare", nil, &stdout, append([]string{"compare", "--short", "--json", "--html=" + html}, compareArgs(t)...)...)
 	if code := p.wait(5 * time.Minute); code != 0 {
 		t.Fatalf("elect compare: exit %d; want 0\n%s", code, p.out.String())
@@ -159,7 +159,7 @@ func TestCompareInterrupted(t *testing.T) {
 	for _, phase := range []string{"renew", "failover"} {
 		t.Run(phase, func(t *testing.T) {
 			args := append([]string{"compare", "--short", "--held=200", "--trials=3"}, compareArgs(t)...)
-			var stdout lockedBuffer
+			var stdout testenv.Buffer
 			p := startElectOut(t, "compare", nil, &stdout, args...)
 			prefix := waitMatch(t, p, regexp.MustCompile(`elections under (\S+)`))
 			waitMatch(t, p, regexp.MustCompile(`elect compare: `+phase+` 1/`))

@@ -4,7 +4,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"io"
 	"net"
@@ -17,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/leaderkit/elector/internal/testenv"
 )
 
 // childAddrEnv, when set, makes the test binary act as the command elect
@@ -176,26 +177,9 @@ type proc struct {
 	t      *testing.T
 	name   string
 	cmd    *exec.Cmd
-	out    lockedBuffer
+	out    testenv.Buffer
 	done   chan struct{}
 	status int
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // startElect starts elect with args and extra environment variables; the

@@ -100,16 +100,7 @@ func TestFaultEtcdRestart(t *testing.T) {
 func TestFaultZKKillRestart(t *testing.T) {
 	servers := testenv.ZKServers(t)
 	// Break a follower, so the ensemble keeps its leader throughout.
-	n := -1
-	for i, s := range servers {
-		if testenv.ZKMode(t, s) == "follower" {
-			n = i
-			break
-		}
-	}
-	if n < 0 {
-		t.Fatalf("no follower among %v", servers)
-	}
+	n := testenv.ZKFollower(t, servers)
 	node := strconv.Itoa(n + 1)
 	t.Cleanup(func() {
 		if t.Failed() {

@@ -37,3 +37,17 @@ func ZKMode(tb testing.TB, addr string) string {
 	}
 	return ""
 }
+
+// ZKFollower returns the index in servers of a server whose mode is
+// follower, so that a fault leaves the ensemble its leader; it fails tb
+// when there is none.
+func ZKFollower(tb testing.TB, servers []string) int {
+	tb.Helper()
+	for i, s := range servers {
+		if ZKMode(tb, s) == "follower" {
+			return i
+		}
+	}
+	tb.Fatalf("no follower among %v", servers)
+	return -1
+}
