@@ -123,6 +123,15 @@ func Run(ctx context.Context, cfg Config) (events []Event, err error) {
 			}
 		}
 	}
+	if cfg.OldKind == "redis" {
+		// A migrate campaign's old Redis nodes keep the marker across the
+		// nemesis's restarts only with AOF.
+		for n := range cfg.OldAddrs {
+			if err := c.servers("restart", "redis", fmt.Sprint(n+1), "--aof"); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if c.fence, err = StartFence(c.hist); err != nil {
 		return nil, err
 	}
@@ -157,7 +166,7 @@ func Run(ctx context.Context, cfg Config) (events []Event, err error) {
 	stop()
 	c.shutdown()
 	c.wg.Wait()
-	return c.hist.Events(), nerr
+	return c.hist.Events(), errors.Join(nerr, c.cleanupErr())
 }
 
 func aofFlag(aof bool) string {
@@ -182,20 +191,30 @@ func (c *campaign) servers(args ...string) error {
 	return nil
 }
 
-// restoreNodes resumes every backend node and starts any that is down
-// (servers.sh start waits until the kind is ready); Redis nodes are
-// restarted without AOF if the campaign used it, as the other tests expect.
+// restoreNodes resumes every backend node (a migrate campaign's old
+// store's too) and starts any that is down (servers.sh start waits until
+// the kind is ready); Redis nodes are restarted without AOF if the campaign
+// used it, as the other tests expect.
 func (c *campaign) restoreNodes() error {
+	errs := c.restoreKind(c.cfg.ServerKind, len(c.cfg.Addrs), c.cfg.AOF || c.cfg.Clock)
+	if c.cfg.OldKind != "" {
+		errs = append(errs, c.restoreKind(c.cfg.OldKind, len(c.cfg.OldAddrs), true)...)
+	}
+	return errors.Join(errs...)
+}
+
+// restoreKind restores the n nodes of serverKind; persisted reports
+// whether Redis nodes ran with AOF or the clock shim.
+func (c *campaign) restoreKind(serverKind string, n int, persisted bool) []error {
 	var errs []error
-	for n := range c.cfg.Addrs {
-		node := fmt.Sprint(n + 1)
-		_ = c.servers("resume", c.cfg.ServerKind, node)
-		if c.cfg.ServerKind == "redis" && (c.cfg.AOF || c.cfg.Clock) {
+	for i := range n {
+		node := fmt.Sprint(i + 1)
+		_ = c.servers("resume", serverKind, node)
+		if serverKind == "redis" && persisted {
 			errs = append(errs, c.servers("restart", "redis", node))
 		}
 	}
-	errs = append(errs, c.servers("start", c.cfg.ServerKind))
-	return errors.Join(errs...)
+	return append(errs, c.servers("start", serverKind))
 }
 
 // slot keeps one candidate process running in slot s until the campaign

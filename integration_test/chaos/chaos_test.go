@@ -106,10 +106,13 @@ func TestChaos(t *testing.T) {
 			case *flagLong:
 				cfg.Migrations = 20
 			}
+			// A migration takes some 20 rolls of a candidate, each a
+			// hand-over and a quiet spell: give each 90 s.
+			cfg.MaxDuration = max(cfg.MaxDuration, time.Duration(cfg.Migrations)*90*time.Second)
 		}
 		t.Run(name, func(t *testing.T) {
 			cfg.Logf = t.Logf
-			ctx, cancel := context.WithTimeout(context.Background(), maxDur+5*time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), cfg.MaxDuration+5*time.Minute)
 			defer cancel()
 			began := time.Now()
 			events, err := Run(ctx, cfg)
@@ -145,6 +148,9 @@ func TestChaos(t *testing.T) {
 			all := rows[len(rows)-1]
 			if all.Terms < terms || all.Faults < faults {
 				t.Errorf("campaign too small: %d terms and %d faults, want at least %d and %d", all.Terms, all.Faults, terms, faults)
+			}
+			if cfg.Mode == ModeMigrate && st.Refused < cfg.Migrations {
+				t.Errorf("campaign too small: %d migrations ended with the late old-only replica refused, want at least %d", st.Refused, cfg.Migrations)
 			}
 		})
 	}
@@ -189,9 +195,11 @@ func configure(t *testing.T, name string, cfg *Config) error {
 		cfg.Mode, cfg.Candidates, cfg.Migrations = ModeMigrate, 5, 1
 		cfg.OldDriver, cfg.OldKind, cfg.OldAddrs = old[0], old[1], addrs(t, old[1])
 		cfg.Driver, cfg.ServerKind, cfg.Addrs = nw[0], nw[1], addrs(t, nw[1])
-		// The nemesis hits the new store's nodes; Redis ones restart with
-		// AOF, so that the marker survives.
+		// The nemesis hits the new store's nodes and, with the old- kinds,
+		// the old store's; Redis ones restart with AOF, so that the marker
+		// survives.
 		cfg.AOF = nw[1] == "redis"
+		cfg.Faults = append(FaultKinds(cfg.ServerKind, cfg.AOF), OldFaults(cfg.OldKind)...)
 		return nil
 	}
 	base, mode := SplitCampaign(name)

@@ -137,7 +137,7 @@ func (c *campaign) injectClock(ctx context.Context, rng *rand.Rand, kind string)
 // jumpBareQuorum runs FaultClockJumpBareQuorum.
 func (c *campaign) jumpBareQuorum(ctx context.Context, rng *rand.Rand, kind string) error {
 	ttl := c.cfg.TTL
-	paused := c.pickNodes(rng, "minority")
+	paused := c.pickNodes(rng, "minority", len(c.cfg.Addrs))
 	var rest []string
 	for n := range c.cfg.Addrs {
 		if name := fmt.Sprint(n + 1); !slices.Contains(paused, name) {
@@ -150,13 +150,13 @@ func (c *campaign) jumpBareQuorum(ctx context.Context, rng *rand.Rand, kind stri
 	step := jitter(rng, 3*ttl/2, 5*ttl/2)
 	c.faultBegins(kind, fmt.Sprintf("redis %s paused, then %s +%v", strings.Join(paused, ","), strings.Join(jumped, ","), step))
 	defer c.faultHeals(kind)
-	if err := c.onNodes(paused, "pause"); err != nil {
+	if err := c.onNodes(c.cfg.ServerKind, paused, "pause"); err != nil {
 		return err
 	}
 	resumed := false
 	defer func() {
 		if !resumed {
-			_ = c.onNodes(paused, "resume")
+			_ = c.onNodes(c.cfg.ServerKind, paused, "resume")
 		}
 	}()
 	wait.Sleep(ctx, ttl) // the keys on the paused nodes expire meanwhile
@@ -168,7 +168,7 @@ func (c *campaign) jumpBareQuorum(ctx context.Context, rng *rand.Rand, kind stri
 		return err
 	}
 	resumed = true
-	if err := c.onNodes(paused, "resume"); err != nil {
+	if err := c.onNodes(c.cfg.ServerKind, paused, "resume"); err != nil {
 		return err
 	}
 	wait.Sleep(ctx, ttl)
@@ -231,6 +231,6 @@ func (c *campaign) killRival() {
 
 // clockNodes returns one or two of the five nodes, at random.
 func (c *campaign) clockNodes(rng *rand.Rand) []string {
-	names := c.pickNodes(rng, "minority")
+	names := c.pickNodes(rng, "minority", len(c.cfg.Addrs))
 	return names[:1+rng.IntN(len(names))]
 }

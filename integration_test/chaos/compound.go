@@ -106,13 +106,13 @@ func (c *campaign) injectCompound(ctx context.Context, rng *rand.Rand, kind stri
 		}
 		var slot int
 		_, _ = fmt.Sscanf(p.name, "s%d", &slot)
-		names := c.pickNodes(rng, "minority")
+		names := c.pickNodes(rng, "minority", len(c.cfg.Addrs))
 		c.faultBegins(kind, p.name+" + "+c.cfg.ServerKind+" "+strings.Join(names, ","))
 		defer c.faultHeals(kind)
-		if err := c.onNodes(names, "pause"); err != nil {
+		if err := c.onNodes(c.cfg.ServerKind, names, "pause"); err != nil {
 			return true, err
 		}
-		defer c.onNodes(names, "resume")
+		defer c.onNodes(c.cfg.ServerKind, names, "resume")
 		return true, c.toxic(ctx, slot, jitter(rng, 3*ttl/2, 5*ttl/2),
 			`{"name":"cut-up","type":"timeout","stream":"upstream","attributes":{"timeout":0}}`,
 			`{"name":"cut-down","type":"timeout","stream":"downstream","attributes":{"timeout":0}}`)
@@ -142,17 +142,17 @@ func (c *campaign) awaitTerm(ctx context.Context) bool {
 // ZooKeeper with their data. It records a fault of kind on them unless
 // kind is a compound fault already recorded.
 func (c *campaign) restartNodes(rng *rand.Rand, kind string) error {
-	names := c.pickNodes(rng, "minority")
+	names := c.pickNodes(rng, "minority", len(c.cfg.Addrs))
 	names = names[:1+rng.IntN(len(names))] // one or two of five
 	if kind == FaultRestartAfterHandOver {
 		c.faultBegins(kind, c.cfg.ServerKind+" "+strings.Join(names, ","))
 		defer c.faultHeals(kind)
 	}
-	if err := c.onNodes(names, "kill"); err != nil {
+	if err := c.onNodes(c.cfg.ServerKind, names, "kill"); err != nil {
 		return err
 	}
 	if c.cfg.ServerKind == "redis" {
-		return c.onNodes(names, "restart", aofFlag(c.cfg.AOF))
+		return c.onNodes(c.cfg.ServerKind, names, "restart", aofFlag(c.cfg.AOF))
 	}
-	return c.restartInTurn(names)
+	return c.restartInTurn(c.cfg.ServerKind, names)
 }

@@ -51,10 +51,17 @@
 //     package migrate while a runbook restarts them one at a time from
 //     phase old to both, then to new; once a term of the new store's
 //     epoch began (the marker is written), a late replica in phase old is
-//     started and must be refused; then the candidates roll to done, and
-//     the next migration starts on a fresh election with a fresh fence
-//     resource. The nemesis hits the candidates, their links to both
-//     stores, and the new store's nodes.
+//     started and must be refused; then the candidates roll to done, a
+//     process runs step 4 (Cleanup through a migrate+done URL) and checks
+//     that the old store names no holder any more (a failure fails the
+//     campaign), and the next migration starts on a fresh election with a
+//     fresh fence resource. The nemesis hits the candidates, their links
+//     to both stores, the new store's nodes, and ([OldFaults], kinds
+//     prefixed "old-") the old store's: pauses of a minority and a
+//     majority, and kills (Redis: restarts with AOF, which the marker
+//     needs) of a minority. A migrate campaign runs until it has at least
+//     -chaos.migrations full migrations (20 in the long campaign), given
+//     90 s each.
 //
 // Every event carries CLOCK_MONOTONIC ([Mono]), which the candidates, the
 // fence and the nemesis share on one machine, so the history orders them

@@ -1,10 +1,13 @@
 package chaos
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/url"
+	"os/exec"
 	"strings"
 	"syscall"
 	"time"
@@ -38,6 +41,8 @@ type migration struct {
 	phase    []migrate.Phase // per slot (the last: the late replica)
 	done     int             // full migrations completed
 	maxToken uint64          // the highest token elected so far
+	cleaned  int             // migrations whose step 4 (Cleanup) succeeded
+	cleanErr []error         // step 4 failures: the campaign fails
 }
 
 // args returns the command line of candidate process name.
@@ -131,10 +136,13 @@ func (c *campaign) runbook(base string) {
 				return
 			}
 		}
+		if !c.cleanUp(ctx, m) {
+			return
+		}
 		c.mu.Lock()
 		c.mig.done++
 		c.mu.Unlock()
-		c.cfg.Logf("chaos: %s: migration %d done", c.cfg.Name, m)
+		c.cfg.Logf("chaos: %s: migration %d done and cleaned up", c.cfg.Name, m)
 	}
 }
 
@@ -214,6 +222,54 @@ func (c *campaign) lateReplica(ctx context.Context, m int) bool {
 		return false
 	}
 	return true
+}
+
+// cleanUp runs runbook step 4 for migration m: a candidate process in
+// cleanup mode calls Cleanup through a migrate+done URL and checks that
+// the old store names no holder afterwards. It retries while the nemesis
+// may hold the old store down, up to three recovery bounds, then records
+// the failure for the campaign. It reports false when the campaign ended.
+func (c *campaign) cleanUp(ctx context.Context, m int) bool {
+	s := c.cfg.Candidates
+	addrs := make([]string, len(c.proxies[s]))
+	for n, p := range c.proxies[s] {
+		addrs[n] = p.Listen
+	}
+	c.mu.Lock()
+	c.mig.phase[s] = migrate.PhaseDone
+	election := c.mig.election
+	c.mu.Unlock()
+	args := append(c.args(fmt.Sprintf("s%dm%dcleanup", s, m), election, addrs), "-cleanup")
+	deadline := time.Now().Add(3 * c.cfg.Bound)
+	for {
+		cctx, cancel := context.WithTimeout(ctx, c.cfg.Bound)
+		out, err := exec.CommandContext(cctx, c.cfg.Binary, args...).CombinedOutput()
+		cancel()
+		switch {
+		case err == nil:
+			c.mu.Lock()
+			c.mig.cleaned++
+			c.mu.Unlock()
+			return true
+		case ctx.Err() != nil:
+			return false
+		case time.Now().After(deadline):
+			c.mu.Lock()
+			c.mig.cleanErr = append(c.mig.cleanErr, fmt.Errorf("migration %d: cleanup: %w: %s", m, err, bytes.TrimSpace(out)))
+			c.mu.Unlock()
+			return true
+		}
+		if !wait.Sleep(ctx, c.cfg.TTL) {
+			return false
+		}
+	}
+}
+
+// cleanupErr returns the runbook's step 4 failures, if any.
+func (c *campaign) cleanupErr() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return errors.Join(c.mig.cleanErr...)
 }
 
 // IsLate reports whether a process is a migrate campaign's late old-only

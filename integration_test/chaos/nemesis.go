@@ -181,9 +181,8 @@ func (c *campaign) injectLeader(ctx context.Context, rng *rand.Rand, kind string
 }
 
 // pickNodes returns the numbers (from 1, sorted) of a random minority or,
-// for a "majority" kind, majority of the backend nodes.
-func (c *campaign) pickNodes(rng *rand.Rand, kind string) []string {
-	n := len(c.cfg.Addrs)
+// for a "majority" kind, majority of n backend nodes.
+func (c *campaign) pickNodes(rng *rand.Rand, kind string, n int) []string {
 	count := (n - 1) / 2 // minority
 	if strings.Contains(kind, "majority") {
 		count = n/2 + 1
@@ -197,58 +196,84 @@ func (c *campaign) pickNodes(rng *rand.Rand, kind string) []string {
 	return names
 }
 
+// OldPrefix marks a migrate campaign's fault kinds that hit the old
+// store's nodes instead of the new one's (e.g. "old-pause-minority").
+const OldPrefix = "old-"
+
+// OldFaults returns the node faults a migrate campaign injects on the old
+// store, of servers.sh kind serverKind. Redis nodes restart with AOF only:
+// the marker that refuses late old-only replicas must survive a restart
+// (the runbook requires persistence on the old store, see migrate's doc).
+func OldFaults(serverKind string) []string {
+	kinds := []string{FaultPauseMinor, FaultPauseMajor}
+	if serverKind == "redis" {
+		kinds = append(kinds, FaultRestartMinorAOF)
+	} else {
+		kinds = append(kinds, FaultKillMinor)
+	}
+	for i, k := range kinds {
+		kinds[i] = OldPrefix + k
+	}
+	return kinds
+}
+
 // injectNodes runs one fault of kind on a minority or majority of the
-// backend nodes.
+// backend nodes (of the old store's, for an [OldPrefix] kind).
 func (c *campaign) injectNodes(ctx context.Context, rng *rand.Rand, kind string) error {
 	ttl := c.cfg.TTL
-	names := c.pickNodes(rng, kind)
-	c.faultBegins(kind, c.cfg.ServerKind+" "+strings.Join(names, ","))
+	serverKind, n := c.cfg.ServerKind, len(c.cfg.Addrs)
+	base, old := strings.CutPrefix(kind, OldPrefix)
+	if old {
+		serverKind, n = c.cfg.OldKind, len(c.cfg.OldAddrs)
+	}
+	names := c.pickNodes(rng, base, n)
+	c.faultBegins(kind, serverKind+" "+strings.Join(names, ","))
 	defer c.faultHeals(kind)
 	switch {
-	case strings.HasPrefix(kind, "pause-"):
-		if err := c.onNodes(names, "pause"); err != nil {
+	case strings.HasPrefix(base, "pause-"):
+		if err := c.onNodes(serverKind, names, "pause"); err != nil {
 			return err
 		}
 		wait.Sleep(ctx, jitter(rng, ttl, 2*ttl))
-		return c.onNodes(names, "resume")
-	case strings.HasPrefix(kind, "kill-"):
-		if err := c.onNodes(names, "kill"); err != nil {
+		return c.onNodes(serverKind, names, "resume")
+	case strings.HasPrefix(base, "kill-"):
+		if err := c.onNodes(serverKind, names, "kill"); err != nil {
 			return err
 		}
 		wait.Sleep(ctx, jitter(rng, ttl, 2*ttl))
-		return c.restartInTurn(names)
-	case strings.HasPrefix(kind, "restart-"):
+		return c.restartInTurn(serverKind, names)
+	case strings.HasPrefix(base, "restart-"):
 		// Kill and restart at once: the case that loses a lock on a node
 		// without persistence.
-		if err := c.onNodes(names, "kill"); err != nil {
+		if err := c.onNodes(serverKind, names, "kill"); err != nil {
 			return err
 		}
-		return c.onNodes(names, "restart", aofFlag(strings.HasSuffix(kind, "-aof")))
+		return c.onNodes(serverKind, names, "restart", aofFlag(strings.HasSuffix(base, "-aof")))
 	default:
 		return fmt.Errorf("unknown fault kind %q", kind)
 	}
 }
 
-// onNodes runs servers.sh verb on each of the nodes in turn (with the
-// extra arguments after the node), stopping at the first error.
-func (c *campaign) onNodes(nodes []string, verb string, extra ...string) error {
+// onNodes runs servers.sh verb on each of the nodes of serverKind in turn
+// (with the extra arguments after the node), stopping at the first error.
+func (c *campaign) onNodes(serverKind string, nodes []string, verb string, extra ...string) error {
 	for _, node := range nodes {
-		if err := c.servers(append([]string{verb, c.cfg.ServerKind, node}, extra...)...); err != nil {
+		if err := c.servers(append([]string{verb, serverKind, node}, extra...)...); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// restartInTurn restarts the killed nodes, waiting only for the last to
-// be ready.
-func (c *campaign) restartInTurn(nodes []string) error {
+// restartInTurn restarts the killed nodes of serverKind, waiting only for
+// the last to be ready.
+func (c *campaign) restartInTurn(serverKind string, nodes []string) error {
 	for i, node := range nodes {
 		wait := "--no-wait" // a lone member cannot become ready without the others
 		if i == len(nodes)-1 {
 			wait = ""
 		}
-		if err := c.servers("restart", c.cfg.ServerKind, node, wait); err != nil {
+		if err := c.servers("restart", serverKind, node, wait); err != nil {
 			return err
 		}
 	}

@@ -49,7 +49,7 @@ import (
 	"github.com/leaderkit/elector/backend"
 	"github.com/leaderkit/elector/backendurl"
 	"github.com/leaderkit/elector/etcd"
-	_ "github.com/leaderkit/elector/migrate" // registers migrate+<phase>:// for -url
+	"github.com/leaderkit/elector/migrate" // also registers migrate+<phase>:// for -url
 	"github.com/leaderkit/elector/redlock"
 	"github.com/leaderkit/elector/zookeeper"
 )
@@ -90,6 +90,7 @@ type config struct {
 	nodeTimeout                             time.Duration
 	partitions                              int
 	memberMin, memberMax                    time.Duration
+	cleanup                                 bool
 }
 
 func main() {
@@ -110,6 +111,7 @@ func main() {
 	flag.IntVar(&cfg.partitions, "partitions", 0, "partition mode: share this many partitions of group -election with the other candidates")
 	flag.DurationVar(&cfg.memberMin, "member-min", 5*time.Second, "partition mode: shortest membership before a graceful leave")
 	flag.DurationVar(&cfg.memberMax, "member-max", 15*time.Second, "partition mode: longest membership before a graceful leave")
+	flag.BoolVar(&cfg.cleanup, "cleanup", false, "migrate mode: run the runbook's step 4 on -election through -url (a migrate+done URL), check that the old store has no holder left, and exit")
 	flag.Parse()
 	if addrs != "" {
 		cfg.addrs = strings.Split(addrs, ",")
@@ -185,6 +187,9 @@ func run(cfg config) error {
 	// Up to 64 idle connections: a partition member writes for every
 	// partition it owns.
 	hc := &http.Client{Timeout: 500 * time.Millisecond, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	if cfg.cleanup {
+		return cleanup(ctx, b, cfg)
+	}
 	emit(event{Mono: mono(), Proc: cfg.proc, Kind: "start"})
 	if cfg.partitions > 0 {
 		return runPartitions(ctx, b, hc, cfg)
@@ -214,6 +219,36 @@ func run(cfg config) error {
 		return nil
 	}
 	return err
+}
+
+// cleanup runs migrate's Cleanup (runbook step 4) for cfg.election
+// through b, then reads the old store named in cfg.url: no holder may be
+// left, neither the marker nor a replica's key.
+func cleanup(ctx context.Context, b backend.Backend, cfg config) error {
+	mb, ok := b.(*migrate.Backend)
+	if !ok {
+		return fmt.Errorf("-cleanup: -url %q is not a migrate URL", cfg.url)
+	}
+	if err := mb.Cleanup(ctx, cfg.election); err != nil {
+		return err
+	}
+	u, err := url.Parse(cfg.url)
+	if err != nil {
+		return err
+	}
+	old, c, err := backendurl.Open(ctx, u.Query().Get("old"))
+	if err != nil {
+		return fmt.Errorf("open the old store: %w", err)
+	}
+	defer c.Close()
+	h, err := old.Leader(ctx, cfg.election)
+	switch {
+	case errors.Is(err, backend.ErrNoLeader):
+		return nil
+	case err != nil:
+		return fmt.Errorf("read the old store after cleanup: %w", err)
+	}
+	return fmt.Errorf("after cleanup the old store still names holder %q (token %d)", h.Identity, h.Token)
 }
 
 func logger() *slog.Logger {
