@@ -31,6 +31,7 @@ type Backend struct {
 	wg     sync.WaitGroup
 
 	servers serverCheck // whether members can revoke leases early
+	own     ownWatch    // every lease's own-key watch
 
 	// mu guards the fields below; each session guards its own state, and
 	// b.mu is never taken while a session's lock is held.
@@ -67,7 +68,7 @@ func New(cli *clientv3.Client, opts *Options) (*Backend, error) {
 		return nil, err
 	}
 	base, cancel := context.WithCancel(context.Background())
-	return &Backend{
+	b := &Backend{
 		cli:      cli,
 		set:      set,
 		base:     base,
@@ -76,7 +77,9 @@ func New(cli *clientv3.Client, opts *Options) (*Backend, error) {
 		sessions: make(map[int64][]*session),
 		granting: make(map[int64]chan struct{}),
 		held:     make(map[heldKey]*lease),
-	}, nil
+	}
+	b.own.b = b
+	return b, nil
 }
 
 // Leader reports the candidate with the lowest create revision directly
@@ -311,10 +314,7 @@ func (b *Backend) startWatch(l *lease, rev int64) error {
 	if b.closed {
 		return backend.ErrClosed
 	}
-	ctx, cancel := context.WithCancel(b.base)
-	l.stop = cancel
-	b.wg.Add(1)
-	go l.watchOwn(ctx, rev)
+	b.own.register(l, rev)
 	return nil
 }
 

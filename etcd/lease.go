@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/leaderkit/elector/backend"
@@ -23,7 +22,7 @@ type lease struct {
 
 	lost     chan struct{}
 	lostOnce sync.Once
-	stop     context.CancelFunc // ends the own-key watch
+	stop     func() // takes the key off the Backend's own-key watch (own.go)
 
 	mu       sync.Mutex
 	released bool
@@ -135,38 +134,4 @@ func (l *lease) finish() {
 		l.stop()
 	}
 	l.b.unregister(l)
-}
-
-// watchOwn closes Lost when the candidate key is deleted. It runs until
-// the lease is finished or the Backend is closed.
-func (l *lease) watchOwn(ctx context.Context, rev int64) {
-	defer l.b.wg.Done()
-	for {
-		wch := l.b.cli.Watch(ctx, l.key, clientv3.WithRev(rev), clientv3.WithFilterPut())
-		for wr := range wch {
-			if wr.Err() != nil {
-				break
-			}
-			for _, ev := range wr.Events {
-				if ev.Type == mvccpb.DELETE {
-					l.markLost()
-					return
-				}
-			}
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		// The watch ended on its own (compaction, a closed client): read
-		// the key, and resume from there if it is still ours.
-		resp, err := l.b.cli.Get(ctx, l.key)
-		if ctx.Err() != nil {
-			return
-		}
-		if err != nil || len(resp.Kvs) == 0 || resp.Kvs[0].CreateRevision != l.rev {
-			l.markLost()
-			return
-		}
-		rev = resp.Header.Revision + 1
-	}
 }

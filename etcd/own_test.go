@@ -1,0 +1,139 @@
+package etcd
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// lostWithin reports whether l's Lost closes within d.
+func lostWithin(l *lease, d time.Duration) bool {
+	select {
+	case <-l.Lost():
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+// TestOwnWatchOneStream: many held elections share one watch stream; a
+// foreign delete of one key closes that lease's Lost and no other's, and
+// the stream stops with the last lease.
+func TestOwnWatchOneStream(t *testing.T) {
+	cli := testClient(t)
+	b := testBackend(t, cli, nil)
+	name := testName(t)
+	var ls []*lease
+	for i := range 20 {
+		ls = append(ls, mustCampaign(t, b, cand(fmt.Sprintf("%s-%d", name, i), "a")))
+	}
+	b.own.mu.Lock()
+	runs, keys := b.own.runs, len(b.own.keys)
+	b.own.mu.Unlock()
+	if runs != 1 || keys != 20 {
+		t.Fatalf("20 held elections: %d streams started, %d keys watched; want 1 and 20", runs, keys)
+	}
+	if _, err := cli.Delete(testCtx(t), ls[7].key); err != nil {
+		t.Fatal(err)
+	}
+	if !lostWithin(ls[7], 10*time.Second) {
+		t.Fatal("Lost still open 10 s after a foreign delete of the candidate key")
+	}
+	for i, l := range ls {
+		if i != 7 && lostWithin(l, 0) {
+			t.Errorf("lease %d lost after another lease's key was deleted", i)
+		}
+	}
+	for _, l := range ls {
+		_ = l.Release(testCtx(t))
+	}
+	b.own.mu.Lock()
+	gen, keys := b.own.gen, len(b.own.keys)
+	b.own.mu.Unlock()
+	if gen != 0 || keys != 0 {
+		t.Errorf("after every release: stream generation %d, %d keys; want none running and 0 keys", gen, keys)
+	}
+}
+
+// TestOwnWatchLateRegistration: a lease registered after the stream
+// delivered its key's delete (the race between a campaign's read and its
+// registration) is still found lost, by a read of its key.
+func TestOwnWatchLateRegistration(t *testing.T) {
+	cli := testClient(t)
+	b := testBackend(t, cli, nil)
+	name := testName(t)
+	keep := mustCampaign(t, b, cand(name+"-keep", "a")) // keeps the stream running
+	defer keep.Release(testCtx(t))
+	l := mustCampaign(t, b, cand(name, "a"))
+	b.own.drop(l)
+	resp, err := cli.Delete(testCtx(t), l.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Wait until the stream has delivered the delete (dropped: the key is
+	// not registered), then register with the revision the campaign read.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b.own.mu.Lock()
+		seen := b.own.seen
+		b.own.mu.Unlock()
+		if seen >= resp.Header.Revision {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stream saw revision %d after 10 s, want %d", seen, resp.Header.Revision)
+		}
+		time.Sleep(time.Millisecond) // polls a condition the stream sets
+	}
+	b.mu.Lock()
+	b.own.register(l, l.rev+1)
+	b.mu.Unlock()
+	if !lostWithin(l, 10*time.Second) {
+		t.Fatal("a lease registered after its key's delete was delivered stays held")
+	}
+	if lostWithin(keep, 0) {
+		t.Error("the other lease was lost")
+	}
+}
+
+// TestOwnWatchCompacted: a stream whose start revision was compacted away
+// reads every registered key instead, finds the deleted one lost and keeps
+// the others, then delivers later deletes.
+func TestOwnWatchCompacted(t *testing.T) {
+	cli := testClient(t)
+	b := testBackend(t, cli, nil)
+	name := testName(t)
+	a := mustCampaign(t, b, cand(name+"-a", "a"))
+	c := mustCampaign(t, b, cand(name+"-c", "a"))
+	// Take both off the Backend's stream, delete c's key while nothing
+	// watches, and compact the history past it.
+	b.own.drop(a)
+	b.own.drop(c)
+	if _, err := cli.Delete(testCtx(t), c.key); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := cli.Get(testCtx(t), "compact-probe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Compact(testCtx(t), resp.Header.Revision); err != nil {
+		t.Fatal(err)
+	}
+	// A fresh stream from a revision before the compaction.
+	b.mu.Lock()
+	b.own.register(a, a.rev+1)
+	b.own.register(c, a.rev+1)
+	b.mu.Unlock()
+	if !lostWithin(c, 10*time.Second) {
+		t.Fatal("a key deleted before a compaction the stream fell behind stays held")
+	}
+	if lostWithin(a, 0) {
+		t.Fatal("a key still held was found lost after the compaction")
+	}
+	if _, err := cli.Delete(testCtx(t), a.key); err != nil {
+		t.Fatal(err)
+	}
+	if !lostWithin(a, 10*time.Second) {
+		t.Fatal("after the resync, a delete was not delivered")
+	}
+}
