@@ -28,11 +28,23 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// TestConformancePrefix runs the suite with Options.Prefix set, where the
+// leases of a Backend share one watch of their keys (own.go).
+func TestConformancePrefix(t *testing.T) {
+	endpoints := testenv.EtcdEndpoints(t)
+	backendtest.Run(t, func(ctx context.Context, t *testing.T) (backendtest.Harness, error) {
+		h := newHarness(t, endpoints)
+		h.opts = &Options{Prefix: "/elector-conformance/"}
+		return h, nil
+	})
+}
+
 // harness gives each Backend its own client behind its own proxy, so that
 // it can be crashed (client closed) or isolated (proxy cut) alone.
 type harness struct {
 	t         *testing.T
 	endpoints []string
+	opts      *Options // of every Backend made
 	admin     *clientv3.Client
 
 	mu      sync.Mutex
@@ -84,7 +96,7 @@ func (h *harness) MakeBackend(ctx context.Context) (backend.Backend, error) {
 	h.mu.Unlock()
 	p := newProxy(h.t, target)
 	cli := newClient(h.t, []string{p.Addr()})
-	b, err := New(cli, nil)
+	b, err := New(cli, h.opts)
 	if err != nil {
 		return nil, err
 	}

@@ -26,7 +26,9 @@ type Options struct {
 	// `etcdctl elect E` do, so those clients share elections with this
 	// driver. Set it (for example "/elector/") to keep elections apart
 	// from the rest of the keyspace; peers must then use Prefix + E as
-	// their election name.
+	// their election name. With a Prefix, the held elections of a Backend
+	// share one watch of their keys (on the Prefix) instead of one each:
+	// set it when a process holds many elections.
 	Prefix string
 
 	// DriftFactor is the fraction of a lease's TTL by which the etcd

@@ -5,17 +5,25 @@ import (
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/leaderkit/elector/internal/wait"
 )
 
-// ownWatch closes a lease's Lost when its candidate key is deleted, for
-// every lease of a Backend through one etcd watch on the Backend's key
-// prefix (deletes only): a held election then costs no goroutine and no
-// watch of its own, whatever their number (before, each cost two
+// ownWatch closes a lease's Lost when its candidate key is deleted.
+//
+// With [Options.Prefix] set, every lease of a Backend shares one etcd watch
+// on the prefix (deletes only): a held election then costs no goroutine and
+// no watch of its own, whatever their number (a watch per lease costs two
 // goroutines and about 11 KB). Deletes of keys this Backend does not hold
 // are dropped on arrival; the stream runs only while some key is held.
+// Without a Prefix the keys sit at the root of the keyspace, and a shared
+// stream would carry every delete of the cluster (and need permission on
+// all of it): each lease then watches its own key (watchOwn). A shared
+// stream that fails for another reason than a compaction (e.g. permission
+// denied on the prefix) hands its leases to watches of their own, from the
+// revision it had reached.
 //
 // seen is the revision up to which the stream has delivered every delete.
 // A lease registered with a revision at or below seen (the stream may have
@@ -33,6 +41,9 @@ type ownWatch struct {
 	stop context.CancelFunc
 	gen  int // the running stream's generation; 0: none runs
 	runs int // streams started
+	// perLease is set without a Prefix, or once a shared stream failed:
+	// each lease then watches its own key.
+	perLease bool
 }
 
 // register watches l's key for deletes at revisions >= rev. The caller
@@ -40,6 +51,10 @@ type ownWatch struct {
 func (w *ownWatch) register(l *lease, rev int64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.perLease || w.b.set.prefix == "" {
+		w.watchAlone(l, rev)
+		return
+	}
 	if w.keys == nil {
 		w.keys = map[string]*lease{}
 	}
@@ -82,12 +97,13 @@ func (w *ownWatch) run(ctx context.Context, gen int, from int64) {
 	for ctx.Err() == nil {
 		wch := w.b.cli.Watch(ctx, w.b.set.prefix, clientv3.WithPrefix(), clientv3.WithRev(from),
 			clientv3.WithFilterPut(), clientv3.WithProgressNotify())
-		compacted, delivered := false, false
+		compacted, delivered, failed := false, false, false
 		for wr := range wch {
 			if wr.CompactRevision != 0 {
 				compacted = true
 			}
 			if wr.Err() != nil {
+				failed = !compacted // ctx's end and a closed client are told apart below
 				break
 			}
 			delivered = true
@@ -98,6 +114,9 @@ func (w *ownWatch) run(ctx context.Context, gen int, from int64) {
 			return
 		case w.b.clientClosed() != nil:
 			w.loseAll()
+			return
+		case failed:
+			w.handOff(gen)
 			return
 		case compacted:
 			rev, ok := w.resync(ctx, gen)
@@ -192,6 +211,65 @@ func (w *ownWatch) resync(ctx context.Context, gen int) (int64, bool) {
 		if !wait.Sleep(ctx, time.Second) {
 			return 0, false
 		}
+	}
+}
+
+// handOff gives every registered lease a watch of its own, from the
+// revision the failed stream of generation gen had reached, and makes
+// later leases watch alone.
+func (w *ownWatch) handOff(gen int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.gen != gen {
+		return // dropped meanwhile
+	}
+	w.perLease = true
+	for _, l := range w.keys {
+		w.watchAlone(l, w.seen+1)
+	}
+	w.keys = nil
+	w.stop()
+	w.stop, w.gen = nil, 0
+}
+
+// watchAlone starts l's own watch from revision rev; w.mu is held.
+func (w *ownWatch) watchAlone(l *lease, rev int64) {
+	ctx, cancel := context.WithCancel(w.b.base)
+	l.stop = cancel
+	w.b.wg.Go(func() { l.watchOwn(ctx, rev) })
+}
+
+// watchOwn closes Lost when l's candidate key is deleted at revision rev
+// or later. It runs until ctx ends: the lease is finished or the Backend
+// closed.
+func (l *lease) watchOwn(ctx context.Context, rev int64) {
+	for {
+		wch := l.b.cli.Watch(ctx, l.key, clientv3.WithRev(rev), clientv3.WithFilterPut())
+		for wr := range wch {
+			if wr.Err() != nil {
+				break
+			}
+			for _, ev := range wr.Events {
+				if ev.Type == mvccpb.DELETE {
+					l.markLost()
+					return
+				}
+			}
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		// The watch ended on its own (compaction, a closed client): read
+		// the key, and resume from there if it is still ours.
+		resp, err := l.b.cli.Get(ctx, l.key)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil || len(resp.Kvs) == 0 || resp.Kvs[0].CreateRevision != l.rev {
+			l.markLost()
+			return
+		}
+		rev = resp.Header.Revision + 1
 	}
 }
 

@@ -6,6 +6,9 @@ import (
 	"time"
 )
 
+// ownPrefix is the Prefix of the shared-stream tests.
+const ownPrefix = "/elector-own-test/"
+
 // lostWithin reports whether l's Lost closes within d.
 func lostWithin(l *lease, d time.Duration) bool {
 	select {
@@ -21,7 +24,7 @@ func lostWithin(l *lease, d time.Duration) bool {
 // the stream stops with the last lease.
 func TestOwnWatchOneStream(t *testing.T) {
 	cli := testClient(t)
-	b := testBackend(t, cli, nil)
+	b := testBackend(t, cli, &Options{Prefix: ownPrefix})
 	name := testName(t)
 	var ls []*lease
 	for i := range 20 {
@@ -60,7 +63,7 @@ func TestOwnWatchOneStream(t *testing.T) {
 // registration) is still found lost, by a read of its key.
 func TestOwnWatchLateRegistration(t *testing.T) {
 	cli := testClient(t)
-	b := testBackend(t, cli, nil)
+	b := testBackend(t, cli, &Options{Prefix: ownPrefix})
 	name := testName(t)
 	keep := mustCampaign(t, b, cand(name+"-keep", "a")) // keeps the stream running
 	defer keep.Release(testCtx(t))
@@ -101,7 +104,7 @@ func TestOwnWatchLateRegistration(t *testing.T) {
 // the others, then delivers later deletes.
 func TestOwnWatchCompacted(t *testing.T) {
 	cli := testClient(t)
-	b := testBackend(t, cli, nil)
+	b := testBackend(t, cli, &Options{Prefix: ownPrefix})
 	name := testName(t)
 	a := mustCampaign(t, b, cand(name+"-a", "a"))
 	c := mustCampaign(t, b, cand(name+"-c", "a"))
@@ -135,5 +138,55 @@ func TestOwnWatchCompacted(t *testing.T) {
 	}
 	if !lostWithin(a, 10*time.Second) {
 		t.Fatal("after the resync, a delete was not delivered")
+	}
+}
+
+// TestOwnWatchWithoutPrefix: without a Prefix each lease watches its own
+// key (a shared stream would carry the whole keyspace's deletes), and a
+// foreign delete still ends the lease.
+func TestOwnWatchWithoutPrefix(t *testing.T) {
+	cli := testClient(t)
+	b := testBackend(t, cli, nil)
+	l := mustCampaign(t, b, cand(testName(t), "a"))
+	b.own.mu.Lock()
+	runs := b.own.runs
+	b.own.mu.Unlock()
+	if runs != 0 {
+		t.Fatalf("without a Prefix: %d shared streams started, want 0", runs)
+	}
+	if _, err := cli.Delete(testCtx(t), l.key); err != nil {
+		t.Fatal(err)
+	}
+	if !lostWithin(l, 10*time.Second) {
+		t.Fatal("Lost still open 10 s after a foreign delete of the candidate key")
+	}
+}
+
+// TestOwnWatchHandOff: when the shared stream fails (as on a permission
+// denied), its leases get watches of their own, from the revision it had
+// reached, and later leases watch alone.
+func TestOwnWatchHandOff(t *testing.T) {
+	cli := testClient(t)
+	b := testBackend(t, cli, &Options{Prefix: ownPrefix})
+	name := testName(t)
+	a := mustCampaign(t, b, cand(name+"-a", "a"))
+	b.own.mu.Lock()
+	gen := b.own.gen
+	b.own.mu.Unlock()
+	b.own.handOff(gen)
+	c := mustCampaign(t, b, cand(name+"-c", "a"))
+	b.own.mu.Lock()
+	perLease, keys, running := b.own.perLease, len(b.own.keys), b.own.gen
+	b.own.mu.Unlock()
+	if !perLease || keys != 0 || running != 0 {
+		t.Fatalf("after a hand-off: perLease %v, %d shared keys, stream %d; want true, 0, 0", perLease, keys, running)
+	}
+	for _, l := range []*lease{a, c} {
+		if _, err := cli.Delete(testCtx(t), l.key); err != nil {
+			t.Fatal(err)
+		}
+		if !lostWithin(l, 10*time.Second) {
+			t.Fatalf("%s: Lost still open 10 s after a foreign delete, after the hand-off", l.election)
+		}
 	}
 }
