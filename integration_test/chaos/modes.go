@@ -81,7 +81,7 @@ func storeURL(driver string, addrs []string) string {
 		// processes, two stores and toxiproxy on a shared 2-core host.
 		return "redis://" + hosts + "?dial_timeout=200ms&node_timeout=300ms"
 	case "etcd":
-		return "etcd://" + hosts
+		return "etcd://" + hosts + "?prefix=" + url.QueryEscape("/elector-chaos/")
 	}
 	return "zk://" + hosts
 }

@@ -149,7 +149,9 @@ func open(driver string, addrs []string, nodeTimeout time.Duration) (backend.Bac
 		if err != nil {
 			return nil, nil, err
 		}
-		b, err := etcd.New(cli, nil)
+		// A Prefix: the leases share one watch of their keys (the layout
+		// a process holding many elections is advised to use).
+		b, err := etcd.New(cli, &etcd.Options{Prefix: "/elector-chaos/"})
 		if err != nil {
 			_ = cli.Close()
 			return nil, nil, err
