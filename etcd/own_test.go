@@ -4,7 +4,21 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
+
+// deleteFor deletes l's key as another client would and fails t unless
+// l's Lost closes within 10 s; what names the situation.
+func deleteFor(t *testing.T, cli *clientv3.Client, l *lease, what string) {
+	t.Helper()
+	if _, err := cli.Delete(testCtx(t), l.key); err != nil {
+		t.Fatal(err)
+	}
+	if !lostWithin(l, 10*time.Second) {
+		t.Fatalf("%s: Lost still open 10 s after a foreign delete of the candidate key", what)
+	}
+}
 
 // ownPrefix is the Prefix of the shared-stream tests.
 const ownPrefix = "/elector-own-test/"
@@ -36,12 +50,7 @@ func TestOwnWatchOneStream(t *testing.T) {
 	if runs != 1 || keys != 20 {
 		t.Fatalf("20 held elections: %d streams started, %d keys watched; want 1 and 20", runs, keys)
 	}
-	if _, err := cli.Delete(testCtx(t), ls[7].key); err != nil {
-		t.Fatal(err)
-	}
-	if !lostWithin(ls[7], 10*time.Second) {
-		t.Fatal("Lost still open 10 s after a foreign delete of the candidate key")
-	}
+	deleteFor(t, cli, ls[7], "one of 20 held keys")
 	for i, l := range ls {
 		if i != 7 && lostWithin(l, 0) {
 			t.Errorf("lease %d lost after another lease's key was deleted", i)
@@ -133,12 +142,7 @@ func TestOwnWatchCompacted(t *testing.T) {
 	if lostWithin(a, 0) {
 		t.Fatal("a key still held was found lost after the compaction")
 	}
-	if _, err := cli.Delete(testCtx(t), a.key); err != nil {
-		t.Fatal(err)
-	}
-	if !lostWithin(a, 10*time.Second) {
-		t.Fatal("after the resync, a delete was not delivered")
-	}
+	deleteFor(t, cli, a, "after the resync")
 }
 
 // TestOwnWatchWithoutPrefix: without a Prefix each lease watches its own
@@ -154,12 +158,7 @@ func TestOwnWatchWithoutPrefix(t *testing.T) {
 	if runs != 0 {
 		t.Fatalf("without a Prefix: %d shared streams started, want 0", runs)
 	}
-	if _, err := cli.Delete(testCtx(t), l.key); err != nil {
-		t.Fatal(err)
-	}
-	if !lostWithin(l, 10*time.Second) {
-		t.Fatal("Lost still open 10 s after a foreign delete of the candidate key")
-	}
+	deleteFor(t, cli, l, "without a Prefix")
 }
 
 // TestOwnWatchHandOff: when the shared stream fails (as on a permission
@@ -181,12 +180,6 @@ func TestOwnWatchHandOff(t *testing.T) {
 	if !perLease || keys != 0 || running != 0 {
 		t.Fatalf("after a hand-off: perLease %v, %d shared keys, stream %d; want true, 0, 0", perLease, keys, running)
 	}
-	for _, l := range []*lease{a, c} {
-		if _, err := cli.Delete(testCtx(t), l.key); err != nil {
-			t.Fatal(err)
-		}
-		if !lostWithin(l, 10*time.Second) {
-			t.Fatalf("%s: Lost still open 10 s after a foreign delete, after the hand-off", l.election)
-		}
-	}
+	deleteFor(t, cli, a, "a lease handed off")
+	deleteFor(t, cli, c, "a lease after the hand-off")
 }

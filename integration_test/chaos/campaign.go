@@ -217,13 +217,20 @@ func (c *campaign) restoreKind(serverKind string, n int, persisted bool) []error
 	return append(errs, c.servers("start", serverKind))
 }
 
-// slot keeps one candidate process running in slot s until the campaign
-// ends, starting a new one (a new generation) whenever it dies.
-func (c *campaign) slot(s int, election string) {
+// listenAddrs returns the addresses of slot s's proxies, one per backend
+// node (a migrate campaign's new store's first, then the old store's).
+func (c *campaign) listenAddrs(s int) []string {
 	addrs := make([]string, len(c.proxies[s]))
 	for n, p := range c.proxies[s] {
 		addrs[n] = p.Listen
 	}
+	return addrs
+}
+
+// slot keeps one candidate process running in slot s until the campaign
+// ends, starting a new one (a new generation) whenever it dies.
+func (c *campaign) slot(s int, election string) {
+	addrs := c.listenAddrs(s)
 	for gen := 0; c.ctx.Err() == nil; gen++ {
 		p, err := c.spawn(fmt.Sprintf("s%dg%d", s, gen), election, addrs)
 		if err != nil {

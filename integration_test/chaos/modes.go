@@ -202,10 +202,7 @@ func (c *campaign) awaitMarker(ctx context.Context) bool {
 // running then is stopped, and the checker reports it.
 func (c *campaign) lateReplica(ctx context.Context, m int) bool {
 	s := c.cfg.Candidates
-	addrs := make([]string, len(c.proxies[s]))
-	for n, p := range c.proxies[s] {
-		addrs[n] = p.Listen
-	}
+	addrs := c.listenAddrs(s)
 	c.mu.Lock()
 	election := c.mig.election
 	c.mu.Unlock()
@@ -231,10 +228,7 @@ func (c *campaign) lateReplica(ctx context.Context, m int) bool {
 // the failure for the campaign. It reports false when the campaign ended.
 func (c *campaign) cleanUp(ctx context.Context, m int) bool {
 	s := c.cfg.Candidates
-	addrs := make([]string, len(c.proxies[s]))
-	for n, p := range c.proxies[s] {
-		addrs[n] = p.Listen
-	}
+	addrs := c.listenAddrs(s)
 	c.mu.Lock()
 	c.mig.phase[s] = migrate.PhaseDone
 	election := c.mig.election
