@@ -1,6 +1,7 @@
 package etcd
 
 import (
+	"cmp"
 	"context"
 	"sync"
 	"time"
@@ -38,9 +39,25 @@ type ownWatch struct {
 	mu   sync.Mutex
 	keys map[string]*lease // by candidate key
 	seen int64             // every delete at a revision <= seen was delivered
+	from int64             // the running stream reports deletes from this revision
 	stop context.CancelFunc
 	gen  int // the running stream's generation; 0: none runs
 	runs int // streams started
+	// recent remembers, by key, the revision of the newest of the last
+	// recentMax deletes the stream delivered (ring in delivery order;
+	// evicted: the highest revision forgotten since the stream began), so
+	// that a lease registered late learns of its key's delete without a
+	// read.
+	recent  map[string]int64
+	ring    []recentDel
+	head    int
+	evicted int64
+	// idleSince is when the last key was dropped; the stream lingers for
+	// lingerFor after it (lingering: its goroutine waits), so that short
+	// terms one after another share one stream.
+	idleSince time.Time
+	lingering bool
+	lingerFor time.Duration // 0: the constant lingerFor
 	// perLease is set without a Prefix, or once a shared stream failed:
 	// each lease then watches its own key.
 	perLease bool
@@ -63,9 +80,54 @@ func (w *ownWatch) register(l *lease, rev int64) {
 	switch {
 	case w.gen == 0:
 		w.start(rev)
-	case rev <= w.seen:
+	case rev > w.seen:
+		// The stream has delivered nothing from rev on yet.
+	case w.recent[l.key] > l.rev:
+		l.markLost() // deleted since it was created, before registering
+	case rev < w.from || w.evicted >= rev:
+		// A delete of the key may have been delivered and forgotten, or
+		// precede the stream: read the key.
 		w.b.wg.Go(func() { w.check(l) })
 	}
+}
+
+// recentDel is one delete in ownWatch.ring.
+type recentDel struct {
+	key string
+	rev int64
+}
+
+// recentMax is how many delivered deletes ownWatch remembers.
+const recentMax = 4096
+
+// lingerFor is how long a shared stream outlives the last key it watched,
+// unless ownWatch.lingerFor says otherwise (tests).
+const lingerFor = time.Minute
+
+// remember records a delivered delete of key at rev; w.mu is held.
+func (w *ownWatch) remember(key string, rev int64) {
+	if w.recent == nil {
+		w.recent = map[string]int64{}
+	}
+	if len(w.ring) < recentMax {
+		w.ring = append(w.ring, recentDel{key, rev})
+	} else {
+		old := w.ring[w.head]
+		if w.recent[old.key] == old.rev {
+			delete(w.recent, old.key)
+		}
+		w.evicted = max(w.evicted, old.rev)
+		w.ring[w.head] = recentDel{key, rev}
+		w.head = (w.head + 1) % recentMax
+	}
+	w.recent[key] = rev
+}
+
+// forget clears what the stream remembered, for a stream that starts
+// afresh from revision from; w.mu is held.
+func (w *ownWatch) forget(from int64) {
+	w.recent, w.ring, w.head, w.evicted = nil, nil, 0, 0
+	w.from, w.seen = from, from-1
 }
 
 // drop stops watching l's key; the stream ends with the last key.
@@ -76,9 +138,38 @@ func (w *ownWatch) drop(l *lease) {
 		return
 	}
 	delete(w.keys, l.key)
-	if len(w.keys) == 0 && w.stop != nil {
-		w.stop()
-		w.stop, w.gen = nil, 0
+	if len(w.keys) > 0 || w.gen == 0 {
+		return
+	}
+	w.idleSince = time.Now()
+	if !w.lingering {
+		w.lingering = true
+		gen := w.gen
+		w.b.wg.Go(func() { w.linger(gen) })
+	}
+}
+
+// linger stops stream generation gen once it has watched no key for
+// lingerFor, or returns when keys came back or the Backend closed.
+func (w *ownWatch) linger(gen int) {
+	w.mu.Lock()
+	period := cmp.Or(w.lingerFor, lingerFor)
+	w.mu.Unlock()
+	d := period
+	for wait.Sleep(w.b.base, d) {
+		w.mu.Lock()
+		if w.gen != gen || len(w.keys) > 0 {
+			w.lingering = false
+			w.mu.Unlock()
+			return
+		}
+		if d = period - time.Since(w.idleSince); d <= 0 {
+			w.stop()
+			w.stop, w.gen, w.lingering = nil, 0, false
+			w.mu.Unlock()
+			return
+		}
+		w.mu.Unlock()
 	}
 }
 
@@ -86,7 +177,8 @@ func (w *ownWatch) drop(l *lease) {
 func (w *ownWatch) start(from int64) {
 	ctx, cancel := context.WithCancel(w.b.base)
 	w.runs++
-	w.seen, w.stop, w.gen = from-1, cancel, w.runs
+	w.forget(from)
+	w.stop, w.gen = cancel, w.runs
 	gen := w.gen
 	w.b.wg.Go(func() { w.run(ctx, gen, from) })
 }
@@ -140,8 +232,12 @@ func (w *ownWatch) deliver(gen int, wr clientv3.WatchResponse, from int64) int64
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, ev := range wr.Events {
-		if l := w.keys[string(ev.Kv.Key)]; l != nil && ev.Kv.ModRevision > l.rev {
+		key := string(ev.Kv.Key)
+		if l := w.keys[key]; l != nil && ev.Kv.ModRevision > l.rev {
 			l.markLost()
+		}
+		if w.gen == gen {
+			w.remember(key, ev.Kv.ModRevision)
 		}
 		from = max(from, ev.Kv.ModRevision+1)
 	}
@@ -197,7 +293,7 @@ func (w *ownWatch) resync(ctx context.Context, gen int) (int64, bool) {
 				}
 			}
 			if w.gen == gen {
-				w.seen = max(w.seen, rev)
+				w.forget(rev + 1)
 			}
 			return rev, true
 		}
@@ -230,6 +326,7 @@ func (w *ownWatch) handOff(gen int) {
 	w.keys = nil
 	w.stop()
 	w.stop, w.gen = nil, 0
+	w.forget(0)
 }
 
 // watchAlone starts l's own watch from revision rev; w.mu is held.

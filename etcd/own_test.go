@@ -2,6 +2,7 @@ package etcd
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,8 +24,13 @@ func deleteFor(t *testing.T, cli *clientv3.Client, l *lease, what string) {
 // ownPrefix is the Prefix of the shared-stream tests.
 const ownPrefix = "/elector-own-test/"
 
-// lostWithin reports whether l's Lost closes within d.
+// lostWithin reports whether l's Lost is closed now or closes within d.
 func lostWithin(l *lease, d time.Duration) bool {
+	select {
+	case <-l.Lost():
+		return true
+	default:
+	}
 	select {
 	case <-l.Lost():
 		return true
@@ -56,14 +62,39 @@ func TestOwnWatchOneStream(t *testing.T) {
 			t.Errorf("lease %d lost after another lease's key was deleted", i)
 		}
 	}
+	b.own.mu.Lock()
+	b.own.lingerFor = 100 * time.Millisecond
+	b.own.mu.Unlock()
 	for _, l := range ls {
 		_ = l.Release(testCtx(t))
 	}
 	b.own.mu.Lock()
 	gen, keys := b.own.gen, len(b.own.keys)
 	b.own.mu.Unlock()
-	if gen != 0 || keys != 0 {
-		t.Errorf("after every release: stream generation %d, %d keys; want none running and 0 keys", gen, keys)
+	if gen == 0 || keys != 0 {
+		t.Errorf("right after every release: stream generation %d, %d keys; want the stream lingering and 0 keys", gen, keys)
+	}
+	// Short terms one after another share the lingering stream.
+	l := mustCampaign(t, b, cand(name+"-again", "a"))
+	_ = l.Release(testCtx(t))
+	b.own.mu.Lock()
+	runs = b.own.runs
+	b.own.mu.Unlock()
+	if runs != 1 {
+		t.Errorf("a term while the stream lingered started stream %d, want it to use stream 1", runs)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b.own.mu.Lock()
+		gen = b.own.gen
+		b.own.mu.Unlock()
+		if gen == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the stream still runs 10 s after its last key, lingering 100 ms")
+		}
+		time.Sleep(10 * time.Millisecond) // polls a condition the linger goroutine sets
 	}
 }
 
@@ -100,8 +131,20 @@ func TestOwnWatchLateRegistration(t *testing.T) {
 	b.mu.Lock()
 	b.own.register(l, l.rev+1)
 	b.mu.Unlock()
+	if !lostWithin(l, 0) {
+		t.Fatal("a lease registered after its key's delete was delivered stays held (the delete is remembered)")
+	}
+	// The same once the delete was forgotten: a read of the key finds it.
+	l.lost, l.lostOnce = make(chan struct{}), sync.Once{}
+	b.mu.Lock()
+	b.own.mu.Lock()
+	delete(b.own.recent, l.key)
+	b.own.evicted = resp.Header.Revision
+	b.own.mu.Unlock()
+	b.own.register(l, l.rev+1)
+	b.mu.Unlock()
 	if !lostWithin(l, 10*time.Second) {
-		t.Fatal("a lease registered after its key's delete was delivered stays held")
+		t.Fatal("a lease registered after its key's delete was delivered and forgotten stays held")
 	}
 	if lostWithin(keep, 0) {
 		t.Error("the other lease was lost")
@@ -121,6 +164,10 @@ func TestOwnWatchCompacted(t *testing.T) {
 	// watches, and compact the history past it.
 	b.own.drop(a)
 	b.own.drop(c)
+	b.own.mu.Lock()
+	b.own.stop() // no lingering: the next stream starts from the past
+	b.own.stop, b.own.gen = nil, 0
+	b.own.mu.Unlock()
 	if _, err := cli.Delete(testCtx(t), c.key); err != nil {
 		t.Fatal(err)
 	}
