@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/leaderkit/elector"
 	"github.com/leaderkit/elector/backend"
 	"github.com/leaderkit/elector/internal/wait"
 )
@@ -40,13 +41,48 @@ type membership struct {
 	out   chan view // capacity 1; holds the latest view
 	slots []string  // identity holding each slot read, "" when free
 
+	// The slot's lease runs on half the partitions' timing (see
+	// memberTiming), so that a crashed member leaves the list, and the
+	// others wait in the campaigns of its partitions, before those
+	// partitions' leases expire.
+	ttl, renewEvery, margin time.Duration
+
 	slot      int // the slot this member holds, or -1
 	lease     backend.Lease
 	nextRenew time.Time
 }
 
 func newMembership(a *Assigner) *membership {
-	return &membership{a: a, out: make(chan view, 1), slot: -1}
+	m := &membership{a: a, out: make(chan view, 1), slot: -1}
+	m.ttl, m.renewEvery, m.margin = memberTiming(&a.opts)
+	return m
+}
+
+// memberTiming returns the TTL, renewal interval and safety margin of the
+// membership slot's lease: half the partitions' own, or theirs when half
+// the TTL would be below [elector.MinTTL]. Membership decides placement
+// only (each partition has its own lease), so a slot lost to a slow
+// renewal costs a rejoin and some moves, never safety; and with the slot
+// gone after at most TTL/2, the others are already waiting in the dead
+// member's partitions' campaigns when those leases expire, at most TTL
+// after the crash.
+func memberTiming(o *Options) (ttl, renewEvery, margin time.Duration) {
+	if o.TTL/2 < elector.MinTTL {
+		return o.TTL, o.RenewInterval, o.SafetyMargin
+	}
+	return o.TTL / 2, o.RenewInterval / 2, o.SafetyMargin / 2
+}
+
+// fullTiming makes the slot's lease use the partitions' timing: the store
+// refused the shorter TTL (an etcd cluster grants no lease under one
+// second; a ZooKeeper ensemble bounds session timeouts).
+func (m *membership) fullTiming() bool {
+	o := &m.a.opts
+	if m.ttl == o.TTL {
+		return false
+	}
+	m.ttl, m.renewEvery, m.margin = o.TTL, o.RenewInterval, o.SafetyMargin
+	return true
 }
 
 // run keeps the member joined and publishes views until ctx ends, then
@@ -177,20 +213,23 @@ func (m *membership) join(ctx context.Context) error {
 	o := &m.a.opts
 	jctx, cancel := context.WithTimeout(ctx, max(2*o.PollInterval, time.Second))
 	defer cancel()
-	l, err := m.a.b.Campaign(jctx, backend.Candidate{Election: memberElection(m.a.group, k), Identity: o.Identity, TTL: o.TTL})
+	l, err := m.a.b.Campaign(jctx, backend.Candidate{Election: memberElection(m.a.group, k), Identity: o.Identity, TTL: m.ttl})
 	switch {
 	case ctx.Err() != nil:
 		return ctx.Err()
+	case errors.Is(err, backend.ErrInvalid) && m.fullTiming():
+		m.a.log.LogAttrs(ctx, slog.LevelDebug, "membership TTL refused; using the partitions' TTL", slog.Any("error", err))
+		return nil
 	case backend.IsPermanent(err):
 		return fmt.Errorf("partition: join %q: %w", m.a.group, err)
 	case err != nil:
 		m.a.log.LogAttrs(ctx, slog.LevelDebug, "join attempt failed", slog.Int("slot", k), slog.Any("error", err))
 		return nil
-	case time.Until(l.Deadline()) <= o.SafetyMargin:
+	case time.Until(l.Deadline()) <= m.margin:
 		m.release(ctx, l)
 		return nil
 	}
-	m.slot, m.lease, m.nextRenew = k, l, time.Now().Add(o.RenewInterval)
+	m.slot, m.lease, m.nextRenew = k, l, time.Now().Add(m.renewEvery)
 	m.slots[k] = o.Identity
 	m.a.log.LogAttrs(ctx, slog.LevelInfo, "joined", slog.Int("slot", k), slog.Uint64("token", l.Token()))
 	return nil
@@ -201,7 +240,6 @@ func (m *membership) join(ctx context.Context) error {
 // protects nothing (each partition has its own lease and deadline), so a
 // deadline passing is noticed at the next poll.
 func (m *membership) keep(ctx context.Context) {
-	o := &m.a.opts
 	var cause error
 	select {
 	case <-m.lease.Lost():
@@ -209,23 +247,23 @@ func (m *membership) keep(ctx context.Context) {
 	default:
 	}
 	if cause == nil && !time.Now().Before(m.nextRenew) {
-		rctx, cancel := context.WithDeadline(ctx, m.lease.Deadline().Add(-o.SafetyMargin))
+		rctx, cancel := context.WithDeadline(ctx, m.lease.Deadline().Add(-m.margin))
 		err := m.lease.Renew(rctx)
 		cancel()
 		switch {
 		case err == nil:
-			m.nextRenew = time.Now().Add(o.RenewInterval)
+			m.nextRenew = time.Now().Add(m.renewEvery)
 		case ctx.Err() != nil:
 			return
 		case errors.Is(err, backend.ErrLost):
 			cause = err
 		default:
-			m.nextRenew = time.Now().Add(o.RenewInterval / 8)
+			m.nextRenew = time.Now().Add(m.renewEvery / 8)
 			m.a.log.LogAttrs(ctx, slog.LevelWarn, "membership renewal failed; retrying", slog.Any("error", err))
 		}
 	}
 	if cause == nil {
-		if time.Now().Before(m.lease.Deadline().Add(-o.SafetyMargin)) {
+		if time.Now().Before(m.lease.Deadline().Add(-m.margin)) {
 			return
 		}
 		cause = errNoRenewal

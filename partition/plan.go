@@ -14,18 +14,23 @@ import (
 const readParallelism = 32
 
 // planState is how the loop decides which partitions are placed on this
-// member (see [Place]). A member holding its quota or more needs nothing but
-// what it holds: it keeps the quota it ranks highest and hands over the
-// rest. A member short of its quota reads every partition's holder, in the
-// background, after each change of the member list, and again while it
-// stays short (every 2 × PollInterval, 4 × while campaigns wait), and
-// campaigns for what the placement computed from that reading gives it.
-// In steady state every member holds its quota and reads nothing.
+// member (see [Place]). Every member keeps a belief of who owns what: the
+// placement it last computed. When the member list changes it places at
+// once from that belief, so that members sharing a leaver's partitions, or
+// shedding to a joiner, agree on who takes which without reading anything
+// first; and the partitions that move are awaited by their new owners'
+// campaigns before their old owners release them. A member short of its
+// quota then reads every partition's holder in the background, after each
+// change of the member list and again while it stays short (every 2 ×
+// PollInterval, 4 × while campaigns wait), and places again from that
+// reading, counting as its own the partitions it is campaigning for that
+// the reading shows free (see ownersNow). In steady state every member
+// holds its quota and reads nothing.
 type planState struct {
 	replan  bool             // placed must be recomputed
 	seq     int              // member lists applied so far
-	owners  []string         // the last reading of the holders, nil for none
-	ownSeq  int              // seq of the member list when that reading started
+	owners  []string         // who owns what: a reading, or the last placement; nil for none
+	ownSeq  int              // seq of the member list when the last reading started
 	reading bool             // a reading is in flight
 	readAt  time.Time        // when the last reading started
 	read    chan holdersRead // a reading's outcome
@@ -47,6 +52,11 @@ func (l *loop) replan(ctx context.Context, now time.Time) time.Time {
 	v := l.view
 	i, joined := slices.BinarySearch(v.members, l.a.opts.Identity)
 	if l.stopping || !l.settled || !v.joined || !joined {
+		if !l.stopping && !ps.reading && ps.readAt.IsZero() && v.members != nil {
+			// A first reading tells a joiner whether the group runs
+			// already (see onView), and what it holds.
+			l.readHolders(ctx, now)
+		}
 		if ps.replan {
 			ps.replan = false
 			l.placed = map[int]bool{}
@@ -54,62 +64,51 @@ func (l *loop) replan(ctx context.Context, now time.Time) time.Time {
 		}
 		return wake
 	}
-	quota := Quotas(l.a.group, l.a.n, v.members)[i]
-	var held []int
-	for p, pt := range l.parts {
+	held := 0
+	for _, pt := range l.parts {
 		if pt.reason == nil {
-			held = append(held, p)
+			held++
 		}
 	}
-	if len(held) >= quota {
-		if ps.replan {
-			ps.replan = false
-			l.placed = keepBest(l.a.group, v.members, i, held, quota)
-			l.forgetRetries()
-		}
-		return wake
-	}
+	quota := Quotas(l.a.group, l.a.n, v.members)[i]
 	if ps.replan {
 		ps.replan = false
+		at := Place(l.a.group, l.a.n, v.members, l.ownersNow(held, quota))
+		believed := make([]string, l.a.n)
 		l.placed = make(map[int]bool)
-		for _, p := range held {
-			l.placed[p] = true
-		}
-		// A member holding partitions places from a reading started after
-		// the latest change of the member list, so that members sharing a
-		// leaver's partitions agree on who takes which. A member holding
-		// nothing (a cold start, a joiner) places at once from what it
-		// has, as if nobody held anything before its first reading: there
-		// reading n holders can take long on a loaded store, and a campaign
-		// for a partition another member keeps just waits until the
-		// reading cancels it.
-		if len(held) == 0 || (ps.owners != nil && ps.ownSeq == ps.seq) {
-			for p, at := range Place(l.a.group, l.a.n, v.members, l.ownersNow()) {
-				if at == i {
-					l.placed[p] = true
-				}
+		for p, k := range at {
+			believed[p] = v.members[k]
+			if k == i {
+				l.placed[p] = true
 			}
 		}
+		ps.owners = believed
 		l.forgetRetries()
 	}
-	if ps.reading {
+	if held >= quota || ps.reading {
 		return wake
 	}
 	every := 2 * l.a.opts.PollInterval
 	if len(l.camps) > 0 {
 		every *= 2
 	}
-	if ps.ownSeq == ps.seq && ps.owners != nil && now.Before(ps.readAt.Add(every)) {
+	if ps.ownSeq == ps.seq && !ps.readAt.IsZero() && now.Before(ps.readAt.Add(every)) {
 		return ps.readAt.Add(every)
 	}
 	l.readHolders(ctx, now)
 	return wake
 }
 
-// ownersNow returns the last reading of the holders (none before the
-// first) corrected by what this member knows for sure: the partitions it holds, and those it no longer
-// does (ended, or being handed over) as free.
-func (l *loop) ownersNow() []string {
+// ownersNow returns who owns what as this member knows it: the last reading
+// or placement (none before the first), corrected by what this member knows
+// for sure — the partitions it holds, and those it no longer does (ended,
+// or being handed over) as free. While it holds less than quota, the
+// partitions it still wants (campaigning or backing off) that are free or
+// held by a non-member count as its own too, as long as they and the
+// partitions it holds fit in quota: a reading taken while campaigns are
+// under way does not show them, and placing them anew could hand them to
+// another member that the previous placement gave others.
+func (l *loop) ownersNow(held, quota int) []string {
 	me := l.a.opts.Identity
 	owners := slices.Clone(l.plan.owners)
 	if owners == nil {
@@ -125,7 +124,31 @@ func (l *loop) ownersNow() []string {
 			owners[p] = me
 		}
 	}
+	var wanted []int
+	for p := range l.placed {
+		if l.parts[p] == nil {
+			if _, member := slices.BinarySearch(l.view.members, owners[p]); !member {
+				wanted = append(wanted, p)
+			}
+		}
+	}
+	if held+len(wanted) <= quota {
+		for _, p := range wanted {
+			owners[p] = me
+		}
+	}
 	return owners
+}
+
+// running reports whether the last reading shows a partition held by a
+// member of the current list other than this one: the group runs already.
+func (l *loop) running() bool {
+	for _, id := range l.plan.owners {
+		if _, member := slices.BinarySearch(l.view.members, id); member && id != l.a.opts.Identity {
+			return true
+		}
+	}
+	return false
 }
 
 // forgetRetries drops the backoffs of partitions no longer placed here.
@@ -170,6 +193,9 @@ func (l *loop) onHolders(ctx context.Context, r holdersRead) {
 	switch {
 	case r.err == nil:
 		ps.owners, ps.ownSeq, ps.replan = r.owners, r.seq, true
+		if !l.settled && l.view.joined && l.running() {
+			l.settle(ctx)
+		}
 	case ctx.Err() == nil:
 		l.stop(fmt.Errorf("partition: read the holders of %q: %w", l.a.group, r.err))
 	}
