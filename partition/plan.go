@@ -88,10 +88,7 @@ func (l *loop) replan(ctx context.Context, now time.Time) time.Time {
 	if held >= quota || ps.reading {
 		return wake
 	}
-	every := 2 * l.a.opts.PollInterval
-	if len(l.camps) > 0 {
-		every *= 2
-	}
+	every := l.a.opts.PollInterval
 	if ps.ownSeq == ps.seq && !ps.readAt.IsZero() && now.Before(ps.readAt.Add(every)) {
 		return ps.readAt.Add(every)
 	}
@@ -140,15 +137,20 @@ func (l *loop) ownersNow(held, quota int) []string {
 	return owners
 }
 
-// running reports whether the last reading shows a partition held by a
-// member of the current list other than this one: the group runs already.
+// running reports whether the last reading shows every partition held by
+// another member of the current list: the group runs already, settled.
+// During a cold start it does not, and a member then waits for two polls
+// that agree (see onView).
 func (l *loop) running() bool {
+	if l.plan.owners == nil {
+		return false
+	}
 	for _, id := range l.plan.owners {
-		if _, member := slices.BinarySearch(l.view.members, id); member && id != l.a.opts.Identity {
-			return true
+		if _, member := slices.BinarySearch(l.view.members, id); !member || id == l.a.opts.Identity {
+			return false
 		}
 	}
-	return false
+	return true
 }
 
 // forgetRetries drops the backoffs of partitions no longer placed here.
