@@ -24,6 +24,13 @@ const spareSlots = 16
 // random, so that members starting together rarely race for one slot.
 const joinChoices = 8
 
+// joinAttempts is how many free slots one join tries in turn.
+const joinAttempts = 3
+
+// joinProbe is how often a joiner reads the holder of the slot it
+// campaigns for.
+const joinProbe = 50 * time.Millisecond
+
 // scanParallelism bounds the concurrent Leader reads of one scan.
 const scanParallelism = 8
 
@@ -194,9 +201,10 @@ func readSlots(ctx context.Context, b backend.Backend, group string, lo, n int) 
 	return ids, errs
 }
 
-// join campaigns for one of the lowest free slots, for at most
-// max(2 × PollInterval, 1 s): a slot taken meanwhile by another joiner
-// is given up and the next scan picks another.
+// join campaigns for one of the lowest free slots, trying up to
+// joinAttempts of them in turn: a slot another joiner is seen holding is
+// given up at once (see campaignSlot), so that members starting together
+// all join within a few round trips rather than a poll apart.
 func (m *membership) join(ctx context.Context) error {
 	var free []int
 	for k, id := range m.slots {
@@ -209,30 +217,67 @@ func (m *membership) join(ctx context.Context) error {
 			slog.Int("max_members", m.a.opts.MaxMembers))
 		return nil
 	}
-	k := free[rand.N(len(free))]
 	o := &m.a.opts
-	jctx, cancel := context.WithTimeout(ctx, max(2*o.PollInterval, time.Second))
-	defer cancel()
-	l, err := m.a.b.Campaign(jctx, backend.Candidate{Election: memberElection(m.a.group, k), Identity: o.Identity, TTL: m.ttl})
-	switch {
-	case ctx.Err() != nil:
-		return ctx.Err()
-	case errors.Is(err, backend.ErrInvalid) && m.fullTiming():
-		m.a.log.LogAttrs(ctx, slog.LevelDebug, "membership TTL refused; using the partitions' TTL", slog.Any("error", err))
-		return nil
-	case backend.IsPermanent(err):
-		return fmt.Errorf("partition: join %q: %w", m.a.group, err)
-	case err != nil:
-		m.a.log.LogAttrs(ctx, slog.LevelDebug, "join attempt failed", slog.Int("slot", k), slog.Any("error", err))
-		return nil
-	case time.Until(l.Deadline()) <= m.margin:
-		m.release(ctx, l)
+	for range joinAttempts {
+		if len(free) == 0 {
+			return nil
+		}
+		i := rand.N(len(free))
+		k := free[i]
+		free = slices.Delete(free, i, i+1)
+		l, err := m.campaignSlot(ctx, k)
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case errors.Is(err, backend.ErrInvalid) && m.fullTiming():
+			m.a.log.LogAttrs(ctx, slog.LevelDebug, "membership TTL refused; using the partitions' TTL", slog.Any("error", err))
+			return nil
+		case backend.IsPermanent(err):
+			return fmt.Errorf("partition: join %q: %w", m.a.group, err)
+		case err != nil:
+			m.a.log.LogAttrs(ctx, slog.LevelDebug, "join attempt failed", slog.Int("slot", k), slog.Any("error", err))
+			continue
+		case time.Until(l.Deadline()) <= m.margin:
+			m.release(ctx, l)
+			return nil
+		}
+		m.slot, m.lease, m.nextRenew = k, l, time.Now().Add(m.renewEvery)
+		m.slots[k] = o.Identity
+		m.a.log.LogAttrs(ctx, slog.LevelInfo, "joined", slog.Int("slot", k), slog.Uint64("token", l.Token()))
 		return nil
 	}
-	m.slot, m.lease, m.nextRenew = k, l, time.Now().Add(m.renewEvery)
-	m.slots[k] = o.Identity
-	m.a.log.LogAttrs(ctx, slog.LevelInfo, "joined", slog.Int("slot", k), slog.Uint64("token", l.Token()))
 	return nil
+}
+
+// campaignSlot campaigns for slot k for at most max(2 × PollInterval, 1 s),
+// reading the slot's holder every joinProbe meanwhile: when another member
+// holds it (a joiner that picked it too won), the campaign is given up at
+// once instead of waiting in it.
+func (m *membership) campaignSlot(ctx context.Context, k int) (backend.Lease, error) {
+	o := &m.a.opts
+	name := memberElection(m.a.group, k)
+	jctx, cancel := context.WithTimeout(ctx, max(2*o.PollInterval, time.Second))
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait() // after cancel: the probe ends with the campaign
+	wg.Go(func() {
+		t := time.NewTicker(joinProbe)
+		defer t.Stop()
+		for {
+			select {
+			case <-jctx.Done():
+				return
+			case <-t.C:
+			}
+			if h, err := m.a.b.Leader(jctx, name); err == nil && h.Identity != o.Identity {
+				cancel()
+				return
+			}
+		}
+	})
+	l, err := m.a.b.Campaign(jctx, backend.Candidate{Election: name, Identity: o.Identity, TTL: m.ttl})
+	cancel()
+	return l, err
 }
 
 // keep renews the slot's lease when it is due, and drops the slot when the
