@@ -398,3 +398,112 @@ func TestLongDrain(t *testing.T) {
 		g.checkRevoked()
 	})
 }
+
+// TestCrashTakeoverQueued: the membership slot's lease is half the TTL, so
+// the survivors drop a crashed member from the list, and wait in the
+// campaigns of its partitions, before those partitions' leases expire:
+// they own them again within a few milliseconds of the expiry, whatever
+// the phase of the crash against the renewals — well within TTL + 1 s.
+func TestCrashTakeoverQueued(t *testing.T) {
+	for _, phase := range []time.Duration{0, 1700 * time.Millisecond, 4300 * time.Millisecond} {
+		t.Run(phase.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				const n = 48
+				g := newLedger(t)
+				store := memory.New()
+				defer store.Close()
+				var ms []*member
+				for i := range 4 {
+					ms = append(ms, start(t, store.Peer(), "k", n, g.options(fmt.Sprintf("k%d", i))))
+				}
+				until(t, time.Minute, func() bool { return balanced(g, "k", n, ids(ms)) })
+				time.Sleep(phase)
+				dead := ms[0]
+				var expiry time.Time // the latest deadline of the dead member's partitions
+				for _, as := range dead.a.Owned() {
+					h, err := store.Leader(context.Background(), Election("k", as.Partition))
+					if err != nil {
+						t.Fatal(err)
+					}
+					if d := time.Now().Add(h.TTL); d.After(expiry) {
+						expiry = d
+					}
+				}
+				dead.b.(*memory.Backend).Crash()
+				crashed := time.Now()
+				<-dead.done
+				ms = ms[1:]
+				want := placedOwners("k", n, ids(ms), g.owners(n))
+				until(t, time.Minute, func() bool { return slices.Equal(g.owners(n), want) })
+				took, late := time.Since(crashed), time.Since(expiry)
+				t.Logf("crash: owned again %v after the crash, %v after the last lease expired", took, late)
+				if late > 50*time.Millisecond {
+					t.Errorf("partitions owned again %v after their leases expired; want ≤ 50 ms: the survivors were not waiting in their campaigns", late)
+				}
+				if took > DefaultTTL+time.Second {
+					t.Errorf("partitions owned again %v after the crash; want ≤ TTL + 1 s", took)
+				}
+				for _, m := range ms {
+					m.stop(t)
+				}
+				g.checkRevoked()
+			})
+		})
+	}
+}
+
+// slowReads is a backend whose Leader reads take delay: a loaded store.
+type slowReads struct {
+	backend.Backend
+	delay time.Duration
+}
+
+func (s slowReads) Leader(ctx context.Context, election string) (backend.Holder, error) {
+	time.Sleep(s.delay)
+	return s.Backend.Leader(ctx, election)
+}
+
+// TestRebalanceSlowReads: on a store whose reads are slow, a join and a
+// graceful leave still complete within about a poll and a scan of the
+// member slots: the members place at once from the placement they last
+// computed, and the joiner from one reading of the holders, instead of
+// waiting for fresh readings of every partition's holder.
+func TestRebalanceSlowReads(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n = 512
+		g := newLedger(t)
+		store := memory.New()
+		defer store.Close()
+		peer := func() backend.Backend { return slowReads{store.Peer(), 50 * time.Millisecond} }
+		var ms []*member
+		for i := range 6 {
+			ms = append(ms, start(t, peer(), "s", n, g.options(fmt.Sprintf("s%d", i))))
+		}
+		until(t, 5*time.Minute, func() bool { return balanced(g, "s", n, ids(ms)) })
+		time.Sleep(10 * time.Second) // steady state
+		before := g.owners(n)
+		ms = append(ms, start(t, peer(), "s", n, g.options("s6")))
+		after := placedOwners("s", n, ids(ms), before)
+		join := until(t, time.Minute, func() bool { return slices.Equal(g.owners(n), after) })
+
+		time.Sleep(10 * time.Second)
+		leaver := ms[2]
+		leaver.stop(t)
+		ms = slices.Delete(ms, 2, 3)
+		final := placedOwners("s", n, ids(ms), after)
+		leave := until(t, time.Minute, func() bool { return slices.Equal(g.owners(n), final) })
+		// A reading of the 512 holders takes 512/32 × 50 ms = 800 ms; a
+		// scan of the member slots about 150 ms.
+		t.Logf("join %v, leave %v", join, leave)
+		if join > 1500*time.Millisecond {
+			t.Errorf("join took %v; want ≤ 1.5 s (a poll, a scan and one reading of the holders)", join)
+		}
+		if leave > time.Second {
+			t.Errorf("leave took %v; want ≤ 1 s (PollInterval 500 ms and a scan; no reading of the holders)", leave)
+		}
+		for _, m := range ms {
+			m.stop(t)
+		}
+		g.checkRevoked()
+	})
+}
