@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -254,7 +255,11 @@ func settleBalanced(tb testing.TB, g *partLedger, group string, n int, ms []*par
 			return owners
 		}
 		if time.Since(began) > limit {
-			tb.Fatalf("partitions not owned as placed within %v: loads %v, quotas %v", limit, load, quotas)
+			held := map[string]int{}
+			for _, id := range owners {
+				held[id]++
+			}
+			tb.Fatalf("partitions not owned as placed within %v: %d unowned; owners' loads %v, quotas %v", limit, held[""], held, quotas)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -267,7 +272,14 @@ func settle(tb testing.TB, g *partLedger, want []string, limit time.Duration) ti
 	began := time.Now()
 	for !slices.Equal(g.owners(len(want)), want) {
 		if time.Since(began) > limit {
-			tb.Fatalf("partitions not owned as placed within %v:\n got %v\nwant %v", limit, g.owners(len(want)), want)
+			got := g.owners(len(want))
+			var off []string
+			for p := range want {
+				if got[p] != want[p] {
+					off = append(off, fmt.Sprintf("%d: %q, placed on %q", p, got[p], want[p]))
+				}
+			}
+			tb.Fatalf("partitions not owned as placed within %v: %d of %d differ:\n%s", limit, len(off), len(want), strings.Join(off, "\n"))
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

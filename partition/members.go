@@ -36,8 +36,9 @@ const scanParallelism = 8
 
 // view is one reading of the member list.
 type view struct {
-	members []string // sorted, without duplicates; holds self iff joined
-	joined  bool
+	members  []string // sorted, without duplicates; holds self iff joined
+	joined   bool
+	complete bool // every slot was read: no failed read left a member out
 }
 
 // membership keeps this member in the group's member list: it holds one
@@ -47,6 +48,8 @@ type membership struct {
 	a     *Assigner
 	out   chan view // capacity 1; holds the latest view
 	slots []string  // identity holding each slot read, "" when free
+
+	complete bool // the last scan read every slot
 
 	// The slot's lease runs on half the partitions' timing (see
 	// memberTiming), so that a crashed member leaves the list, and the
@@ -130,13 +133,15 @@ func (m *membership) scan(ctx context.Context) error {
 		sctx, cancel = context.WithDeadline(ctx, m.nextRenew)
 		defer cancel()
 	}
-	slots, err := scanSlots(sctx, m.a.b, m.a.group, m.a.opts.MaxMembers, m.slots, false)
+	slots, failed, err := scanSlots(sctx, m.a.b, m.a.group, m.a.opts.MaxMembers, m.slots, false)
 	switch {
 	case err != nil && ctx.Err() == nil && sctx.Err() != nil:
+		m.complete = false
 		return nil // cut short: keep the last reading
 	case err != nil:
 		return err
 	}
+	m.complete = failed == 0
 	if m.slot >= 0 {
 		for len(slots) <= m.slot {
 			slots = append(slots, "")
@@ -153,9 +158,10 @@ func (m *membership) scan(ctx context.Context) error {
 // identity holding each slot read, "" for a free one. When strict, every
 // failed read is an error; otherwise a slot whose read fails transiently
 // keeps its value in prev ("" beyond it), and only a permanent failure is an
-// error.
-func scanSlots(ctx context.Context, b backend.Backend, group string, maxMembers int, prev []string, strict bool) ([]string, error) {
+// error; the number of reads that failed so is returned too.
+func scanSlots(ctx context.Context, b backend.Backend, group string, maxMembers int, prev []string, strict bool) ([]string, int, error) {
 	var out []string
+	failed := 0
 	for lo := 0; lo < maxMembers; lo += spareSlots {
 		n := min(spareSlots, maxMembers-lo)
 		ids, errs := readSlots(ctx, b, group, lo, n)
@@ -164,11 +170,14 @@ func scanSlots(ctx context.Context, b backend.Backend, group string, maxMembers 
 			switch {
 			case err == nil:
 			case ctx.Err() != nil:
-				return nil, ctx.Err()
+				return nil, failed, ctx.Err()
 			case strict || backend.IsPermanent(err):
-				return nil, fmt.Errorf("partition: read members of %q: %w", group, err)
+				return nil, failed, fmt.Errorf("partition: read members of %q: %w", group, err)
 			case lo+k < len(prev):
 				ids[k] = prev[lo+k]
+				failed++
+			default:
+				failed++
 			}
 			taken = taken || ids[k] != ""
 		}
@@ -177,7 +186,7 @@ func scanSlots(ctx context.Context, b backend.Backend, group string, maxMembers 
 			break
 		}
 	}
-	return out, nil
+	return out, failed, nil
 }
 
 // readSlots reads the holders of slots [lo, lo+n) of group: the identity,
@@ -321,7 +330,7 @@ func (m *membership) keep(ctx context.Context) {
 
 // publish replaces the view waiting in out with the current one.
 func (m *membership) publish() {
-	v := view{joined: m.lease != nil}
+	v := view{joined: m.lease != nil, complete: m.complete}
 	for _, id := range m.slots {
 		if id != "" && (id != m.a.opts.Identity || v.joined) {
 			v.members = append(v.members, id)

@@ -3,11 +3,16 @@ package partition
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
 	"github.com/leaderkit/elector/backend"
 )
+
+// probeReads is how many partitions' holders a member reads before it
+// first campaigns, to tell a cold start from a join.
+const probeReads = 8
 
 // readParallelism bounds the concurrent Leader reads of a member reading
 // every partition's holder.
@@ -54,8 +59,10 @@ func (l *loop) replan(ctx context.Context, now time.Time) time.Time {
 	if l.stopping || !l.settled || !v.joined || !joined {
 		if !l.stopping && !ps.reading && ps.readAt.IsZero() && v.members != nil {
 			// A first reading tells a joiner whether the group runs
-			// already (see onView), and what it holds.
-			l.readHolders(ctx, now)
+			// already (see onView), and what it holds. It starts with a
+			// probe of a few partitions, so that members starting
+			// together (finding them free) do not each read all n.
+			l.readHolders(ctx, now, true)
 		}
 		if ps.replan {
 			ps.replan = false
@@ -92,7 +99,7 @@ func (l *loop) replan(ctx context.Context, now time.Time) time.Time {
 	if ps.ownSeq == ps.seq && !ps.readAt.IsZero() && now.Before(ps.readAt.Add(every)) {
 		return ps.readAt.Add(every)
 	}
-	l.readHolders(ctx, now)
+	l.readHolders(ctx, now, false)
 	return wake
 }
 
@@ -163,14 +170,22 @@ func (l *loop) forgetRetries() {
 }
 
 // readHolders reads every partition's holder in the background; the
-// outcome comes back on l.plan.read.
-func (l *loop) readHolders(ctx context.Context, now time.Time) {
+// outcome comes back on l.plan.read. When probe is set it first reads
+// probeReads partitions spread over the n, and reads no further (the
+// outcome has no owners) unless each of them is held by another member.
+func (l *loop) readHolders(ctx context.Context, now time.Time, probe bool) {
 	ps := &l.plan
 	ps.reading, ps.readAt = true, now
-	seq, group := ps.seq, l.a.group
+	seq, group, me := ps.seq, l.a.group, l.a.opts.Identity
 	go func() {
+		r := holdersRead{seq: seq}
+		if probe && !l.probe(ctx, me) {
+			r.err = ctx.Err()
+			l.plan.read <- r
+			return
+		}
 		hs, errs := readHolders(ctx, l.a.b, l.a.n, readParallelism, func(p int) string { return Election(group, p) })
-		r := holdersRead{seq: seq, err: ctx.Err()}
+		r.err = ctx.Err()
 		for _, err := range errs {
 			if r.err == nil && backend.IsPermanent(err) {
 				r.err = err
@@ -188,13 +203,29 @@ func (l *loop) readHolders(ctx context.Context, now time.Time) {
 	}()
 }
 
+// probe reports whether probeReads partitions spread over the n all have a
+// holder other than me: whether the group runs already.
+func (l *loop) probe(ctx context.Context, me string) bool {
+	k := min(probeReads, l.a.n)
+	hs, errs := readHolders(ctx, l.a.b, k, k, func(i int) string { return Election(l.a.group, i*l.a.n/k) })
+	for i := range hs {
+		if errs[i] != nil || hs[i].Identity == "" || hs[i].Identity == me {
+			return false
+		}
+	}
+	return true
+}
+
 // onHolders handles a reading of the holders.
 func (l *loop) onHolders(ctx context.Context, r holdersRead) {
 	ps := &l.plan
 	ps.reading = false
 	switch {
+	case r.err == nil && r.owners == nil: // a probe found the group starting
 	case r.err == nil:
 		ps.owners, ps.ownSeq, ps.replan = r.owners, r.seq, true
+		l.a.log.LogAttrs(ctx, slog.LevelDebug, "read the holders", slog.Int("held", len(l.parts)),
+			slog.Int("placed", len(l.placed)), slog.Int("campaigns", len(l.camps)), slog.Int("retries", len(l.retries)))
 		if !l.settled && l.view.joined && l.running() {
 			l.settle(ctx)
 		}
