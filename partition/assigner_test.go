@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -500,6 +502,70 @@ func TestRebalanceSlowReads(t *testing.T) {
 		}
 		if leave > time.Second {
 			t.Errorf("leave took %v; want ≤ 1 s (PollInterval 500 ms and a scan; no reading of the holders)", leave)
+		}
+		for _, m := range ms {
+			m.stop(t)
+		}
+		g.checkRevoked()
+	})
+}
+
+// noJoins is a backend that refuses, while blocked is set, every campaign
+// for a membership slot with a transient error.
+type noJoins struct {
+	backend.Backend
+	blocked *atomic.Bool
+}
+
+func (b noJoins) Campaign(ctx context.Context, c backend.Candidate) (backend.Lease, error) {
+	if b.blocked.Load() && strings.Contains(c.Election, "/m/") {
+		return nil, errors.New("store unavailable")
+	}
+	return b.Backend.Campaign(ctx, c)
+}
+
+// TestMembershipLapseKeepsPartitions: a member whose membership slot lapses
+// (its lease dropped at the store) and that cannot rejoin for a while keeps
+// the partitions it holds, under their own leases: nothing moves, and once
+// it is back the others give up the campaigns they waited in.
+func TestMembershipLapseKeepsPartitions(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n = 48
+		g := newLedger(t)
+		store := memory.New()
+		defer store.Close()
+		var blocked atomic.Bool
+		var ms []*member
+		for i := range 3 {
+			ms = append(ms, start(t, noJoins{store.Peer(), &blocked}, "r", n, g.options(fmt.Sprintf("r%d", i))))
+		}
+		until(t, time.Minute, func() bool { return balanced(g, "r", n, ids(ms)) })
+		before, count := g.owners(n), g.count()
+		tab, err := ReadTable(context.Background(), store, "r", n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lapsed := tab.Members[0].Identity
+		blocked.Store(true)
+		if !store.Expire(memberElection("r", tab.Members[0].Slot)) {
+			t.Fatalf("slot %d of %s not held", tab.Members[0].Slot, lapsed)
+		}
+		time.Sleep(4 * time.Second) // it notices, fails to rejoin; the others see it gone
+		for _, m := range ms {
+			if m.id != lapsed && slices.Contains(m.a.Members(), lapsed) {
+				t.Errorf("%s: Members() = %v; want %s gone", m.id, m.a.Members(), lapsed)
+			}
+		}
+		blocked.Store(false)
+		time.Sleep(10 * time.Second) // it rejoins
+		if got := g.owners(n); !slices.Equal(got, before) || g.count() != count {
+			t.Errorf("after %s's slot lapsed: %d assignments, %d partitions moved; want none",
+				lapsed, g.count()-count, moved(before, got))
+		}
+		for _, m := range ms {
+			if got := m.a.Members(); len(got) != 3 {
+				t.Errorf("%s: Members() = %v; want all 3 back", m.id, got)
+			}
 		}
 		for _, m := range ms {
 			m.stop(t)

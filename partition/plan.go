@@ -68,6 +68,18 @@ func (l *loop) replan(ctx context.Context, now time.Time) time.Time {
 			ps.replan = false
 			l.placed = map[int]bool{}
 			clear(l.retries)
+			if l.settled && !l.stopping {
+				// Out of the member list (the slot's lease lapsed; it
+				// rejoins): keep what is held, safe under its own
+				// leases, and take nothing new. The others wait in its
+				// partitions' campaigns meanwhile, and give up once it
+				// is back.
+				for p, pt := range l.parts {
+					if pt.reason == nil {
+						l.placed[p] = true
+					}
+				}
+			}
 		}
 		return wake
 	}
