@@ -26,11 +26,14 @@ const readParallelism = 32
 // first; and the partitions that move are awaited by their new owners'
 // campaigns before their old owners release them. A member short of its
 // quota then reads every partition's holder in the background, after each
-// change of the member list and again while it stays short (every 2 ×
-// PollInterval, 4 × while campaigns wait), and places again from that
-// reading, counting as its own the partitions it is campaigning for that
-// the reading shows free (see ownersNow). In steady state every member
-// holds its quota and reads nothing.
+// change of the member list and again each PollInterval while it stays
+// short, and places again from that reading, counting as its own the
+// partitions it is campaigning for that the reading shows free (see
+// ownersNow). In steady state every member holds its quota and reads
+// nothing. A member that has not campaigned yet first probes a few
+// partitions (see probe): a joiner into a running group reads every
+// holder and places from that; members starting together find the
+// partitions free and place from nothing, reading none.
 type planState struct {
 	replan  bool             // placed must be recomputed
 	seq     int              // member lists applied so far
