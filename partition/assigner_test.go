@@ -573,3 +573,48 @@ func TestMembershipLapseKeepsPartitions(t *testing.T) {
 		g.checkRevoked()
 	})
 }
+
+// TestRebalanceAtScale: at the size of the benchmark targets (1,024
+// partitions over 10 members, reads taking 5 ms), joins and graceful
+// leaves complete within two polls, and a leave moves nothing between the
+// members that stay: they agree on who takes which of the leaver's
+// partitions.
+func TestRebalanceAtScale(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n = 1024
+		g := newLedger(t)
+		store := memory.New()
+		defer store.Close()
+		peer := func() backend.Backend { return slowReads{store.Peer(), 5 * time.Millisecond} }
+		var ms []*member
+		for i := range 10 {
+			ms = append(ms, start(t, peer(), "L", n, g.options(fmt.Sprintf("m%02d", i))))
+		}
+		until(t, 5*time.Minute, func() bool { return balanced(g, "L", n, ids(ms)) })
+		for r := range 3 {
+			before := g.owners(n)
+			j := start(t, peer(), "L", n, g.options(fmt.Sprintf("j%d", r)))
+			after := placedOwners("L", n, append(ids(ms), j.id), before)
+			join := until(t, time.Minute, func() bool { return slices.Equal(g.owners(n), after) })
+			j.stop(t)
+			leave := until(t, time.Minute, func() bool { return balanced(g, "L", n, ids(ms)) })
+			final, among := g.owners(n), 0
+			for p := range final {
+				if after[p] != j.id && final[p] != after[p] {
+					among++
+				}
+			}
+			t.Logf("round %d: join %v, leave %v", r, join, leave)
+			if join > time.Second || leave > time.Second {
+				t.Errorf("round %d: join %v, leave %v; want each ≤ 1 s (2 × PollInterval)", r, join, leave)
+			}
+			if among != 0 {
+				t.Errorf("round %d: the leave moved %d partitions between the members that stay; want 0", r, among)
+			}
+		}
+		for _, m := range ms {
+			m.stop(t)
+		}
+		g.checkRevoked()
+	})
+}
