@@ -281,9 +281,9 @@ func (l *loop) onView(ctx context.Context, v view) {
 		// the same member list: members starting together then campaign
 		// once for their final share, instead of grabbing what an early,
 		// partial list places on them and handing most of it over; and
-		// only on lists read whole (a slot whose read failed may hide a
-		// member: under load, members settled alone and grabbed every
-		// partition). A
+		// only on lists whose every slot has been read once (a slot
+		// never read may hide a member: under load, members settled
+		// alone and grabbed every partition). A
 		// member joining a group that runs already (its first reading
 		// of the holders shows members holding partitions) need not
 		// wait: it places from that reading.

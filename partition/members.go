@@ -38,7 +38,7 @@ const scanParallelism = 8
 type view struct {
 	members  []string // sorted, without duplicates; holds self iff joined
 	joined   bool
-	complete bool // every slot was read: no failed read left a member out
+	complete bool // every slot has been read once: no failed read hides a member
 }
 
 // membership keeps this member in the group's member list: it holds one
@@ -49,7 +49,8 @@ type membership struct {
 	out   chan view // capacity 1; holds the latest view
 	slots []string  // identity holding each slot read, "" when free
 
-	complete bool // the last scan read every slot
+	known    []bool // whether each slot has been read at least once
+	complete bool   // every slot in slots has been read at least once
 
 	// The slot's lease runs on half the partitions' timing (see
 	// memberTiming), so that a crashed member leaves the list, and the
@@ -133,15 +134,28 @@ func (m *membership) scan(ctx context.Context) error {
 		sctx, cancel = context.WithDeadline(ctx, m.nextRenew)
 		defer cancel()
 	}
-	slots, failed, err := scanSlots(sctx, m.a.b, m.a.group, m.a.opts.MaxMembers, m.slots, false)
+	slots, read, err := scanSlots(sctx, m.a.b, m.a.group, m.a.opts.MaxMembers, m.slots, false)
 	switch {
 	case err != nil && ctx.Err() == nil && sctx.Err() != nil:
-		m.complete = false
 		return nil // cut short: keep the last reading
 	case err != nil:
 		return err
 	}
-	m.complete = failed == 0
+	// The list is complete once every slot in it has been read at least
+	// once: a slot whose read fails keeps its last reading, but one never
+	// read may hide a member.
+	m.complete = true
+	for k := range slots {
+		if k < len(read) && read[k] {
+			for len(m.known) <= k {
+				m.known = append(m.known, false)
+			}
+			m.known[k] = true
+		}
+		if k >= len(m.known) || !m.known[k] {
+			m.complete = false
+		}
+	}
 	if m.slot >= 0 {
 		for len(slots) <= m.slot {
 			slots = append(slots, "")
@@ -158,10 +172,10 @@ func (m *membership) scan(ctx context.Context) error {
 // identity holding each slot read, "" for a free one. When strict, every
 // failed read is an error; otherwise a slot whose read fails transiently
 // keeps its value in prev ("" beyond it), and only a permanent failure is an
-// error; the number of reads that failed so is returned too.
-func scanSlots(ctx context.Context, b backend.Backend, group string, maxMembers int, prev []string, strict bool) ([]string, int, error) {
+// error; which slots were read is returned too.
+func scanSlots(ctx context.Context, b backend.Backend, group string, maxMembers int, prev []string, strict bool) ([]string, []bool, error) {
 	var out []string
-	failed := 0
+	var read []bool
 	for lo := 0; lo < maxMembers; lo += spareSlots {
 		n := min(spareSlots, maxMembers-lo)
 		ids, errs := readSlots(ctx, b, group, lo, n)
@@ -170,15 +184,13 @@ func scanSlots(ctx context.Context, b backend.Backend, group string, maxMembers 
 			switch {
 			case err == nil:
 			case ctx.Err() != nil:
-				return nil, failed, ctx.Err()
+				return nil, nil, ctx.Err()
 			case strict || backend.IsPermanent(err):
-				return nil, failed, fmt.Errorf("partition: read members of %q: %w", group, err)
+				return nil, nil, fmt.Errorf("partition: read members of %q: %w", group, err)
 			case lo+k < len(prev):
 				ids[k] = prev[lo+k]
-				failed++
-			default:
-				failed++
 			}
+			read = append(read, err == nil)
 			taken = taken || ids[k] != ""
 		}
 		out = append(out, ids...)
@@ -186,7 +198,7 @@ func scanSlots(ctx context.Context, b backend.Backend, group string, maxMembers 
 			break
 		}
 	}
-	return out, failed, nil
+	return out, read, nil
 }
 
 // readSlots reads the holders of slots [lo, lo+n) of group: the identity,
