@@ -39,7 +39,7 @@
 //     anything, and the partitions that move are awaited by their new
 //     owners before their old owners let them go. A member short of its
 //     quota then reads every partition's holder (n Leader reads, in the
-//     background, each PollInterval while it stays short) and places again
+//     background, every 2-4 PollIntervals while it stays short) and places again
 //     from that reading, counting as its own the free partitions it is
 //     campaigning for. A joiner reads the holders once before it campaigns.
 //     In steady state no member reads holders.
