@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -254,7 +255,11 @@ func settleBalanced(tb testing.TB, g *partLedger, group string, n int, ms []*par
 			return owners
 		}
 		if time.Since(began) > limit {
-			tb.Fatalf("partitions not owned as placed within %v: loads %v, quotas %v", limit, load, quotas)
+			held := map[string]int{}
+			for _, id := range owners {
+				held[id]++
+			}
+			tb.Fatalf("partitions not owned as placed within %v: %d unowned; owners' loads %v, quotas %v", limit, held[""], held, quotas)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -267,11 +272,60 @@ func settle(tb testing.TB, g *partLedger, want []string, limit time.Duration) ti
 	began := time.Now()
 	for !slices.Equal(g.owners(len(want)), want) {
 		if time.Since(began) > limit {
-			tb.Fatalf("partitions not owned as placed within %v:\n got %v\nwant %v", limit, g.owners(len(want)), want)
+			got := g.owners(len(want))
+			var off []string
+			for p := range want {
+				if got[p] != want[p] {
+					off = append(off, fmt.Sprintf("%d: %q, placed on %q", p, got[p], want[p]))
+				}
+			}
+			tb.Fatalf("partitions not owned as placed within %v: %d of %d differ:\n%s", limit, len(off), len(want), strings.Join(off, "\n"))
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 	return time.Since(began)
+}
+
+// settleLeave waits until the partitions are owned as the placement puts
+// them after members left, given their owners before: every partition of a
+// member still in ms stays with it, and those of the members gone are owned
+// by members of ms, each holding its quota. Which member takes which of the
+// leavers' partitions is left free: members place those from what they
+// knew of who owned what, and may pick differently from the placement
+// computed here from the exact owners — at no cost in balance or movement.
+// It returns the owners then; it fails tb after limit.
+func settleLeave(tb testing.TB, g *partLedger, group string, n int, ms []*partMember, before []string, limit time.Duration) []string {
+	tb.Helper()
+	ids := partIDs(ms)
+	quotas := partition.Quotas(group, n, ids)
+	began := time.Now()
+	for {
+		owners := g.owners(n)
+		if ok, why := leaveDone(ids, quotas, before, owners); ok {
+			return owners
+		} else if time.Since(began) > limit {
+			tb.Fatalf("partitions not owned as placed within %v: %s", limit, why)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func leaveDone(ids []string, quotas []int, before, owners []string) (bool, string) {
+	load := make([]int, len(ids))
+	for p, id := range owners {
+		i, member := slices.BinarySearch(ids, id)
+		if !member {
+			return false, fmt.Sprintf("partition %d owned by %q", p, id)
+		}
+		if _, stays := slices.BinarySearch(ids, before[p]); stays && id != before[p] {
+			return false, fmt.Sprintf("partition %d moved from %s, still a member, to %s", p, before[p], id)
+		}
+		load[i]++
+	}
+	if !slices.Equal(load, quotas) {
+		return false, fmt.Sprintf("loads %v; want the quotas %v", load, quotas)
+	}
+	return true, ""
 }
 
 func diff(a, b []string) int {

@@ -24,19 +24,25 @@
 //     tokens.
 //   - Membership: each member holds one slot, an election group/m/k for a
 //     free k below [Options.MaxMembers] (a joiner takes one of the lowest
-//     free slots). The slot's lease is the member's liveness. Every member
-//     reads the slots in use each [Options.PollInterval]; the contract has no
-//     way to list elections, so slots stand in for a directory. A poll costs
-//     about (members + 16) Leader reads, whatever the number of partitions.
+//     free slots). The slot's lease is the member's liveness; its TTL is
+//     half of [Options.TTL] (or TTL itself where the store refuses half),
+//     so that a crashed member leaves the list before its partitions'
+//     leases expire. Every member reads the slots in use each
+//     [Options.PollInterval]; the contract has no way to list elections, so
+//     slots stand in for a directory. A poll costs about (members + 16)
+//     Leader reads, whatever the number of partitions.
 //   - Placement: every member has a quota, n/members rounded up or down
-//     ([Quotas]). A member holding its quota or more keeps the quota it
-//     ranks highest and hands over the rest, knowing only what it holds. A
-//     member short of its quota reads every partition's holder (n Leader
-//     reads, in the background, after each change of the member list and
-//     again while it stays short) and computes [Place] from the member list
-//     and those holders: it campaigns for the partitions that are free, held
-//     by a member that left, or beyond another member's quota, that the
-//     placement gives it. In steady state no member reads holders.
+//     ([Quotas]), and computes [Place] from the member list and who owns
+//     what as it knows it: the placement it computed last, corrected by
+//     what it holds. When the member list changes it places at once from
+//     that, so that every member reaches the same placement without reading
+//     anything, and the partitions that move are awaited by their new
+//     owners before their old owners let them go. A member short of its
+//     quota then reads every partition's holder (n Leader reads, in the
+//     background, every 2-4 PollIntervals while it stays short) and places again
+//     from that reading, counting as its own the free partitions it is
+//     campaigning for. A joiner reads the holders once before it campaigns.
+//     In steady state no member reads holders.
 //   - Hand-over: a member that owns a partition placed elsewhere cancels its
 //     OnAssigned ctx, waits for OnAssigned to return (renewing the lease
 //     meanwhile), then releases the lease; the new owner, already waiting in
@@ -82,18 +88,24 @@
 //
 //   - Start: a member campaigns once it has read the same member list in two
 //     polls in a row, so members started together campaign once, for their
-//     final share. It keeps up to 256 campaigns in flight, so that every
-//     partition it waits for is taken the moment its old owner lets it go.
+//     final share; a member joining a group whose partitions are all held
+//     campaigns as soon as its first reading of the holders is in. A joiner
+//     gives up a slot it sees another joiner win and tries another at once.
+//     It keeps up to 256 campaigns in flight, so that every partition it
+//     waits for is taken the moment its old owner lets it go.
 //   - Join or graceful leave: noticed by the others within PollInterval
 //     (default min(TTL/3, 500 ms)); a joiner reads the holders and waits in
 //     the campaigns of the partitions the others shed; after a leave, the
-//     others read the holders and wait in the campaigns of the leaver's
-//     partitions. Either way the partitions that move are owned by their new
-//     owners as soon as their old owners' OnAssigned have returned.
-//   - Crash: the dead member's slot and partition leases expire about TTL
-//     after its last renewal; the others notice the slot gone within
-//     PollInterval and their waiting campaigns win as the partition leases
-//     expire — within TTL + PollInterval of the crash.
+//     others wait at once in the campaigns of the leaver's partitions that
+//     the placement gives them. Either way the partitions that move are
+//     owned by their new owners as soon as their old owners' OnAssigned have
+//     returned.
+//   - Crash: the dead member's slot expires about TTL/2 after its last
+//     renewal, its partitions' leases about TTL after theirs; the others
+//     notice the slot gone within PollInterval and wait in the campaigns of
+//     its partitions, which they win as the leases expire — within TTL of
+//     the crash, plus the store's own expiry granularity (etcd revokes
+//     expired leases every 500 ms; ZooKeeper expires sessions per tick).
 //   - Each lease is renewed every RenewInterval (default TTL/3); renewals
 //     falling due within RenewInterval/4 of each other go out together. How
 //     many requests that costs depends on the driver: etcd renews one lease

@@ -272,20 +272,32 @@ func earliest(a, b time.Time) time.Time {
 // the next reconcile (see replan).
 func (l *loop) onView(ctx context.Context, v view) {
 	same := slices.Equal(v.members, l.view.members) && v.joined == l.view.joined
+	if l.settled && same {
+		return
+	}
+	l.view = v
 	if !l.settled {
 		// Before the first campaign, wait until two polls in a row read
 		// the same member list: members starting together then campaign
 		// once for their final share, instead of grabbing what an early,
-		// partial list places on them and handing most of it over.
-		l.view = v
-		if !same || !v.joined {
+		// partial list places on them and handing most of it over; and
+		// only on lists whose every slot has been read once (a slot
+		// never read may hide a member: under load, members settled
+		// alone and grabbed every partition). A
+		// member joining a group that runs already (its first reading
+		// of the holders shows members holding partitions) need not
+		// wait: it places from that reading.
+		if !v.joined || !v.complete || (!same && !l.running()) {
 			return
 		}
-		l.settled = true
-	} else if same {
-		return
 	}
-	l.view = v
+	l.settle(ctx)
+}
+
+// settle applies the member list in l.view.
+func (l *loop) settle(ctx context.Context) {
+	l.settled = true
+	v := l.view
 	l.a.log.LogAttrs(ctx, slog.LevelInfo, "members changed", slog.Any("members", v.members), slog.Bool("joined", v.joined))
 	l.a.setMembers(v.members)
 	l.plan.seq++

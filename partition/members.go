@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/leaderkit/elector"
 	"github.com/leaderkit/elector/backend"
 	"github.com/leaderkit/elector/internal/wait"
 )
@@ -23,13 +24,21 @@ const spareSlots = 16
 // random, so that members starting together rarely race for one slot.
 const joinChoices = 8
 
+// joinAttempts is how many free slots one join tries in turn.
+const joinAttempts = 3
+
+// joinProbe is how often a joiner reads the holder of the slot it
+// campaigns for.
+const joinProbe = 50 * time.Millisecond
+
 // scanParallelism bounds the concurrent Leader reads of one scan.
 const scanParallelism = 8
 
 // view is one reading of the member list.
 type view struct {
-	members []string // sorted, without duplicates; holds self iff joined
-	joined  bool
+	members  []string // sorted, without duplicates; holds self iff joined
+	joined   bool
+	complete bool // every slot has been read once: no failed read hides a member
 }
 
 // membership keeps this member in the group's member list: it holds one
@@ -40,13 +49,51 @@ type membership struct {
 	out   chan view // capacity 1; holds the latest view
 	slots []string  // identity holding each slot read, "" when free
 
+	known    []bool // whether each slot has been read at least once
+	complete bool   // every slot in slots has been read at least once
+
+	// The slot's lease runs on half the partitions' timing (see
+	// memberTiming), so that a crashed member leaves the list, and the
+	// others wait in the campaigns of its partitions, before those
+	// partitions' leases expire.
+	ttl, renewEvery, margin time.Duration
+
 	slot      int // the slot this member holds, or -1
 	lease     backend.Lease
 	nextRenew time.Time
 }
 
 func newMembership(a *Assigner) *membership {
-	return &membership{a: a, out: make(chan view, 1), slot: -1}
+	m := &membership{a: a, out: make(chan view, 1), slot: -1}
+	m.ttl, m.renewEvery, m.margin = memberTiming(&a.opts)
+	return m
+}
+
+// memberTiming returns the TTL, renewal interval and safety margin of the
+// membership slot's lease: half the partitions' own, or theirs when half
+// the TTL would be below [elector.MinTTL]. Membership decides placement
+// only (each partition has its own lease), so a slot lost to a slow
+// renewal costs a rejoin and some moves, never safety; and with the slot
+// gone after at most TTL/2, the others are already waiting in the dead
+// member's partitions' campaigns when those leases expire, at most TTL
+// after the crash.
+func memberTiming(o *Options) (ttl, renewEvery, margin time.Duration) {
+	if o.TTL/2 < elector.MinTTL {
+		return o.TTL, o.RenewInterval, o.SafetyMargin
+	}
+	return o.TTL / 2, o.RenewInterval / 2, o.SafetyMargin / 2
+}
+
+// fullTiming makes the slot's lease use the partitions' timing: the store
+// refused the shorter TTL (an etcd cluster grants no lease under one
+// second; a ZooKeeper ensemble bounds session timeouts).
+func (m *membership) fullTiming() bool {
+	o := &m.a.opts
+	if m.ttl == o.TTL {
+		return false
+	}
+	m.ttl, m.renewEvery, m.margin = o.TTL, o.RenewInterval, o.SafetyMargin
+	return true
 }
 
 // run keeps the member joined and publishes views until ctx ends, then
@@ -87,12 +134,27 @@ func (m *membership) scan(ctx context.Context) error {
 		sctx, cancel = context.WithDeadline(ctx, m.nextRenew)
 		defer cancel()
 	}
-	slots, err := scanSlots(sctx, m.a.b, m.a.group, m.a.opts.MaxMembers, m.slots, false)
+	slots, read, err := scanSlots(sctx, m.a.b, m.a.group, m.a.opts.MaxMembers, m.slots, false)
 	switch {
 	case err != nil && ctx.Err() == nil && sctx.Err() != nil:
 		return nil // cut short: keep the last reading
 	case err != nil:
 		return err
+	}
+	// The list is complete once every slot in it has been read at least
+	// once: a slot whose read fails keeps its last reading, but one never
+	// read may hide a member.
+	m.complete = true
+	for k := range slots {
+		if k < len(read) && read[k] {
+			for len(m.known) <= k {
+				m.known = append(m.known, false)
+			}
+			m.known[k] = true
+		}
+		if k >= len(m.known) || !m.known[k] {
+			m.complete = false
+		}
 	}
 	if m.slot >= 0 {
 		for len(slots) <= m.slot {
@@ -110,9 +172,10 @@ func (m *membership) scan(ctx context.Context) error {
 // identity holding each slot read, "" for a free one. When strict, every
 // failed read is an error; otherwise a slot whose read fails transiently
 // keeps its value in prev ("" beyond it), and only a permanent failure is an
-// error.
-func scanSlots(ctx context.Context, b backend.Backend, group string, maxMembers int, prev []string, strict bool) ([]string, error) {
+// error; which slots were read is returned too.
+func scanSlots(ctx context.Context, b backend.Backend, group string, maxMembers int, prev []string, strict bool) ([]string, []bool, error) {
 	var out []string
+	var read []bool
 	for lo := 0; lo < maxMembers; lo += spareSlots {
 		n := min(spareSlots, maxMembers-lo)
 		ids, errs := readSlots(ctx, b, group, lo, n)
@@ -121,12 +184,13 @@ func scanSlots(ctx context.Context, b backend.Backend, group string, maxMembers 
 			switch {
 			case err == nil:
 			case ctx.Err() != nil:
-				return nil, ctx.Err()
+				return nil, nil, ctx.Err()
 			case strict || backend.IsPermanent(err):
-				return nil, fmt.Errorf("partition: read members of %q: %w", group, err)
+				return nil, nil, fmt.Errorf("partition: read members of %q: %w", group, err)
 			case lo+k < len(prev):
 				ids[k] = prev[lo+k]
 			}
+			read = append(read, err == nil)
 			taken = taken || ids[k] != ""
 		}
 		out = append(out, ids...)
@@ -134,7 +198,7 @@ func scanSlots(ctx context.Context, b backend.Backend, group string, maxMembers 
 			break
 		}
 	}
-	return out, nil
+	return out, read, nil
 }
 
 // readSlots reads the holders of slots [lo, lo+n) of group: the identity,
@@ -158,9 +222,10 @@ func readSlots(ctx context.Context, b backend.Backend, group string, lo, n int) 
 	return ids, errs
 }
 
-// join campaigns for one of the lowest free slots, for at most
-// max(2 × PollInterval, 1 s): a slot taken meanwhile by another joiner
-// is given up and the next scan picks another.
+// join campaigns for one of the lowest free slots, trying up to
+// joinAttempts of them in turn: a slot another joiner is seen holding is
+// given up at once (see campaignSlot), so that members starting together
+// all join within a few round trips rather than a poll apart.
 func (m *membership) join(ctx context.Context) error {
 	var free []int
 	for k, id := range m.slots {
@@ -173,27 +238,67 @@ func (m *membership) join(ctx context.Context) error {
 			slog.Int("max_members", m.a.opts.MaxMembers))
 		return nil
 	}
-	k := free[rand.N(len(free))]
 	o := &m.a.opts
-	jctx, cancel := context.WithTimeout(ctx, max(2*o.PollInterval, time.Second))
-	defer cancel()
-	l, err := m.a.b.Campaign(jctx, backend.Candidate{Election: memberElection(m.a.group, k), Identity: o.Identity, TTL: o.TTL})
-	switch {
-	case ctx.Err() != nil:
-		return ctx.Err()
-	case backend.IsPermanent(err):
-		return fmt.Errorf("partition: join %q: %w", m.a.group, err)
-	case err != nil:
-		m.a.log.LogAttrs(ctx, slog.LevelDebug, "join attempt failed", slog.Int("slot", k), slog.Any("error", err))
-		return nil
-	case time.Until(l.Deadline()) <= o.SafetyMargin:
-		m.release(ctx, l)
+	for range joinAttempts {
+		if len(free) == 0 {
+			return nil
+		}
+		i := rand.N(len(free))
+		k := free[i]
+		free = slices.Delete(free, i, i+1)
+		l, err := m.campaignSlot(ctx, k)
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case errors.Is(err, backend.ErrInvalid) && m.fullTiming():
+			m.a.log.LogAttrs(ctx, slog.LevelDebug, "membership TTL refused; using the partitions' TTL", slog.Any("error", err))
+			return nil
+		case backend.IsPermanent(err):
+			return fmt.Errorf("partition: join %q: %w", m.a.group, err)
+		case err != nil:
+			m.a.log.LogAttrs(ctx, slog.LevelDebug, "join attempt failed", slog.Int("slot", k), slog.Any("error", err))
+			continue
+		case time.Until(l.Deadline()) <= m.margin:
+			m.release(ctx, l)
+			return nil
+		}
+		m.slot, m.lease, m.nextRenew = k, l, time.Now().Add(m.renewEvery)
+		m.slots[k] = o.Identity
+		m.a.log.LogAttrs(ctx, slog.LevelInfo, "joined", slog.Int("slot", k), slog.Uint64("token", l.Token()))
 		return nil
 	}
-	m.slot, m.lease, m.nextRenew = k, l, time.Now().Add(o.RenewInterval)
-	m.slots[k] = o.Identity
-	m.a.log.LogAttrs(ctx, slog.LevelInfo, "joined", slog.Int("slot", k), slog.Uint64("token", l.Token()))
 	return nil
+}
+
+// campaignSlot campaigns for slot k for at most max(2 × PollInterval, 1 s),
+// reading the slot's holder every joinProbe meanwhile: when another member
+// holds it (a joiner that picked it too won), the campaign is given up at
+// once instead of waiting in it.
+func (m *membership) campaignSlot(ctx context.Context, k int) (backend.Lease, error) {
+	o := &m.a.opts
+	name := memberElection(m.a.group, k)
+	jctx, cancel := context.WithTimeout(ctx, max(2*o.PollInterval, time.Second))
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait() // after cancel: the probe ends with the campaign
+	wg.Go(func() {
+		t := time.NewTicker(joinProbe)
+		defer t.Stop()
+		for {
+			select {
+			case <-jctx.Done():
+				return
+			case <-t.C:
+			}
+			if h, err := m.a.b.Leader(jctx, name); err == nil && h.Identity != o.Identity {
+				cancel()
+				return
+			}
+		}
+	})
+	l, err := m.a.b.Campaign(jctx, backend.Candidate{Election: name, Identity: o.Identity, TTL: m.ttl})
+	cancel()
+	return l, err
 }
 
 // keep renews the slot's lease when it is due, and drops the slot when the
@@ -201,7 +306,6 @@ func (m *membership) join(ctx context.Context) error {
 // protects nothing (each partition has its own lease and deadline), so a
 // deadline passing is noticed at the next poll.
 func (m *membership) keep(ctx context.Context) {
-	o := &m.a.opts
 	var cause error
 	select {
 	case <-m.lease.Lost():
@@ -209,23 +313,23 @@ func (m *membership) keep(ctx context.Context) {
 	default:
 	}
 	if cause == nil && !time.Now().Before(m.nextRenew) {
-		rctx, cancel := context.WithDeadline(ctx, m.lease.Deadline().Add(-o.SafetyMargin))
+		rctx, cancel := context.WithDeadline(ctx, m.lease.Deadline().Add(-m.margin))
 		err := m.lease.Renew(rctx)
 		cancel()
 		switch {
 		case err == nil:
-			m.nextRenew = time.Now().Add(o.RenewInterval)
+			m.nextRenew = time.Now().Add(m.renewEvery)
 		case ctx.Err() != nil:
 			return
 		case errors.Is(err, backend.ErrLost):
 			cause = err
 		default:
-			m.nextRenew = time.Now().Add(o.RenewInterval / 8)
+			m.nextRenew = time.Now().Add(m.renewEvery / 8)
 			m.a.log.LogAttrs(ctx, slog.LevelWarn, "membership renewal failed; retrying", slog.Any("error", err))
 		}
 	}
 	if cause == nil {
-		if time.Now().Before(m.lease.Deadline().Add(-o.SafetyMargin)) {
+		if time.Now().Before(m.lease.Deadline().Add(-m.margin)) {
 			return
 		}
 		cause = errNoRenewal
@@ -238,7 +342,7 @@ func (m *membership) keep(ctx context.Context) {
 
 // publish replaces the view waiting in out with the current one.
 func (m *membership) publish() {
-	v := view{joined: m.lease != nil}
+	v := view{joined: m.lease != nil, complete: m.complete}
 	for _, id := range m.slots {
 		if id != "" && (id != m.a.opts.Identity || v.joined) {
 			v.members = append(v.members, id)

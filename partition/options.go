@@ -41,10 +41,13 @@ type Options struct {
 	// Default: "<hostname>-<pid>-<6 random hex digits>".
 	Identity string
 
-	// TTL is how long a lease (a partition's or the membership's) lives at
-	// the backend without a renewal: after a member crashes, its partitions
-	// are owned again within about TTL + PollInterval. Default [DefaultTTL]
-	// (15 s); between [elector.MinTTL] and [elector.MaxTTL].
+	// TTL is how long a partition's lease lives at the backend without a
+	// renewal: after a member crashes, its partitions are owned again within
+	// about TTL. The membership slot's lease lives TTL/2, renewed every
+	// RenewInterval/2, so that the others drop a crashed member before its
+	// partitions' leases expire (TTL itself where the store refuses TTL/2).
+	// Default [DefaultTTL] (15 s); between [elector.MinTTL] and
+	// [elector.MaxTTL].
 	TTL time.Duration
 
 	// RenewInterval is the time between renewals of each lease. Default
@@ -58,7 +61,7 @@ type Options struct {
 	SafetyMargin time.Duration
 
 	// PollInterval is how often the member list is read from the backend.
-	// A join or a graceful leave is noticed within it, a crash within TTL
+	// A join or a graceful leave is noticed within it, a crash within TTL/2
 	// plus it. Each poll reads about as many membership elections as there
 	// are members, plus 16. Default min(RenewInterval, [DefaultPollInterval]);
 	// at most RenewInterval.

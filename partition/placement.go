@@ -118,18 +118,3 @@ func mix(x uint64) uint64 {
 	x ^= x >> 31
 	return x
 }
-
-// keepBest returns the quota partitions of held that the member with index
-// i of members ranks highest, as a set: what it keeps when it holds more
-// than its quota.
-func keepBest(group string, members []string, i int, held []int, quota int) map[int]bool {
-	seed := seedsOf(group, members[i:i+1])[0]
-	score := func(p int) uint64 { return mix(seed ^ mix(uint64(p)+0x9e3779b97f4a7c15)) }
-	held = slices.Clone(held)
-	slices.SortFunc(held, func(x, y int) int { return cmp.Compare(score(y), score(x)) })
-	set := make(map[int]bool, quota)
-	for _, p := range held[:min(len(held), quota)] {
-		set[p] = true
-	}
-	return set
-}

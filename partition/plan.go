@@ -3,29 +3,42 @@ package partition
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
 	"github.com/leaderkit/elector/backend"
 )
 
+// probeReads is how many partitions' holders a member reads before it
+// first campaigns, to tell a cold start from a join.
+const probeReads = 8
+
 // readParallelism bounds the concurrent Leader reads of a member reading
 // every partition's holder.
 const readParallelism = 32
 
 // planState is how the loop decides which partitions are placed on this
-// member (see [Place]). A member holding its quota or more needs nothing but
-// what it holds: it keeps the quota it ranks highest and hands over the
-// rest. A member short of its quota reads every partition's holder, in the
-// background, after each change of the member list, and again while it
-// stays short (every 2 × PollInterval, 4 × while campaigns wait), and
-// campaigns for what the placement computed from that reading gives it.
-// In steady state every member holds its quota and reads nothing.
+// member (see [Place]). Every member keeps a belief of who owns what: the
+// placement it last computed. When the member list changes it places at
+// once from that belief, so that members sharing a leaver's partitions, or
+// shedding to a joiner, agree on who takes which without reading anything
+// first; and the partitions that move are awaited by their new owners'
+// campaigns before their old owners release them. A member short of its
+// quota then reads every partition's holder in the background, after each
+// change of the member list and again while it stays short (every 2 ×
+// PollInterval, 4 × while campaigns wait), and places again from that reading, counting as its own the
+// partitions it is campaigning for that the reading shows free (see
+// ownersNow). In steady state every member holds its quota and reads
+// nothing. A member that has not campaigned yet first probes a few
+// partitions (see probe): a joiner into a running group reads every
+// holder and places from that; members starting together find the
+// partitions free and place from nothing, reading none.
 type planState struct {
 	replan  bool             // placed must be recomputed
 	seq     int              // member lists applied so far
-	owners  []string         // the last reading of the holders, nil for none
-	ownSeq  int              // seq of the member list when that reading started
+	owners  []string         // who owns what: a reading, or the last placement; nil for none
+	ownSeq  int              // seq of the member list when the last reading started
 	reading bool             // a reading is in flight
 	readAt  time.Time        // when the last reading started
 	read    chan holdersRead // a reading's outcome
@@ -47,69 +60,80 @@ func (l *loop) replan(ctx context.Context, now time.Time) time.Time {
 	v := l.view
 	i, joined := slices.BinarySearch(v.members, l.a.opts.Identity)
 	if l.stopping || !l.settled || !v.joined || !joined {
+		if !l.stopping && !ps.reading && ps.readAt.IsZero() && v.members != nil {
+			// A first reading tells a joiner whether the group runs
+			// already (see onView), and what it holds. It starts with a
+			// probe of a few partitions, so that members starting
+			// together (finding them free) do not each read all n.
+			l.readHolders(ctx, now, true)
+		}
 		if ps.replan {
 			ps.replan = false
 			l.placed = map[int]bool{}
 			clear(l.retries)
-		}
-		return wake
-	}
-	quota := Quotas(l.a.group, l.a.n, v.members)[i]
-	var held []int
-	for p, pt := range l.parts {
-		if pt.reason == nil {
-			held = append(held, p)
-		}
-	}
-	if len(held) >= quota {
-		if ps.replan {
-			ps.replan = false
-			l.placed = keepBest(l.a.group, v.members, i, held, quota)
-			l.forgetRetries()
-		}
-		return wake
-	}
-	if ps.replan {
-		ps.replan = false
-		l.placed = make(map[int]bool)
-		for _, p := range held {
-			l.placed[p] = true
-		}
-		// A member holding partitions places from a reading started after
-		// the latest change of the member list, so that members sharing a
-		// leaver's partitions agree on who takes which. A member holding
-		// nothing (a cold start, a joiner) places at once from what it
-		// has, as if nobody held anything before its first reading: there
-		// reading n holders can take long on a loaded store, and a campaign
-		// for a partition another member keeps just waits until the
-		// reading cancels it.
-		if len(held) == 0 || (ps.owners != nil && ps.ownSeq == ps.seq) {
-			for p, at := range Place(l.a.group, l.a.n, v.members, l.ownersNow()) {
-				if at == i {
-					l.placed[p] = true
+			if l.settled && !l.stopping {
+				// Out of the member list (the slot's lease lapsed; it
+				// rejoins): keep what is held, safe under its own
+				// leases, and take nothing new. The others wait in its
+				// partitions' campaigns meanwhile, and give up once it
+				// is back.
+				for p, pt := range l.parts {
+					if pt.reason == nil {
+						l.placed[p] = true
+					}
 				}
 			}
 		}
-		l.forgetRetries()
-	}
-	if ps.reading {
 		return wake
 	}
+	held := 0
+	for _, pt := range l.parts {
+		if pt.reason == nil {
+			held++
+		}
+	}
+	quota := Quotas(l.a.group, l.a.n, v.members)[i]
+	if ps.replan {
+		ps.replan = false
+		at := Place(l.a.group, l.a.n, v.members, l.ownersNow(held, quota))
+		believed := make([]string, l.a.n)
+		l.placed = make(map[int]bool)
+		for p, k := range at {
+			believed[p] = v.members[k]
+			if k == i {
+				l.placed[p] = true
+			}
+		}
+		ps.owners = believed
+		l.forgetRetries()
+	}
+	if held >= quota || ps.reading {
+		return wake
+	}
+	// Each reading is n Leader reads: on a cold start every member is
+	// short, and reading each poll overloaded a Redlock quorum (1,024
+	// partitions over 10 members, 100,000 Redis requests a second).
 	every := 2 * l.a.opts.PollInterval
 	if len(l.camps) > 0 {
 		every *= 2
 	}
-	if ps.ownSeq == ps.seq && ps.owners != nil && now.Before(ps.readAt.Add(every)) {
+	if ps.ownSeq == ps.seq && !ps.readAt.IsZero() && now.Before(ps.readAt.Add(every)) {
 		return ps.readAt.Add(every)
 	}
-	l.readHolders(ctx, now)
+	l.readHolders(ctx, now, false)
 	return wake
 }
 
-// ownersNow returns the last reading of the holders (none before the
-// first) corrected by what this member knows for sure: the partitions it holds, and those it no longer
-// does (ended, or being handed over) as free.
-func (l *loop) ownersNow() []string {
+// ownersNow returns who owns what as this member knows it: the last reading
+// or placement (none before the first), corrected by what this member knows
+// for sure — the partitions it holds, and those it no longer does (ended,
+// or being handed over) as free. While it holds less than quota, the
+// partitions it still wants (campaigning or backing off) that are free or
+// held by a non-member count as its own too, as long as they and the
+// partitions it holds fit in quota: a reading taken while campaigns are
+// under way does not show them, and placing them anew could hand them to
+// another member that the previous placement gave others.
+func (l *loop) ownersNow(held, quota int) []string {
 	me := l.a.opts.Identity
 	owners := slices.Clone(l.plan.owners)
 	if owners == nil {
@@ -125,7 +149,36 @@ func (l *loop) ownersNow() []string {
 			owners[p] = me
 		}
 	}
+	var wanted []int
+	for p := range l.placed {
+		if l.parts[p] == nil {
+			if _, member := slices.BinarySearch(l.view.members, owners[p]); !member {
+				wanted = append(wanted, p)
+			}
+		}
+	}
+	if held+len(wanted) <= quota {
+		for _, p := range wanted {
+			owners[p] = me
+		}
+	}
 	return owners
+}
+
+// running reports whether the last reading shows every partition held by
+// another member of the current list: the group runs already, settled.
+// During a cold start it does not, and a member then waits for two polls
+// that agree (see onView).
+func (l *loop) running() bool {
+	if l.plan.owners == nil {
+		return false
+	}
+	for _, id := range l.plan.owners {
+		if _, member := slices.BinarySearch(l.view.members, id); !member || id == l.a.opts.Identity {
+			return false
+		}
+	}
+	return true
 }
 
 // forgetRetries drops the backoffs of partitions no longer placed here.
@@ -138,14 +191,22 @@ func (l *loop) forgetRetries() {
 }
 
 // readHolders reads every partition's holder in the background; the
-// outcome comes back on l.plan.read.
-func (l *loop) readHolders(ctx context.Context, now time.Time) {
+// outcome comes back on l.plan.read. When probe is set it first reads
+// probeReads partitions spread over the n, and reads no further (the
+// outcome has no owners) unless each of them is held by another member.
+func (l *loop) readHolders(ctx context.Context, now time.Time, probe bool) {
 	ps := &l.plan
 	ps.reading, ps.readAt = true, now
-	seq, group := ps.seq, l.a.group
+	seq, group, me := ps.seq, l.a.group, l.a.opts.Identity
 	go func() {
+		r := holdersRead{seq: seq}
+		if probe && !l.probe(ctx, me) {
+			r.err = ctx.Err()
+			l.plan.read <- r
+			return
+		}
 		hs, errs := readHolders(ctx, l.a.b, l.a.n, readParallelism, func(p int) string { return Election(group, p) })
-		r := holdersRead{seq: seq, err: ctx.Err()}
+		r.err = ctx.Err()
 		for _, err := range errs {
 			if r.err == nil && backend.IsPermanent(err) {
 				r.err = err
@@ -163,13 +224,32 @@ func (l *loop) readHolders(ctx context.Context, now time.Time) {
 	}()
 }
 
+// probe reports whether probeReads partitions spread over the n all have a
+// holder other than me: whether the group runs already.
+func (l *loop) probe(ctx context.Context, me string) bool {
+	k := min(probeReads, l.a.n)
+	hs, errs := readHolders(ctx, l.a.b, k, k, func(i int) string { return Election(l.a.group, i*l.a.n/k) })
+	for i := range hs {
+		if errs[i] != nil || hs[i].Identity == "" || hs[i].Identity == me {
+			return false
+		}
+	}
+	return true
+}
+
 // onHolders handles a reading of the holders.
 func (l *loop) onHolders(ctx context.Context, r holdersRead) {
 	ps := &l.plan
 	ps.reading = false
 	switch {
+	case r.err == nil && r.owners == nil: // a probe found the group starting
 	case r.err == nil:
 		ps.owners, ps.ownSeq, ps.replan = r.owners, r.seq, true
+		l.a.log.LogAttrs(ctx, slog.LevelDebug, "read the holders", slog.Int("held", len(l.parts)),
+			slog.Int("placed", len(l.placed)), slog.Int("campaigns", len(l.camps)), slog.Int("retries", len(l.retries)))
+		if !l.settled && l.view.joined && l.running() {
+			l.settle(ctx)
+		}
 	case ctx.Err() == nil:
 		l.stop(fmt.Errorf("partition: read the holders of %q: %w", l.a.group, r.err))
 	}
