@@ -69,9 +69,11 @@ func (b *Backend) acquire(ctx context.Context, key, id string, c backend.Candida
 	if b.restarts != nil {
 		b.restarts.noteTTL(c.TTL)
 	}
+	floor := strconv.FormatUint(b.floor(key), 10)
+	after := b.releasing(key)
 	start := time.Now()
-	r := startRound(ctx, b, b.releasing(key), counted(b, func(ctx context.Context, cl redis.UniversalClient, _ int) (acquired, error) {
-		return parseAcquired(acquireScript.Run(ctx, cl, []string{key, counter}, id, c.Identity, ttlArg).Slice())
+	r := startRoundSkip(ctx, b, after, b.lagging(after), counted(b, func(ctx context.Context, cl redis.UniversalClient, _ int) (acquired, error) {
+		return parseAcquired(acquireScript.Run(ctx, cl, []string{key, counter}, id, c.Identity, ttlArg, floor).Slice())
 	}))
 	// Wait for every node unless the round is decided: a quorum is ours,
 	// or others hold one (failed nodes alone do not decide it, so that
@@ -87,6 +89,9 @@ func (b *Backend) acquire(ctx context.Context, key, id string, c backend.Candida
 	case t.yes+t.no < q:
 		if wait, ok := quarantineWait(got, q, t); ok {
 			return acquireResult{wait: wait} // as behind a holder
+		}
+		if r.skip != nil { // the nodes left out are about to be free: retry soon with them
+			return acquireResult{split: true, took: time.Since(start)}
 		}
 		return acquireResult{err: fmt.Errorf("quorum unreachable: %d of %d nodes answered, need %d: %s", t.yes+t.no, n, q, t.nodeErr())}
 	}
@@ -122,12 +127,13 @@ func (b *Backend) win(ctx context.Context, r *round[acquired], got []*reply[acqu
 		}
 	}
 	l := &lease{b: b, election: c.Election, key: key, id: id, value: encodeValue(id, token, c.Identity), token: token,
-		ttl: c.TTL, deadline: deadline, lost: make(chan struct{}), last: r.done(),
+		ttl: c.TTL, deadline: deadline, lost: make(chan struct{}), last: r.chain(), skipped: r.skip,
 		renewed: start, used: start} // just confirmed: no rider renewal yet
 	if !b.track(l) {
 		b.cleanup(key, id, r)
 		return acquireResult{err: backend.ErrClosed}
 	}
+	b.noteToken(key, token)
 	b.raiseCounters(key, id, token, l.value, r)
 	return acquireResult{lease: l}
 }
@@ -206,6 +212,9 @@ func (b *Backend) writeBack(ctx context.Context, key, id string, token uint64, i
 // fresh context bounded by NodeTimeout.
 func (b *Backend) cleanup(key, id string, r *round[acquired]) {
 	for i, rep := range r.replies {
+		if r.skipped(i) {
+			continue // nothing was sent
+		}
 		cl := b.clients[i]
 		b.spawn(func() {
 			<-rep.done
@@ -262,4 +271,65 @@ func finished(done []<-chan struct{}) bool {
 		}
 	}
 	return true
+}
+
+// lagging returns the nodes an acquire round of a key should leave out,
+// given after, the key's latest release round from this Backend: those
+// still busy with it, as long as the others can make a quorum on their own;
+// nil when there are none or too few others. A candidate that releases and
+// campaigns again at once (a hand-over within the process, or a loop)
+// otherwise queues each new request behind the previous one on the slowest
+// nodes: a round needs only the fastest quorum, so such a node falls
+// further behind with every term until its requests time out. A node left
+// out was sent nothing, so it needs no clean-up, and the lease's release
+// sends it nothing either unless a renewal has reached it since.
+func (b *Backend) lagging(after []<-chan struct{}) []bool {
+	var skip []bool
+	free := 0
+	for i, c := range after {
+		select {
+		case <-c:
+			free++
+		default:
+			if skip == nil {
+				skip = make([]bool, len(after))
+			}
+			skip[i] = true
+		}
+	}
+	if skip == nil || free < b.quorum {
+		return nil
+	}
+	return skip
+}
+
+// maxFloors bounds the tokens remembered by lock key; past it the map
+// starts afresh (a floor is only an optimisation).
+const maxFloors = 4096
+
+// noteToken records token, the token of a lease of key just won.
+func (b *Backend) noteToken(key string, token uint64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.floors) >= maxFloors {
+		clear(b.floors)
+	}
+	if token > b.floors[key] {
+		b.floors[key] = token
+	}
+}
+
+// floor returns the lowest token a new lease of key can get: one more than
+// the highest this Backend has seen for it, or 0 when it has seen none.
+// acquireScript raises a node's counter to it, so the counters of nodes an
+// acquire round left out (or that missed terms for another reason) catch up
+// at their next round instead of disagreeing with the others and costing a
+// fencing write-back.
+func (b *Backend) floor(key string) uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if t, ok := b.floors[key]; ok {
+		return t + 1
+	}
+	return 0
 }

@@ -47,7 +47,10 @@ type Backend struct {
 	// released holds, by lock key, the latest release round of a lease of
 	// this Backend while it may still run (see noteRelease).
 	released map[string][]<-chan struct{}
-	wg       sync.WaitGroup // every goroutine the Backend started
+	// floors holds, by lock key, the highest token a lease of this
+	// Backend got (see floor); at most maxFloors keys.
+	floors map[string]uint64
+	wg     sync.WaitGroup // every goroutine the Backend started
 }
 
 var _ backend.Backend = (*Backend)(nil)
@@ -115,6 +118,7 @@ func build(clients []redis.UniversalClient, opts *Options, dials []*dialLog) (*B
 		work:     make([]chan func(), len(clients)),
 		leases:   make(map[*lease]struct{}),
 		released: make(map[string][]<-chan struct{}),
+		floors:   make(map[string]uint64),
 	}
 	for i := range b.work {
 		b.work[i] = make(chan func())

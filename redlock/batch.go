@@ -84,6 +84,7 @@ type renewal struct {
 // newRenewal returns a renewal for l whose round is fed by a batch.
 func newRenewal(l *lease, ttlArg string) *renewal {
 	n := len(l.b.clients)
+	l.skipped = nil // the batch reaches every node, and may restore the key there
 	r := &round[answer]{b: l.b, replies: make([]*reply[answer], n), replied: make(chan int, n)}
 	for i := range r.replies {
 		r.replies[i] = &reply[answer]{done: make(chan struct{})}

@@ -28,6 +28,10 @@ type lease struct {
 	// for this lease (the winning acquire round, or a later restore round)
 	// has finished. Every later request to node i is ordered after last[i].
 	last []<-chan struct{}
+	// skipped marks, by node, the nodes the winning acquire round left out
+	// (see Backend.lagging) and no renewal has reached since: they cannot
+	// hold the key, so Release sends them nothing. Nil when there are none.
+	skipped []bool
 
 	mu       sync.Mutex // serialises Renew, Release and finish
 	deadline time.Time
@@ -109,6 +113,7 @@ func (l *lease) Renew(ctx context.Context) error {
 	if l.b.batch != nil {
 		return l.renewBatched(ctx, start, ttlArg)
 	}
+	l.skipped = nil // the renewal reaches every node, and may restore the key there
 	r := startRound(ctx, l.b, l.last, counted(l.b, func(ctx context.Context, cl redis.UniversalClient, _ int) (answer, error) {
 		return answerOf(renewScript.Run(ctx, cl, []string{l.key}, l.id, ttlArg).Int64())
 	}))
@@ -195,21 +200,28 @@ func (l *lease) Release(ctx context.Context) error {
 // release runs one release round; l.mu must be held.
 func (l *lease) release(ctx context.Context) error {
 	q := l.b.quorum
+	free := 0 // nodes that never held the key
+	for _, s := range l.skipped {
+		if s {
+			free++
+		}
+	}
 	r := l.releaseRound(context.WithoutCancel(ctx))
-	_, t := r.collect(ctx, func(t tally) bool { return t.nodes-t.answered() < q })
-	if mayHold := t.nodes - t.answered(); mayHold >= q {
+	_, t := r.collect(ctx, func(t tally) bool { return t.nodes-free-t.answered() < q })
+	if mayHold := t.nodes - free - t.answered(); mayHold >= q {
 		return fmt.Errorf("%d of %d nodes may still hold it, need fewer than %d: %s", mayHold, t.nodes, q, t.nodeErr())
 	}
 	return nil
 }
 
-// releaseRound sends releaseScript to every node, each after the lease's
-// latest request there; the Backend's next acquire of the key follows it.
+// releaseRound sends releaseScript to every node the lease may hold, each
+// after the lease's latest request there; the Backend's next acquire of the
+// key follows it (on a node left out, the request the node was busy with).
 func (l *lease) releaseRound(ctx context.Context) *round[answer] {
-	r := startRound(ctx, l.b, l.last, func(ctx context.Context, cl redis.UniversalClient, _ int) (answer, error) {
+	r := startRoundSkip(ctx, l.b, l.last, l.skipped, func(ctx context.Context, cl redis.UniversalClient, _ int) (answer, error) {
 		return answerOf(releaseScript.Run(ctx, cl, []string{l.key}, l.id).Int64())
 	})
-	l.b.noteRelease(l.key, r.done())
+	l.b.noteRelease(l.key, r.chain())
 	return r
 }
 

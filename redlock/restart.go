@@ -264,6 +264,9 @@ func (b *Backend) raiseCounters(key, id string, token uint64, value string, r *r
 	keys := []string{key, key + counterSuffix}
 	tok := strconv.FormatUint(token, 10)
 	for i, rep := range r.replies {
+		if r.skipped(i) {
+			continue // the lease's release sends it nothing; its next acquire's floor catches it up
+		}
 		select {
 		case <-rep.done:
 			if rep.status() == yes {

@@ -14,6 +14,11 @@ import (
 // Backend has shut down.
 var errStopped = errors.New("backend stopped")
 
+// errSkipped is the reply of a node that an acquire round left out because
+// the node was still busy with an earlier request of the same election
+// (see [Backend.lagging]): nothing was sent to it.
+var errSkipped = errors.New("skipped: still busy with the previous term's request")
+
 // status is what one node's reply to a round says, in the terms every
 // round counts.
 type status int8
@@ -105,8 +110,10 @@ func (t tally) nodeErr() string {
 // replies.
 type round[T verdict] struct {
 	b       *Backend
-	replies []*reply[T] // by node
-	replied chan int    // node indexes, as their replies come in
+	replies []*reply[T]       // by node
+	replied chan int          // node indexes, as their replies come in
+	after   []<-chan struct{} // what each node's request was ordered after; may be nil
+	skip    []bool            // nodes sent nothing (errSkipped); may be nil
 }
 
 // startRound sends fn to every node in parallel, on the nodes' workers; fn
@@ -119,8 +126,14 @@ type round[T verdict] struct {
 // caller that must order a later request after them passes [round.done] as
 // after.
 func startRound[T verdict](ctx context.Context, b *Backend, after []<-chan struct{}, fn func(ctx context.Context, cl redis.UniversalClient, node int) (T, error)) *round[T] {
+	return startRoundSkip(ctx, b, after, nil, fn)
+}
+
+// startRoundSkip is startRound that sends nothing to the nodes i with
+// skip[i] set: their replies are errSkipped at once. skip may be nil.
+func startRoundSkip[T verdict](ctx context.Context, b *Backend, after []<-chan struct{}, skip []bool, fn func(ctx context.Context, cl redis.UniversalClient, node int) (T, error)) *round[T] {
 	n := len(b.clients)
-	r := &round[T]{b: b, replies: make([]*reply[T], n), replied: make(chan int, n)}
+	r := &round[T]{b: b, replies: make([]*reply[T], n), replied: make(chan int, n), after: after, skip: skip}
 	rctx, cancel := context.WithTimeout(ctx, b.cfg.nodeTimeout)
 	var left atomic.Int32
 	left.Store(int32(n))
@@ -134,6 +147,11 @@ func startRound[T verdict](ctx context.Context, b *Backend, after []<-chan struc
 	for i, cl := range b.clients {
 		rep := &reply[T]{done: make(chan struct{})}
 		r.replies[i] = rep
+		if skip != nil && skip[i] {
+			rep.err = errSkipped
+			finish(i, rep)
+			continue
+		}
 		ok := b.onNode(i, func() {
 			if after != nil {
 				<-after[i]
@@ -155,6 +173,22 @@ func (r *round[T]) done() []<-chan struct{} {
 	d := make([]<-chan struct{}, len(r.replies))
 	for i, rep := range r.replies {
 		d[i] = rep.done
+	}
+	return d
+}
+
+// skipped reports whether node i was left out of the round.
+func (r *round[T]) skipped(i int) bool { return r.skip != nil && r.skip[i] }
+
+// chain returns, by node, a channel closed when the latest request sent to
+// that node for the round's key has finished: the round's own request, or
+// for a node left out of the round, the earlier request it was busy with.
+func (r *round[T]) chain() []<-chan struct{} {
+	d := r.done()
+	for i := range d {
+		if r.skipped(i) {
+			d[i] = r.after[i]
+		}
 	}
 	return d
 }

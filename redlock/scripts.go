@@ -25,13 +25,26 @@ import "github.com/redis/go-redis/v9"
 // The free key is the case to make cheap: the script INCRs first and lets
 // SET NX decide, two commands in all. When the key is held it DECRs the
 // counter back before anything else can run (a script is atomic), so a lost
-// round leaves the counter as it found it and no token is spent.
+// round leaves the counter as it found it (or at the floor minus one, see
+// below) and no token is spent.
 //
-// ARGV: id prefix, identity, ttl in ms.
+// The counter is first raised to ARGV[4], the floor: one more than the
+// highest token the calling Backend has seen for the election (0 when it
+// has seen none). A node that missed the latest terms so catches up with
+// the others in the same call, and the acquiring quorum's counters agree
+// without a fencing write-back. Raising a counter to a token some lease
+// held (or to one more) never lets a token repeat.
+//
+// ARGV: id prefix, identity, ttl in ms, floor.
 var acquireScript = redis.NewScript(acquireSource)
 
 const acquireSource = `
 local t = redis.call('INCR', KEYS[2])
+local f = tonumber(ARGV[4])
+if t < f then
+  t = f
+  redis.call('SET', KEYS[2], ARGV[4])
+end
 if redis.call('SET', KEYS[1], ARGV[1] .. string.format('%d', t) .. ' ' .. ARGV[2], 'NX', 'PX', ARGV[3]) then
   return {1, t}
 end
