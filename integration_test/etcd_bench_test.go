@@ -11,7 +11,10 @@ package integration_test
 //	benchstat -col /lib etcd.txt
 //
 // Each benchmark has sub-benchmarks lib=elector (package etcd, driver level:
-// Campaign, Renew, Release) and lib=concurrency (Session, Election).
+// Campaign, Renew, Release), lib=elector-prefix (the same with
+// Options.Prefix set, where the leases share one watch of their keys
+// instead of one each) and lib=concurrency (Session, Election, which does
+// not watch its own key).
 
 import (
 	"context"
@@ -47,6 +50,11 @@ func BenchmarkEtcdCampaignResign(b *testing.B) {
 		c := backend.Candidate{Election: etcdName("campaign"), Identity: "bench", TTL: etcdTTL}
 		benchAcquireRelease(b, etcdCtx(b), eb, c)
 	})
+	b.Run("lib=elector-prefix", func(b *testing.B) {
+		eb := etcdPrefixBackend(b, etcdClient(b, etcdEndpoints(b)...))
+		c := backend.Candidate{Election: etcdName("campaign"), Identity: "bench", TTL: etcdTTL}
+		benchAcquireRelease(b, etcdCtx(b), eb, c)
+	})
 	b.Run("lib=concurrency", func(b *testing.B) {
 		s := etcdSession(b, etcdClient(b, etcdEndpoints(b)...))
 		ctx := etcdCtx(b)
@@ -74,6 +82,10 @@ func BenchmarkEtcdCampaignResign(b *testing.B) {
 func BenchmarkEtcdThroughput(b *testing.B) {
 	b.Run("lib=elector", func(b *testing.B) {
 		eb := etcdBackend(b, etcdClient(b, etcdEndpoints(b)...))
+		benchThroughput(b, etcdCtx(b), func() string { return etcdName("tput") }, backendOp(eb, etcdTTL))
+	})
+	b.Run("lib=elector-prefix", func(b *testing.B) {
+		eb := etcdPrefixBackend(b, etcdClient(b, etcdEndpoints(b)...))
 		benchThroughput(b, etcdCtx(b), func() string { return etcdName("tput") }, backendOp(eb, etcdTTL))
 	})
 	b.Run("lib=concurrency", func(b *testing.B) {

@@ -108,6 +108,18 @@ func (w logWriter) Write(p []byte) (int, error) {
 }
 
 // etcdBackendNoCleanup returns a Backend on cli that the caller closes.
+// etcdPrefixBackend returns an elector etcd Backend on cli with a Prefix
+// (one shared watch of the leases' keys), closed at the end of tb.
+func etcdPrefixBackend(tb testing.TB, cli *clientv3.Client) *etcd.Backend {
+	tb.Helper()
+	b, err := etcd.New(cli, &etcd.Options{Prefix: "/elector-bench/"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = b.Close() })
+	return b
+}
+
 func etcdBackendNoCleanup(cli *clientv3.Client) *etcd.Backend {
 	b, err := etcd.New(cli, nil)
 	if err != nil {

@@ -36,7 +36,6 @@ import (
 
 	"github.com/leaderkit/elector"
 	"github.com/leaderkit/elector/backend"
-	"github.com/leaderkit/elector/etcd"
 	"github.com/leaderkit/elector/internal/testenv"
 	"github.com/leaderkit/elector/redlock"
 	"github.com/leaderkit/elector/zookeeper"
@@ -81,12 +80,7 @@ func scaleCases() []scaleCase {
 		{"etcd/elector", holdElectors(func(tb testing.TB) backend.Backend {
 			// A Prefix, as the etcd package advises for many elections:
 			// the leases share one watch of their keys.
-			b, err := etcd.New(etcdClient(tb, etcdEndpoints(tb)...), &etcd.Options{Prefix: "/elector-scale/"})
-			if err != nil {
-				tb.Fatal(err)
-			}
-			tb.Cleanup(func() { _ = b.Close() })
-			return b
+			return etcdPrefixBackend(tb, etcdClient(tb, etcdEndpoints(tb)...))
 		}), etcdReq},
 		{"etcd/concurrency", holdEtcdElections, etcdReq},
 		{"zookeeper/elector", holdElectors(func(tb testing.TB) backend.Backend {
