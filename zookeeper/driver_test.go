@@ -447,3 +447,25 @@ func TestWatchEndsWithSession(t *testing.T) {
 		t.Fatal("Watch still running after its session expired, want it to return an error")
 	}
 }
+
+// TestGuardAfterReleaseRace: the znode's watch reports the release's own
+// delete before the delete's reply, so the watch goroutine may end the
+// lease first; Release must still return only once Guard refuses the term,
+// and a second Release is a no-op.
+func TestGuardAfterReleaseRace(t *testing.T) {
+	f := newFixture(t)
+	b, _ := f.backend(nil)
+	election := "guard-race-" + randomSuffix()
+	for i := range 200 {
+		l := f.acquire(b, election, "alice")
+		if err := l.Release(f.ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Guard(election, l.Token()); !errors.Is(err, backend.ErrLost) {
+			t.Fatalf("round %d: Guard after Release: got %v, want ErrLost", i, err)
+		}
+		if err := l.Release(f.ctx); err != nil {
+			t.Fatalf("round %d: second Release: got %v, want nil", i, err)
+		}
+	}
+}

@@ -159,11 +159,19 @@ func (l *lease) follow(st state, epoch uint64) (uint64, bool) {
 
 // end ends the lease once: it closes Lost and unregisters the lease. With
 // keep set its znode may still exist (the session may be alive) and is
-// deleted as soon as the session is reachable.
+// deleted as soon as the session is reachable. A later call returns only
+// once the lease is unregistered, and records a release.
 func (l *lease) end(released, keep bool) {
 	l.mu.Lock()
 	if l.gone {
+		// Ended already, e.g. by the watch goroutine on the event of
+		// Release's own delete, which the server sends before the
+		// delete's reply: the lease may still be registered for a
+		// moment in Guard's table, and the caller must not return
+		// before it is not.
+		l.released = l.released || released
 		l.mu.Unlock()
+		l.b.forget(l)
 		return
 	}
 	l.gone, l.released = true, released
