@@ -68,11 +68,7 @@ func TestJoinAndLeave(t *testing.T) {
 		g := newLedger(t)
 		store := memory.New()
 		defer store.Close()
-		var ms []*member
-		for i := range 4 {
-			ms = append(ms, start(t, store.Peer(), "q", n, g.options(fmt.Sprintf("m%d", i))))
-		}
-		until(t, time.Minute, func() bool { return balanced(g, "q", n, ids(ms)) })
+		ms := startBalanced(t, g, store, "q", n, 4, "m")
 		before := g.owners(n)
 		changes := g.count()
 
@@ -207,11 +203,7 @@ func TestCrashTakeover(t *testing.T) {
 		g := newLedger(t)
 		store := memory.New()
 		defer store.Close()
-		var ms []*member
-		for i := range 3 {
-			ms = append(ms, start(t, store.Peer(), "c", n, g.options(fmt.Sprintf("c%d", i))))
-		}
-		until(t, time.Minute, func() bool { return balanced(g, "c", n, ids(ms)) })
+		ms := startBalanced(t, g, store, "c", n, 3, "c")
 		dead := ms[0]
 		dead.b.(*memory.Backend).Crash()
 		crashed := time.Now()

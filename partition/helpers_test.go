@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/leaderkit/elector/backend"
+	"github.com/leaderkit/elector/backend/memory"
 )
 
 // ledger records every member's callbacks and checks the invariants as they
@@ -134,6 +135,19 @@ func start(t testing.TB, b backend.Backend, group string, n int, opts *Options) 
 	m := &member{id: opts.Identity, a: a, b: b, cancel: cancel, done: make(chan error, 1)}
 	go func() { m.done <- a.Run(ctx) }()
 	return m
+}
+
+// startBalanced starts count members of group (n partitions) on peers of
+// store, named prefix0, prefix1, ..., and waits until the partitions are
+// owned at quota.
+func startBalanced(t testing.TB, g *ledger, store *memory.Backend, group string, n, count int, prefix string) []*member {
+	t.Helper()
+	var ms []*member
+	for i := range count {
+		ms = append(ms, start(t, store.Peer(), group, n, g.options(fmt.Sprintf("%s%d", prefix, i))))
+	}
+	until(t, time.Minute, func() bool { return balanced(g, group, n, ids(ms)) })
+	return ms
 }
 
 // stop stops m gracefully and checks Run's result.

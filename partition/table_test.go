@@ -20,11 +20,7 @@ func TestReadTable(t *testing.T) {
 		g := newLedger(t)
 		store := memory.New()
 		defer store.Close()
-		var ms []*member
-		for i := range 3 {
-			ms = append(ms, start(t, store.Peer(), "tab", n, g.options(fmt.Sprintf("t%d", i))))
-		}
-		until(t, time.Minute, func() bool { return balanced(g, "tab", n, ids(ms)) })
+		ms := startBalanced(t, g, store, "tab", n, 3, "t")
 		want := g.owners(n)
 		tab, err := ReadTable(context.Background(), store, "tab", n)
 		if err != nil {

@@ -28,11 +28,7 @@ func TestCrashTakeoverQueued(t *testing.T) {
 				g := newLedger(t)
 				store := memory.New()
 				defer store.Close()
-				var ms []*member
-				for i := range 4 {
-					ms = append(ms, start(t, store.Peer(), "k", n, g.options(fmt.Sprintf("k%d", i))))
-				}
-				until(t, time.Minute, func() bool { return balanced(g, "k", n, ids(ms)) })
+				ms := startBalanced(t, g, store, "k", n, 4, "k")
 				time.Sleep(phase)
 				dead := ms[0]
 				var expiry time.Time // the latest deadline of the dead member's partitions
