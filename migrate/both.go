@@ -194,22 +194,34 @@ func (b *Backend) campaignOld(ctx context.Context, c backend.Candidate) (backend
 		}
 	}
 	octx, cancel := context.WithCancelCause(ctx)
-	var wg sync.WaitGroup
+	// The watch starts only once the campaign has run markerWatchDelay, so
+	// that an uncontended campaign starts no goroutine and waits for none.
+	var (
+		mu       sync.Mutex // orders the watch's wg.Add before wg.Wait
+		wg       sync.WaitGroup
+		watching *time.Timer
+	)
 	if watcher {
-		wg.Go(func() {
-			t := time.NewTimer(markerWatchDelay)
-			defer t.Stop()
-			select {
-			case <-octx.Done():
+		watching = time.AfterFunc(markerWatchDelay, func() {
+			mu.Lock()
+			if octx.Err() != nil {
+				mu.Unlock()
 				return
-			case <-t.C:
 			}
+			wg.Add(1)
+			mu.Unlock()
+			defer wg.Done()
 			b.watchMarker(octx, w, c, cancel)
 		})
 	}
 	lo, err := b.old.Campaign(octx, c)
 	cause := context.Cause(octx)
 	cancel(nil)
+	if watching != nil {
+		watching.Stop()
+		mu.Lock() // a watch past its check has added itself to wg by now
+		mu.Unlock()
+	}
 	wg.Wait()
 	switch {
 	case err == nil:
@@ -250,9 +262,23 @@ func (b *Backend) watchMarker(ctx context.Context, w backend.Watcher, c backend.
 // or its deadline passes, so a term never starts on an old lease that
 // lapsed meanwhile. pn has returned when awaitNewHolding returns.
 func (b *Backend) awaitNewHolding(ctx context.Context, c backend.Candidate, lo backend.Lease, pn *pending) (backend.Lease, error) {
+	// Most new campaigns return before lo needs a renewal or is lost:
+	// wait for that first, and start keepOld only when it is needed, so
+	// that the common case waits for no goroutine to exit.
+	t := time.NewTimer(max(min(b.renewInterval(c.TTL), time.Until(lo.Deadline())), 0))
+	var w won
 	var wg sync.WaitGroup
-	wg.Go(func() { b.keepOld(pn.ctx, c.TTL, lo, pn.cancel) })
-	w := <-pn.ch
+	select {
+	case w = <-pn.ch:
+		t.Stop()
+	case <-lo.Lost():
+		t.Stop()
+		pn.cancel(errOldLost)
+		w = <-pn.ch
+	case <-t.C:
+		wg.Go(func() { b.keepOld(pn.ctx, c.TTL, lo, pn.cancel) })
+		w = <-pn.ch
+	}
 	cause := context.Cause(pn.ctx)
 	pn.cancel(nil)
 	wg.Wait()
