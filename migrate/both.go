@@ -198,13 +198,14 @@ func (b *Backend) campaignOld(ctx context.Context, c backend.Candidate) (backend
 	// that an uncontended campaign starts no goroutine and waits for none.
 	var (
 		mu       sync.Mutex // orders the watch's wg.Add before wg.Wait
+		done     bool       // under mu: the campaign returned; no watch starts
 		wg       sync.WaitGroup
 		watching *time.Timer
 	)
 	if watcher {
 		watching = time.AfterFunc(markerWatchDelay, func() {
 			mu.Lock()
-			if octx.Err() != nil {
+			if done {
 				mu.Unlock()
 				return
 			}
@@ -220,6 +221,7 @@ func (b *Backend) campaignOld(ctx context.Context, c backend.Candidate) (backend
 	if watching != nil {
 		watching.Stop()
 		mu.Lock() // a watch past its check has added itself to wg by now
+		done = true
 		mu.Unlock()
 	}
 	wg.Wait()
