@@ -241,25 +241,12 @@ func settleBalanced(tb testing.TB, g *partLedger, group string, n int, ms []*par
 	began := time.Now()
 	for {
 		owners := g.owners(n)
-		load := make([]int, len(ids))
-		ok := true
-		for _, id := range owners {
-			i, found := slices.BinarySearch(ids, id)
-			if !found {
-				ok = false
-				break
-			}
-			load[i]++
-		}
-		if ok && slices.Equal(load, quotas) {
+		why := atQuota(ids, quotas, owners)
+		if why == "" {
 			return owners
 		}
 		if time.Since(began) > limit {
-			held := map[string]int{}
-			for _, id := range owners {
-				held[id]++
-			}
-			tb.Fatalf("partitions not owned as placed within %v: %d unowned; owners' loads %v, quotas %v", limit, held[""], held, quotas)
+			tb.Fatalf("partitions not owned as placed within %v: %s", limit, why)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -311,21 +298,32 @@ func settleLeave(tb testing.TB, g *partLedger, group string, n int, ms []*partMe
 }
 
 func leaveDone(ids []string, quotas []int, before, owners []string) (bool, string) {
+	for p, id := range owners {
+		if _, stays := slices.BinarySearch(ids, before[p]); stays && id != before[p] {
+			return false, fmt.Sprintf("partition %d moved from %s, still a member, to %s", p, before[p], id)
+		}
+	}
+	if why := atQuota(ids, quotas, owners); why != "" {
+		return false, why
+	}
+	return true, ""
+}
+
+// atQuota returns "" when every partition is owned by one of ids (sorted)
+// and each holds its quota, else what is off.
+func atQuota(ids []string, quotas []int, owners []string) string {
 	load := make([]int, len(ids))
 	for p, id := range owners {
 		i, member := slices.BinarySearch(ids, id)
 		if !member {
-			return false, fmt.Sprintf("partition %d owned by %q", p, id)
-		}
-		if _, stays := slices.BinarySearch(ids, before[p]); stays && id != before[p] {
-			return false, fmt.Sprintf("partition %d moved from %s, still a member, to %s", p, before[p], id)
+			return fmt.Sprintf("partition %d owned by %q", p, id)
 		}
 		load[i]++
 	}
 	if !slices.Equal(load, quotas) {
-		return false, fmt.Sprintf("loads %v; want the quotas %v", load, quotas)
+		return fmt.Sprintf("loads %v; want the quotas %v", load, quotas)
 	}
-	return true, ""
+	return ""
 }
 
 func diff(a, b []string) int {
