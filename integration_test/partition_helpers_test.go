@@ -236,20 +236,8 @@ func partIDs(ms []*partMember) []string {
 // holding its quota, and returns the owners then; it fails tb after limit.
 func settleBalanced(tb testing.TB, g *partLedger, group string, n int, ms []*partMember, limit time.Duration) []string {
 	tb.Helper()
-	ids := partIDs(ms)
-	quotas := partition.Quotas(group, n, ids)
-	began := time.Now()
-	for {
-		owners := g.owners(n)
-		why := atQuota(ids, quotas, owners)
-		if why == "" {
-			return owners
-		}
-		if time.Since(began) > limit {
-			tb.Fatalf("partitions not owned as placed within %v: %s", limit, why)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	// As after a leave of everyone: no partition must stay where it was.
+	return settleLeave(tb, g, group, n, ms, make([]string, n), limit)
 }
 
 // settle waits until the ledger's owners equal want, polling every 5 ms,
