@@ -78,9 +78,14 @@ func awaitQueued(b *testing.B, ctx context.Context, queued []func(context.Contex
 // benchStores returns makers of one handle on each store the benchmarks use,
 // each closed at the end of b.
 func benchStores(b *testing.B) map[string]func() backend.Backend {
-	clients := redlockClients(b)
-	cli := etcdClient(b, etcdEndpoints(b)...)
-	servers := testenv.ZKServers(b)
+	return benchStoresAt(b, testenv.RedisAddrs(b), etcdEndpoints(b), testenv.ZKServers(b))
+}
+
+// benchStoresAt is benchStores on the given addresses of the Redis
+// masters, the etcd endpoints and the ZooKeeper servers.
+func benchStoresAt(b *testing.B, redisAddrs, endpoints, servers []string) map[string]func() backend.Backend {
+	clients := redlockClientsAt(b, redisAddrs)
+	cli := etcdClient(b, endpoints...)
 	return map[string]func() backend.Backend{
 		"redis": func() backend.Backend {
 			// Under load a node may miss the default 100 ms.
@@ -161,6 +166,10 @@ func BenchmarkMigrateAcquireRelease(b *testing.B) {
 	}
 }
 
+// linkDelay is the reply delay of the link=delayed cases: about a round
+// trip between hosts in one zone, where the stores would run in production.
+const linkDelay = time.Millisecond
+
 // BenchmarkMigrateAcquireReleaseInterleaved measures, in each iteration
 // and on separate elections, one acquire+release on Redis alone, one on the
 // new store alone, one on both at once issued by hand (two goroutines, no
@@ -171,62 +180,78 @@ func BenchmarkMigrateAcquireRelease(b *testing.B) {
 // divided by that of the hand-made concurrent pair, which is what PhaseBoth
 // costs beyond talking to the two stores at once (on a host that runs both
 // stores' servers and the client on 2 cores, the pair alone already costs
-// about the sum: they compete for the same CPUs).
+// about the sum: they compete for the same CPUs). Cases link=delayed reach
+// every store through an in-process toxiproxy that delays each reply by
+// linkDelay, as stores on other hosts would be: there the time goes into
+// waiting rather than CPU, and talking to both stores at once pays off.
 func BenchmarkMigrateAcquireReleaseInterleaved(b *testing.B) {
-	for _, newName := range []string{"etcd", "zookeeper"} {
-		b.Run("new="+newName, func(b *testing.B) {
-			stores := benchStores(b)
-			ctx := etcdCtx(b)
-			old, nw := stores["redis"](), stores[newName]()
-			both := benchBackend(b, stores, "redis", newName)
-			cand := func(name string) backend.Candidate {
-				return backend.Candidate{Election: zkName(name), Identity: "bench", TTL: migrateTTL}
-			}
-			co, cn, cb := cand("interleaved-old"), cand("interleaved-new"), cand("interleaved-both")
-			cpo, cpn := cand("interleaved-pair-old"), cand("interleaved-pair-new")
-			op := func(be backend.Backend, c backend.Candidate) error {
-				l, err := be.Campaign(ctx, c)
-				if err != nil {
-					return err
+	for _, link := range []string{"loopback", "delayed"} {
+		for _, newName := range []string{"etcd", "zookeeper"} {
+			b.Run("link="+link+"/new="+newName, func(b *testing.B) {
+				redisAddrs, endpoints, servers := testenv.RedisAddrs(b), etcdEndpoints(b), testenv.ZKServers(b)
+				if link == "delayed" {
+					redisAddrs = delayed(b, "redis", redisAddrs, linkDelay)
+					endpoints = delayed(b, "etcd", endpoints, linkDelay)
+					servers = delayed(b, "zookeeper", servers, linkDelay)
 				}
-				return l.Release(ctx)
-			}
-			pair := func() error {
-				var wg sync.WaitGroup
-				var eo, en error
-				wg.Go(func() { eo = op(old, cpo) })
-				wg.Go(func() { en = op(nw, cpn) })
-				wg.Wait()
-				return errors.Join(eo, en)
-			}
-			cases := []struct {
-				name string
-				run  func() error
-				ls   latencies
-			}{
-				{name: "redis", run: func() error { return op(old, co) }},
-				{name: newName, run: func() error { return op(nw, cn) }},
-				{name: "both", run: func() error { return op(both, cb) }},
-				{name: "parallel", run: pair},
-			}
-			for b.Loop() {
-				for i := range cases {
-					start := time.Now()
-					if err := cases[i].run(); err != nil {
-						b.Fatal(err)
-					}
-					cases[i].ls = append(cases[i].ls, time.Since(start))
-				}
-			}
-			p50 := make([]float64, len(cases))
-			for i := range cases {
-				cases[i].ls.report(b, cases[i].name)
-				s := slices.Clone(cases[i].ls)
-				slices.Sort(s)
-				p50[i] = float64(s[len(s)/2])
-			}
-			b.ReportMetric(p50[2]/(p50[0]+p50[1]), "both-over-sum")
-			b.ReportMetric(p50[2]/p50[3], "both-over-parallel")
-		})
+				benchInterleaved(b, benchStoresAt(b, redisAddrs, endpoints, servers), newName)
+			})
+		}
 	}
+}
+
+// benchInterleaved runs one case of BenchmarkMigrateAcquireReleaseInterleaved
+// on stores, with newName the new store.
+func benchInterleaved(b *testing.B, stores map[string]func() backend.Backend, newName string) {
+	ctx := etcdCtx(b)
+	old, nw := stores["redis"](), stores[newName]()
+	both := benchBackend(b, stores, "redis", newName)
+	cand := func(name string) backend.Candidate {
+		return backend.Candidate{Election: zkName(name), Identity: "bench", TTL: migrateTTL}
+	}
+	co, cn, cb := cand("interleaved-old"), cand("interleaved-new"), cand("interleaved-both")
+	cpo, cpn := cand("interleaved-pair-old"), cand("interleaved-pair-new")
+	op := func(be backend.Backend, c backend.Candidate) error {
+		l, err := be.Campaign(ctx, c)
+		if err != nil {
+			return err
+		}
+		return l.Release(ctx)
+	}
+	pair := func() error {
+		var wg sync.WaitGroup
+		var eo, en error
+		wg.Go(func() { eo = op(old, cpo) })
+		wg.Go(func() { en = op(nw, cpn) })
+		wg.Wait()
+		return errors.Join(eo, en)
+	}
+	cases := []struct {
+		name string
+		run  func() error
+		ls   latencies
+	}{
+		{name: "redis", run: func() error { return op(old, co) }},
+		{name: newName, run: func() error { return op(nw, cn) }},
+		{name: "both", run: func() error { return op(both, cb) }},
+		{name: "parallel", run: pair},
+	}
+	for b.Loop() {
+		for i := range cases {
+			start := time.Now()
+			if err := cases[i].run(); err != nil {
+				b.Fatal(err)
+			}
+			cases[i].ls = append(cases[i].ls, time.Since(start))
+		}
+	}
+	p50 := make([]float64, len(cases))
+	for i := range cases {
+		cases[i].ls.report(b, cases[i].name)
+		s := slices.Clone(cases[i].ls)
+		slices.Sort(s)
+		p50[i] = float64(s[len(s)/2])
+	}
+	b.ReportMetric(p50[2]/(p50[0]+p50[1]), "both-over-sum")
+	b.ReportMetric(p50[2]/p50[3], "both-over-parallel")
 }

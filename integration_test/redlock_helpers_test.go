@@ -24,8 +24,13 @@ const redlockTTL = 2 * time.Second
 // ContextTimeoutEnabled as redlock.New requires, closed at the end of tb.
 func redlockClients(tb testing.TB) []redis.UniversalClient {
 	tb.Helper()
+	return redlockClientsAt(tb, testenv.RedisAddrs(tb))
+}
+
+// redlockClientsAt returns one client per address, closed at the end of tb.
+func redlockClientsAt(tb testing.TB, addrs []string) []redis.UniversalClient {
 	var cs []redis.UniversalClient
-	for _, a := range testenv.RedisAddrs(tb) {
+	for _, a := range addrs {
 		c := redis.NewClient(&redis.Options{Addr: a, ContextTimeoutEnabled: true, PoolSize: 32})
 		cs = append(cs, c)
 		tb.Cleanup(func() { _ = c.Close() })

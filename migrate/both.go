@@ -89,9 +89,20 @@ func (p *pending) abandon(ctx context.Context, ttl time.Duration) {
 	}
 }
 
+// errNewFailed is the cause with which a failed new campaign ends the old
+// one racing it.
+var errNewFailed = errors.New("migrate: the campaign on the new backend failed")
+
+// errYielded is the result of a new campaign that won its side before the
+// old one and gave it back after a renew interval (see racePair).
+var errYielded = errors.New("migrate: the new side was given back while the old one was held elsewhere")
+
 // racePair campaigns on the old and the new backend at once and returns
 // both leases, so that a hand-over costs about the slower store's
-// hand-over rather than the sum of the two.
+// hand-over rather than the sum of the two. The old campaign runs on the
+// caller's goroutine and the new one on a goroutine of its own: an
+// uncontended campaign starts one goroutine, as two requests issued at once
+// by hand would.
 //
 // Two candidates must never each hold one side while waiting for the other
 // for good. The old lease comes first: a candidate that wins the new side
@@ -106,63 +117,75 @@ func (p *pending) abandon(ctx context.Context, ttl time.Duration) {
 // It returns errMarked (with the new lease, if it holds one) when the old
 // store carries the marker.
 func (b *Backend) racePair(ctx context.Context, c backend.Candidate) (lo, ln backend.Lease, err error) {
-	pn := start(ctx, func(ctx context.Context) (backend.Lease, error) { return b.new.Campaign(ctx, c) })
-	po := start(ctx, func(ctx context.Context) (backend.Lease, error) { return b.campaignOld(ctx, c) })
-	var yield <-chan time.Time
-	newCh := pn.ch // nil once the new campaign returned
-	for {
-		select {
-		case w := <-po.ch:
-			po.cancel(nil)
-			return b.afterOld(ctx, c, w, pn, ln)
-		case w := <-newCh:
-			pn.cancel(nil)
-			if w.err != nil {
-				po.abandon(ctx, c.TTL)
-				if ctx.Err() != nil {
-					return nil, nil, ctx.Err()
-				}
-				return nil, nil, fmt.Errorf("migrate: campaign %q on the new backend: %w", c.Election, w.err)
-			}
-			ln, pn, newCh = w.l, nil, nil
-			t := time.NewTimer(b.renewInterval(c.TTL))
-			defer t.Stop()
-			yield = t.C
-		case <-yield:
-			releaseBounded(ctx, ln, c.TTL)
-			ln, yield = nil, nil
-		}
+	octx, cancelOld := context.WithCancelCause(ctx)
+	defer cancelOld(nil)
+	oldWon := make(chan struct{})
+	pn := start(ctx, func(nctx context.Context) (backend.Lease, error) {
+		return b.campaignNewBeside(nctx, c, oldWon, cancelOld)
+	})
+	lo, err = b.campaignOld(octx, c)
+	if err == nil {
+		close(oldWon)
+	}
+	return b.afterOld(ctx, c, won{lo, err}, context.Cause(octx), pn)
+}
+
+// campaignNewBeside is the new side of racePair. A failed campaign ends
+// the old one (through cancelOld) and returns its error. A won one waits
+// for oldWon at most a renew interval, then gives the new side back and
+// returns errYielded; it returns the lease once oldWon is closed, or when
+// ctx ends (the caller then releases it, see pending.abandon).
+func (b *Backend) campaignNewBeside(ctx context.Context, c backend.Candidate, oldWon <-chan struct{}, cancelOld context.CancelCauseFunc) (backend.Lease, error) {
+	ln, err := b.new.Campaign(ctx, c)
+	if err != nil {
+		cancelOld(errNewFailed)
+		return nil, err
+	}
+	select {
+	case <-oldWon:
+		return ln, nil
+	default:
+	}
+	t := time.NewTimer(b.renewInterval(c.TTL))
+	defer t.Stop()
+	select {
+	case <-oldWon:
+		return ln, nil
+	case <-ctx.Done():
+		return ln, nil
+	case <-t.C:
+		releaseBounded(ctx, ln, c.TTL)
+		return nil, errYielded
 	}
 }
 
-// afterOld finishes racePair once the old campaign returned w: pn is the
-// new campaign still running, or nil when ln holds the new side or it was
-// given back.
-func (b *Backend) afterOld(ctx context.Context, c backend.Candidate, w won, pn *pending, ln backend.Lease) (backend.Lease, backend.Lease, error) {
-	if errors.Is(w.err, errMarked) {
-		if ln != nil {
-			return nil, ln, errMarked
-		}
-		pn.abandon(ctx, c.TTL)
-		return nil, nil, errMarked
-	}
+// afterOld finishes racePair once the old campaign returned w, octx's cause
+// being cause; pn is the new campaign, running or returned.
+func (b *Backend) afterOld(ctx context.Context, c backend.Candidate, w won, cause error, pn *pending) (backend.Lease, backend.Lease, error) {
 	if w.err != nil {
-		pn.abandon(ctx, c.TTL)
-		if ln != nil {
-			releaseBounded(ctx, ln, c.TTL)
+		if errors.Is(cause, errNewFailed) && ctx.Err() == nil {
+			nw := <-pn.ch
+			return nil, nil, fmt.Errorf("migrate: campaign %q on the new backend: %w", c.Election, nw.err)
 		}
+		if errors.Is(w.err, errMarked) {
+			pn.cancel(nil)
+			if nw := <-pn.ch; nw.err == nil {
+				return nil, nw.l, errMarked
+			}
+			return nil, nil, errMarked
+		}
+		pn.abandon(ctx, c.TTL)
 		return nil, nil, w.err
 	}
 	lo := w.l
-	if ln == nil {
-		if pn == nil {
-			pn = start(ctx, func(ctx context.Context) (backend.Lease, error) { return b.new.Campaign(ctx, c) })
-		}
-		var err error
-		if ln, err = b.awaitNewHolding(ctx, c, lo, pn); err != nil {
-			releaseBounded(ctx, lo, c.TTL)
-			return nil, nil, err
-		}
+	ln, err := b.awaitNewHolding(ctx, c, lo, pn)
+	if errors.Is(err, errYielded) {
+		pn = start(ctx, func(ctx context.Context) (backend.Lease, error) { return b.new.Campaign(ctx, c) })
+		ln, err = b.awaitNewHolding(ctx, c, lo, pn)
+	}
+	if err != nil {
+		releaseBounded(ctx, lo, c.TTL)
+		return nil, nil, err
 	}
 	if now := time.Now(); !now.Before(ln.Deadline()) || !now.Before(lo.Deadline()) {
 		releaseBounded(ctx, lo, c.TTL)
@@ -285,7 +308,7 @@ func (b *Backend) awaitNewHolding(ctx context.Context, c backend.Candidate, lo b
 	pn.cancel(nil)
 	wg.Wait()
 	ln, err := w.l, w.err
-	if err == nil && !time.Now().Before(lo.Deadline()) {
+	if err == nil && (errors.Is(cause, errOldLost) || !time.Now().Before(lo.Deadline())) {
 		releaseBounded(ctx, ln, c.TTL)
 		err, cause = errOldLost, errOldLost
 	}

@@ -144,10 +144,14 @@ func (l *lease) Release(ctx context.Context) error {
 	if l.new != nil && !l.newGone {
 		todo = append(todo, l.new)
 	}
+	// The first side on this goroutine, the other (if any) on its own.
 	errs := make([]error, len(todo))
 	var wg sync.WaitGroup
-	for i, s := range todo {
-		wg.Go(func() { errs[i] = s.Release(ctx) })
+	for i, s := range todo[min(1, len(todo)):] {
+		wg.Go(func() { errs[i+1] = s.Release(ctx) })
+	}
+	if len(todo) > 0 {
+		errs[0] = todo[0].Release(ctx)
 	}
 	wg.Wait()
 	var failed []error
