@@ -110,6 +110,11 @@ func TestChaos(t *testing.T) {
 			// hand-over and a quiet spell: give each 90 s.
 			cfg.MaxDuration = max(cfg.MaxDuration, time.Duration(cfg.Migrations)*90*time.Second)
 		}
+		if cfg.Mode == ModePartitions {
+			// Each fault waits for all partitions to be owned again
+			// before the next: measured 9-10 s per fault at load 10-20.
+			cfg.MaxDuration = max(cfg.MaxDuration, time.Duration(cfg.MinFaults)*15*time.Second)
+		}
 		t.Run(name, func(t *testing.T) {
 			cfg.Logf = t.Logf
 			ctx, cancel := context.WithTimeout(context.Background(), cfg.MaxDuration+5*time.Minute)
