@@ -109,8 +109,10 @@ func (r *renewer) done(ctx context.Context, err error) error {
 	case err == nil:
 		r.failed, r.lastErr = 0, nil
 		r.timer.Reset(r.next())
-		r.e.log.LogAttrs(ctx, slog.LevelDebug, "renewed",
-			slog.Uint64("token", r.l.Token()), slog.Duration("deadline_in", time.Until(r.l.Deadline())))
+		if r.e.log.Enabled(ctx, slog.LevelDebug) { // a Deadline costs a driver's lock
+			r.e.log.LogAttrs(ctx, slog.LevelDebug, "renewed",
+				slog.Uint64("token", r.l.Token()), slog.Duration("deadline_in", time.Until(r.l.Deadline())))
+		}
 		return nil
 	case errors.Is(err, backend.ErrLost):
 		return err

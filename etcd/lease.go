@@ -54,9 +54,15 @@ func (l *lease) Renew(ctx context.Context) error {
 	l.mu.Lock()
 	after := l.acked
 	l.mu.Unlock()
-	sent, err := bounded(l.b, ctx, func(ctx context.Context) (time.Time, error) {
-		return l.s.keepAlive(ctx, l.key, l.s.ttl/reuseFraction, after)
-	})
+	maxAge := l.s.ttl / reuseFraction
+	// Most renewals of a shared lease find a recent acknowledgement:
+	// take it without setting up a bounded request.
+	sent, ok, err := l.s.recent(maxAge, after)
+	if !ok {
+		sent, err = bounded(l.b, ctx, func(ctx context.Context) (time.Time, error) {
+			return l.s.keepAlive(ctx, l.key, maxAge, after)
+		})
+	}
 	if err == nil {
 		l.mu.Lock()
 		if sent.After(l.acked) {

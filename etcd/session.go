@@ -139,14 +139,6 @@ func (s *session) drop(l *lease) {
 	}
 }
 
-// distrusted returns why acknowledgements no longer move the deadline, or
-// nil.
-func (s *session) distrusted() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.distrust
-}
-
 // ack records an acknowledgement of a request sent at sent that left the
 // lease ttlSeconds to live.
 func (s *session) ack(sent time.Time, ttlSeconds int64) {
@@ -202,6 +194,24 @@ func (s *session) markLost() {
 	}
 }
 
+// recent returns the send time of an acknowledgement sent after the instant
+// after and within maxAge, when the session has one, or the error
+// keepAlive would return at once; it sends nothing.
+func (s *session) recent(maxAge time.Duration, after time.Time) (time.Time, bool, error) {
+	if s.isLost() {
+		return time.Time{}, false, fmt.Errorf("lease %x: %w", int64(s.id), backend.ErrLost)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.distrust != nil {
+		return time.Time{}, false, s.distrust
+	}
+	if sent := s.sent; sent.After(after) && time.Since(sent) < maxAge {
+		return sent, true, nil
+	}
+	return time.Time{}, false, nil
+}
+
 // keepAlive makes sure an acknowledgement exists that was sent after the
 // instant after and within maxAge, sending one keepalive if needed (shared
 // with concurrent callers). It returns the send time of that
@@ -209,17 +219,10 @@ func (s *session) markLost() {
 // longer knows the lease.
 func (s *session) keepAlive(ctx context.Context, key string, maxAge time.Duration, after time.Time) (time.Time, error) {
 	for {
-		if s.isLost() {
-			return time.Time{}, fmt.Errorf("lease %x: %w", int64(s.id), backend.ErrLost)
-		}
-		if err := s.distrusted(); err != nil {
-			return time.Time{}, err
+		if sent, ok, err := s.recent(maxAge, after); ok || err != nil {
+			return sent, err
 		}
 		s.mu.Lock()
-		if sent := s.sent; sent.After(after) && time.Since(sent) < maxAge {
-			s.mu.Unlock()
-			return sent, nil
-		}
 		k := s.inflight
 		if k == nil {
 			k = &keepalive{done: make(chan struct{})}
