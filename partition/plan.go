@@ -35,13 +35,17 @@ const readParallelism = 32
 // holder and places from that; members starting together find the
 // partitions free and place from nothing, reading none.
 type planState struct {
-	replan  bool             // placed must be recomputed
-	seq     int              // member lists applied so far
-	owners  []string         // who owns what: a reading, or the last placement; nil for none
-	ownSeq  int              // seq of the member list when the last reading started
-	reading bool             // a reading is in flight
-	readAt  time.Time        // when the last reading started
-	read    chan holdersRead // a reading's outcome
+	replan bool // placed must be recomputed
+	// elsewhere holds the partitions placed here that another identity
+	// holds, as this member knows: their campaigns wait behind the
+	// holder, outside the window (see window).
+	elsewhere map[int]bool
+	seq       int              // member lists applied so far
+	owners    []string         // who owns what: a reading, or the last placement; nil for none
+	ownSeq    int              // seq of the member list when the last reading started
+	reading   bool             // a reading is in flight
+	readAt    time.Time        // when the last reading started
+	read      chan holdersRead // a reading's outcome
 }
 
 // holdersRead is the outcome of one reading of the partitions' holders.
@@ -95,13 +99,18 @@ func (l *loop) replan(ctx context.Context, now time.Time) time.Time {
 	quota := Quotas(l.a.group, l.a.n, v.members)[i]
 	if ps.replan {
 		ps.replan = false
-		at := Place(l.a.group, l.a.n, v.members, l.ownersNow(held, quota))
+		owners := l.ownersNow(held, quota)
+		at := Place(l.a.group, l.a.n, v.members, owners)
 		believed := make([]string, l.a.n)
 		l.placed = make(map[int]bool)
+		ps.elsewhere = make(map[int]bool)
 		for p, k := range at {
 			believed[p] = v.members[k]
 			if k == i {
 				l.placed[p] = true
+				if owners[p] != "" && owners[p] != l.a.opts.Identity {
+					ps.elsewhere[p] = true
+				}
 			}
 		}
 		ps.owners = believed
@@ -119,6 +128,12 @@ func (l *loop) replan(ctx context.Context, now time.Time) time.Time {
 	}
 	if ps.ownSeq == ps.seq && !ps.readAt.IsZero() && now.Before(ps.readAt.Add(every)) {
 		return ps.readAt.Add(every)
+	}
+	// Campaigns failing (the window was cut) mean a loaded store: a
+	// reading of n holders would add to the load that fails them. Read
+	// once a round of campaigns has gone by without a failure.
+	if ps.ownSeq == ps.seq && l.win.congested(now, every) {
+		return l.win.cut.Add(every)
 	}
 	l.readHolders(ctx, now, false)
 	return wake
