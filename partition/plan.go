@@ -53,6 +53,7 @@ type holdersRead struct {
 	seq    int
 	owners []string
 	err    error
+	failed bool // some reads failed transiently: the store is loaded
 }
 
 // replan recomputes l.placed when something it depends on changed, starts
@@ -213,6 +214,11 @@ func (l *loop) readHolders(ctx context.Context, now time.Time, probe bool) {
 	ps := &l.plan
 	ps.reading, ps.readAt = true, now
 	seq, group, me := ps.seq, l.a.group, l.a.opts.Identity
+	// Once campaigns have failed, a reading keeps within the window too.
+	par := readParallelism
+	if !l.win.cut.IsZero() {
+		par = min(par, l.win.size)
+	}
 	go func() {
 		r := holdersRead{seq: seq}
 		if probe && !l.probe(ctx, me) {
@@ -220,12 +226,13 @@ func (l *loop) readHolders(ctx context.Context, now time.Time, probe bool) {
 			l.plan.read <- r
 			return
 		}
-		hs, errs := readHolders(ctx, l.a.b, l.a.n, readParallelism, func(p int) string { return Election(group, p) })
+		hs, errs := readHolders(ctx, l.a.b, l.a.n, par, func(p int) string { return Election(group, p) })
 		r.err = ctx.Err()
 		for _, err := range errs {
 			if r.err == nil && backend.IsPermanent(err) {
 				r.err = err
 			}
+			r.failed = r.failed || err != nil
 		}
 		// A holder that could not be read counts as none: the placement
 		// may then place a held partition, whose campaign just waits.
@@ -256,6 +263,10 @@ func (l *loop) probe(ctx context.Context, me string) bool {
 func (l *loop) onHolders(ctx context.Context, r holdersRead) {
 	ps := &l.plan
 	ps.reading = false
+	if r.failed {
+		now := time.Now()
+		l.win.failed(ps.readAt, now)
+	}
 	switch {
 	case r.err == nil && r.owners == nil: // a probe found the group starting
 	case r.err == nil:

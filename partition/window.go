@@ -5,7 +5,7 @@ import "time"
 // Bounds of the campaign window (see window).
 const (
 	minWindow  = 4
-	initWindow = 32
+	initWindow = 8
 )
 
 // window bounds the campaigns a member has in flight for partitions that no
@@ -16,9 +16,11 @@ const (
 // timeout on a loaded machine (Redlock: "no reply within NodeTimeout" on
 // most nodes), every failure was retried, and the retries and the cleanup
 // of the failed rounds fed the queue — a congestion collapse in which
-// renewals failed too. So the window grows by one with each campaign won
-// and halves (at most once per round of campaigns, as TCP's congestion
-// window does) with each one that fails, between minWindow and
+// renewals failed too. So the window works as TCP's congestion window: it
+// halves when a campaign fails (once per round of campaigns: failures of
+// campaigns started before the cut do not count again), grows by one with
+// each campaign won until the first failure, and after it by one per
+// window's worth of campaigns won; it stays between minWindow and
 // maxCampaigns.
 //
 // Campaigns for partitions another member holds (a hand-over, a crash)
@@ -29,6 +31,7 @@ type window struct {
 	size   int       // campaigns for free partitions allowed in flight
 	active int       // campaigns for free partitions in flight
 	cut    time.Time // when size was last halved
+	acked  int       // campaigns won since size last grew, after a cut
 }
 
 func newWindow() window { return window{size: initWindow} }
@@ -37,7 +40,15 @@ func newWindow() window { return window{size: initWindow} }
 func (w *window) full() bool { return w.active >= w.size }
 
 // won widens the window after a campaign won.
-func (w *window) won() { w.size = min(maxCampaigns, w.size+1) }
+func (w *window) won() {
+	if !w.cut.IsZero() {
+		if w.acked++; w.acked < w.size {
+			return
+		}
+		w.acked = 0
+	}
+	w.size = min(maxCampaigns, w.size+1)
+}
 
 // failed narrows the window after a campaign started at began failed at
 // now, unless it had started before the last cut: the failures of one
@@ -47,7 +58,7 @@ func (w *window) failed(began, now time.Time) {
 		return
 	}
 	w.size = max(minWindow, w.size/2)
-	w.cut = now
+	w.cut, w.acked = now, 0
 }
 
 // congested reports whether the window was cut within d before now: the
