@@ -74,20 +74,7 @@ func (l *loop) replan(ctx context.Context, now time.Time) time.Time {
 		}
 		if ps.replan {
 			ps.replan = false
-			l.placed = map[int]bool{}
-			clear(l.retries)
-			if l.settled && !l.stopping {
-				// Out of the member list (the slot's lease lapsed; it
-				// rejoins): keep what is held, safe under its own
-				// leases, and take nothing new. The others wait in its
-				// partitions' campaigns meanwhile, and give up once it
-				// is back.
-				for p, pt := range l.parts {
-					if pt.reason == nil {
-						l.placed[p] = true
-					}
-				}
-			}
+			l.placeHeld()
 		}
 		return wake
 	}
@@ -138,6 +125,24 @@ func (l *loop) replan(ctx context.Context, now time.Time) time.Time {
 	}
 	l.readHolders(ctx, now, false)
 	return wake
+}
+
+// placeHeld places on this member, while it is not in the member list,
+// nothing new: only what it holds when it has settled and is not stopping.
+func (l *loop) placeHeld() {
+	l.placed = map[int]bool{}
+	clear(l.retries)
+	if l.settled && !l.stopping {
+		// Out of the member list (the slot's lease lapsed; it rejoins):
+		// keep what is held, safe under its own leases, and take nothing
+		// new. The others wait in its partitions' campaigns meanwhile,
+		// and give up once it is back.
+		for p, pt := range l.parts {
+			if pt.reason == nil {
+				l.placed[p] = true
+			}
+		}
+	}
 }
 
 // ownersNow returns who owns what as this member knows it: the last reading
