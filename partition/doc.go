@@ -39,10 +39,11 @@
 //     anything, and the partitions that move are awaited by their new
 //     owners before their old owners let them go. A member short of its
 //     quota then reads every partition's holder (n Leader reads, in the
-//     background, every 2-4 PollIntervals while it stays short) and places again
-//     from that reading, counting as its own the free partitions it is
-//     campaigning for. A joiner reads the holders once before it campaigns.
-//     In steady state no member reads holders.
+//     background, every 2-4 PollIntervals while it stays short, none while
+//     its campaigns fail) and places again from that reading, counting as
+//     its own the free partitions it is campaigning for. A joiner reads the
+//     holders once before it campaigns; members starting together read
+//     none before they campaign. In steady state no member reads holders.
 //   - Hand-over: a member that owns a partition placed elsewhere cancels its
 //     OnAssigned ctx, waits for OnAssigned to return (renewing the lease
 //     meanwhile), then releases the lease; the new owner, already waiting in
@@ -91,8 +92,13 @@
 //     final share; a member joining a group whose partitions are all held
 //     campaigns as soon as its first reading of the holders is in. A joiner
 //     gives up a slot it sees another joiner win and tries another at once.
-//     It keeps up to 256 campaigns in flight, so that every partition it
-//     waits for is taken the moment its old owner lets it go.
+//     It keeps up to 256 campaigns in flight for partitions another member
+//     holds, so that every partition it waits for is taken the moment its
+//     old owner lets it go. Campaigns for partitions nobody holds (a cold
+//     start) go through a window, as TCP's congestion window: 8 at first,
+//     one more per campaign won, halved when a campaign fails — so that a
+//     loaded store sees waves it can answer rather than a storm of
+//     requests timing out and retried.
 //   - Join or graceful leave: noticed by the others within PollInterval
 //     (default min(TTL/3, 500 ms)); a joiner reads the holders and waits in
 //     the campaigns of the partitions the others shed; after a leave, the

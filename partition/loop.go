@@ -39,6 +39,7 @@ type part struct {
 type camp struct {
 	cancel    context.CancelFunc
 	cancelled bool
+	free      bool // counted in the window: no other member was known to hold the partition
 }
 
 type campResult struct {
@@ -77,6 +78,7 @@ type loop struct {
 	parts   map[int]*part
 	camps   map[int]*camp
 	retries map[int]retry
+	win     window
 
 	stopping   bool
 	stopErr    error
@@ -101,6 +103,7 @@ func newLoop(a *Assigner) *loop {
 		parts:   map[int]*part{},
 		camps:   map[int]*camp{},
 		retries: map[int]retry{},
+		win:     newWindow(),
 
 		campaigned: make(chan campResult),
 		returned:   make(chan *part),
@@ -256,7 +259,11 @@ func (l *loop) reconcile(ctx context.Context, now time.Time) time.Time {
 			wake = earliest(wake, r.at)
 			continue
 		}
-		l.campaign(ctx, p)
+		free := !l.plan.elsewhere[p]
+		if free && l.win.full() {
+			continue // a campaign ending wakes the loop
+		}
+		l.campaign(ctx, p, free)
 	}
 	return wake
 }
@@ -296,18 +303,32 @@ func (l *loop) onView(ctx context.Context, v view) {
 
 // settle applies the member list in l.view.
 func (l *loop) settle(ctx context.Context) {
+	first := !l.settled
 	l.settled = true
 	v := l.view
 	l.a.log.LogAttrs(ctx, slog.LevelInfo, "members changed", slog.Any("members", v.members), slog.Bool("joined", v.joined))
 	l.a.setMembers(v.members)
-	l.plan.seq++
-	l.plan.replan = true
+	ps := &l.plan
+	ps.seq++
+	ps.replan = true
+	if first && ps.owners == nil {
+		// A cold start: the probe found the partitions free, so every
+		// member places from nothing and they agree without reading.
+		// Reading all n holders now, as every member settles, doubled
+		// the requests of a Redlock cold start and made its campaigns
+		// time out; a member still short later reads then.
+		ps.ownSeq, ps.readAt = ps.seq, time.Now()
+	}
 }
 
-// campaign starts a campaign for partition p.
-func (l *loop) campaign(ctx context.Context, p int) {
+// campaign starts a campaign for partition p; free tells whether it counts
+// in the window.
+func (l *loop) campaign(ctx context.Context, p int, free bool) {
 	cctx, cancel := context.WithCancel(ctx)
-	l.camps[p] = &camp{cancel: cancel}
+	l.camps[p] = &camp{cancel: cancel, free: free}
+	if free {
+		l.win.active++
+	}
 	c := backend.Candidate{Election: Election(l.a.group, p), Identity: l.a.opts.Identity, TTL: l.a.opts.TTL}
 	go func() {
 		began := time.Now()
@@ -325,24 +346,31 @@ func (l *loop) onCampaign(ctx context.Context, r campResult) {
 	c := l.camps[r.p]
 	delete(l.camps, r.p)
 	c.cancel()
+	if c.free {
+		l.win.active--
+	}
 	if !c.cancelled {
 		l.a.observe(r.p, elector.Event{Kind: elector.EventCampaign, Took: r.took, Err: r.err})
 	}
 	o := &l.a.opts
+	now := time.Now()
 	switch {
 	case r.err == nil && (c.cancelled || !l.placed[r.p]):
 		l.releaseStray(ctx, r.lease)
-	case r.err == nil && time.Until(r.deadline) <= o.SafetyMargin:
+	case r.err == nil && r.deadline.Sub(now) <= o.SafetyMargin:
 		l.releaseStray(ctx, r.lease) // won too late to act safely
+		l.win.failed(now.Add(-r.took), now)
 		l.backoff(r.p)
 	case r.err == nil:
+		l.win.won()
 		l.hold(ctx, r.p, r.lease, r.deadline)
 	case c.cancelled:
 	case backend.IsPermanent(r.err):
 		l.stop(fmt.Errorf("partition: campaign %q: %w", Election(l.a.group, r.p), r.err))
 	default:
 		l.a.log.LogAttrs(ctx, slog.LevelWarn, "campaign failed; retrying",
-			slog.Int("partition", r.p), slog.Any("error", r.err))
+			slog.Int("partition", r.p), slog.Int("window", l.win.size), slog.Any("error", r.err))
+		l.win.failed(now.Add(-r.took), now)
 		l.backoff(r.p)
 	}
 }

@@ -35,13 +35,17 @@ const readParallelism = 32
 // holder and places from that; members starting together find the
 // partitions free and place from nothing, reading none.
 type planState struct {
-	replan  bool             // placed must be recomputed
-	seq     int              // member lists applied so far
-	owners  []string         // who owns what: a reading, or the last placement; nil for none
-	ownSeq  int              // seq of the member list when the last reading started
-	reading bool             // a reading is in flight
-	readAt  time.Time        // when the last reading started
-	read    chan holdersRead // a reading's outcome
+	replan bool // placed must be recomputed
+	// elsewhere holds the partitions placed here that another identity
+	// holds, as this member knows: their campaigns wait behind the
+	// holder, outside the window (see window).
+	elsewhere map[int]bool
+	seq       int              // member lists applied so far
+	owners    []string         // who owns what: a reading, or the last placement; nil for none
+	ownSeq    int              // seq of the member list when the last reading started
+	reading   bool             // a reading is in flight
+	readAt    time.Time        // when the last reading started
+	read      chan holdersRead // a reading's outcome
 }
 
 // holdersRead is the outcome of one reading of the partitions' holders.
@@ -49,6 +53,7 @@ type holdersRead struct {
 	seq    int
 	owners []string
 	err    error
+	failed bool // some reads failed transiently: the store is loaded
 }
 
 // replan recomputes l.placed when something it depends on changed, starts
@@ -69,20 +74,7 @@ func (l *loop) replan(ctx context.Context, now time.Time) time.Time {
 		}
 		if ps.replan {
 			ps.replan = false
-			l.placed = map[int]bool{}
-			clear(l.retries)
-			if l.settled && !l.stopping {
-				// Out of the member list (the slot's lease lapsed; it
-				// rejoins): keep what is held, safe under its own
-				// leases, and take nothing new. The others wait in its
-				// partitions' campaigns meanwhile, and give up once it
-				// is back.
-				for p, pt := range l.parts {
-					if pt.reason == nil {
-						l.placed[p] = true
-					}
-				}
-			}
+			l.placeHeld()
 		}
 		return wake
 	}
@@ -95,13 +87,18 @@ func (l *loop) replan(ctx context.Context, now time.Time) time.Time {
 	quota := Quotas(l.a.group, l.a.n, v.members)[i]
 	if ps.replan {
 		ps.replan = false
-		at := Place(l.a.group, l.a.n, v.members, l.ownersNow(held, quota))
+		owners := l.ownersNow(held, quota)
+		at := Place(l.a.group, l.a.n, v.members, owners)
 		believed := make([]string, l.a.n)
 		l.placed = make(map[int]bool)
+		ps.elsewhere = make(map[int]bool)
 		for p, k := range at {
 			believed[p] = v.members[k]
 			if k == i {
 				l.placed[p] = true
+				if owners[p] != "" && owners[p] != l.a.opts.Identity {
+					ps.elsewhere[p] = true
+				}
 			}
 		}
 		ps.owners = believed
@@ -120,8 +117,32 @@ func (l *loop) replan(ctx context.Context, now time.Time) time.Time {
 	if ps.ownSeq == ps.seq && !ps.readAt.IsZero() && now.Before(ps.readAt.Add(every)) {
 		return ps.readAt.Add(every)
 	}
+	// Campaigns failing (the window was cut) mean a loaded store: a
+	// reading of n holders would add to the load that fails them. Read
+	// once a round of campaigns has gone by without a failure.
+	if ps.ownSeq == ps.seq && l.win.congested(now, every) {
+		return l.win.cut.Add(every)
+	}
 	l.readHolders(ctx, now, false)
 	return wake
+}
+
+// placeHeld places on this member, while it is not in the member list,
+// nothing new: only what it holds when it has settled and is not stopping.
+func (l *loop) placeHeld() {
+	l.placed = map[int]bool{}
+	clear(l.retries)
+	if l.settled && !l.stopping {
+		// Out of the member list (the slot's lease lapsed; it rejoins):
+		// keep what is held, safe under its own leases, and take nothing
+		// new. The others wait in its partitions' campaigns meanwhile,
+		// and give up once it is back.
+		for p, pt := range l.parts {
+			if pt.reason == nil {
+				l.placed[p] = true
+			}
+		}
+	}
 }
 
 // ownersNow returns who owns what as this member knows it: the last reading
@@ -198,6 +219,11 @@ func (l *loop) readHolders(ctx context.Context, now time.Time, probe bool) {
 	ps := &l.plan
 	ps.reading, ps.readAt = true, now
 	seq, group, me := ps.seq, l.a.group, l.a.opts.Identity
+	// Once campaigns have failed, a reading keeps within the window too.
+	par := readParallelism
+	if !l.win.cut.IsZero() {
+		par = min(par, l.win.size)
+	}
 	go func() {
 		r := holdersRead{seq: seq}
 		if probe && !l.probe(ctx, me) {
@@ -205,12 +231,13 @@ func (l *loop) readHolders(ctx context.Context, now time.Time, probe bool) {
 			l.plan.read <- r
 			return
 		}
-		hs, errs := readHolders(ctx, l.a.b, l.a.n, readParallelism, func(p int) string { return Election(group, p) })
+		hs, errs := readHolders(ctx, l.a.b, l.a.n, par, func(p int) string { return Election(group, p) })
 		r.err = ctx.Err()
 		for _, err := range errs {
 			if r.err == nil && backend.IsPermanent(err) {
 				r.err = err
 			}
+			r.failed = r.failed || err != nil
 		}
 		// A holder that could not be read counts as none: the placement
 		// may then place a held partition, whose campaign just waits.
@@ -241,6 +268,10 @@ func (l *loop) probe(ctx context.Context, me string) bool {
 func (l *loop) onHolders(ctx context.Context, r holdersRead) {
 	ps := &l.plan
 	ps.reading = false
+	if r.failed {
+		now := time.Now()
+		l.win.failed(ps.readAt, now)
+	}
 	switch {
 	case r.err == nil && r.owners == nil: // a probe found the group starting
 	case r.err == nil:
