@@ -40,6 +40,8 @@
 // lapses after --ttl.
 //
 // SIGHUP, SIGUSR1, SIGUSR2 and SIGWINCH are forwarded to COMMAND's group.
+// A signal elect was started with ignored (nohup ignores SIGHUP) is neither
+// caught nor forwarded, and stays ignored in COMMAND.
 // SIGINT and SIGTERM stop elect: the term ends as above; a second one kills
 // COMMAND at once.
 //

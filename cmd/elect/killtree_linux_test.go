@@ -303,3 +303,27 @@ func TestCommandInheritsStdioAndSignals(t *testing.T) {
 		t.Errorf("the command's stdout: got %q, want %q (stdin read, and SigIgn as the test's own)", got, "got hello\n"+want)
 	}
 }
+
+// TestCommandKeepsIgnoredSignals: elect started with SIGHUP ignored (as
+// nohup starts it) leaves it ignored in the command it runs. Before the
+// fix, elect's and its watchdog's signal handlers reset it, and a hangup
+// forwarded by elect killed the command nohup was to protect.
+func TestCommandKeepsIgnoredSignals(t *testing.T) {
+	args := []string{"-c", `trap "" HUP; exec "$0" "$@"`, electBin, "run", "--once", "--wait=2s", "--hold=2s",
+		"--backend=" + backendURL(t, "redis", nil), "--election=" + election(t), "--", "grep", "SigIgn", "/proc/self/status"}
+	out, err := exec.Command("sh", args...).Output()
+	if err != nil {
+		t.Fatalf("elect: %v", err)
+	}
+	hex, ok := strings.CutPrefix(strings.TrimSpace(string(out)), "SigIgn:")
+	if !ok {
+		t.Fatalf("the command's stdout: %q, want its SigIgn line", out)
+	}
+	mask, err := strconv.ParseUint(strings.TrimSpace(hex), 16, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hup := uint64(1) << (syscall.SIGHUP - 1); mask&hup == 0 {
+		t.Errorf("the command's ignored signals %#x lack SIGHUP (%#x), which elect was started with ignored", mask, hup)
+	}
+}

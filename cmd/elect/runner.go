@@ -49,7 +49,7 @@ func (r *runner) run(ctx context.Context) error {
 	ctx, r.cancel = context.WithCancel(ctx)
 	defer r.cancel()
 	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH)
+	notifyUnlessIgnored(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH)
 	defer signal.Stop(sigs)
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -263,4 +263,22 @@ func (r *runner) env(t elector.Term) []string {
 		"ELECT_TERM_TOKEN="+strconv.FormatUint(t.Token, 10),
 		"ELECT_TERM_START="+t.Start.UTC().Format(time.RFC3339Nano),
 	)
+}
+
+// notifyUnlessIgnored relays to c those of sigs that the process did not
+// start with ignored. A signal ignored at start (nohup ignores SIGHUP; a
+// shell ignores SIGINT and SIGQUIT in its background jobs) stays ignored,
+// in elect and in the command it runs, as the one who started elect asked:
+// os/signal's Notify would install a handler instead, and the command
+// would start with the signal's default action.
+func notifyUnlessIgnored(c chan<- os.Signal, sigs ...os.Signal) {
+	var caught []os.Signal
+	for _, s := range sigs {
+		if !signal.Ignored(s) {
+			caught = append(caught, s)
+		}
+	}
+	if len(caught) > 0 { // Notify with no signal would relay every signal
+		signal.Notify(c, caught...)
+	}
 }

@@ -6,7 +6,6 @@ import (
 	"bufio"
 	"fmt"
 	"os"
-	"os/signal"
 	"runtime"
 	"strconv"
 	"strings"
@@ -59,9 +58,9 @@ func watchdog(argv []string) int {
 	// Stopping is elect's business: a signal meant for elect or its
 	// process group must not kill the watchdog and orphan the tree. The
 	// signals are caught rather than ignored: an ignored signal would stay
-	// ignored in the command.
+	// ignored in the command. One elect started with ignored stays so.
 	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+	notifyUnlessIgnored(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 	go func() {
 		for range sigs {
 		}
