@@ -190,11 +190,12 @@ func TestOnExitResign(t *testing.T) {
 	a := startElect(t, "a", []string{h.childEnv()}, args("a")...)
 	first := h.next(20*time.Second, "a's command to start")
 	b := startElect(t, "b", []string{h.childEnv()}, args("b")...)
-	exited := time.Now()
 	first.tell("exit 0")
-	if e := h.next(5*time.Second, "a's command to exit"); e.kind != "bye" {
-		t.Fatalf("got %v, want a bye", e)
+	bye := h.next(5*time.Second, "a's command to exit")
+	if bye.kind != "bye" {
+		t.Fatalf("got %v, want a bye", bye)
 	}
+	exited := bye.at // timed from the exit, not from the message asking for it
 	second := h.next(5*time.Second, "b's command to start")
 	if second.kind != "hello" || second.identity != "b" || second.token <= first.token {
 		t.Fatalf("got %v, want b's hello with a token above %d", second, first.token)
