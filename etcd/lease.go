@@ -55,10 +55,11 @@ func (l *lease) Renew(ctx context.Context) error {
 	after := l.acked
 	l.mu.Unlock()
 	maxAge := l.s.ttl / reuseFraction
-	// Most renewals of a shared lease find a recent acknowledgement:
-	// take it without setting up a bounded request.
+	// Most renewals of a shared lease find a recent acknowledgement (or a
+	// lost or distrusted lease): answer without setting up a bounded
+	// request.
 	sent, ok, err := l.s.recent(maxAge, after)
-	if !ok {
+	if !ok && err == nil {
 		sent, err = bounded(l.b, ctx, func(ctx context.Context) (time.Time, error) {
 			return l.s.keepAlive(ctx, l.key, maxAge, after)
 		})

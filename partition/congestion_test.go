@@ -35,6 +35,9 @@ type congested struct {
 	cost, timeout time.Duration
 }
 
+// do serves one request of kind. Its sleeps are the request's service
+// time and timeout on the synctest bubble's fake clock: they model the
+// store, they do not wait for another goroutine.
 func (c *congested) do(kind string) error {
 	c.mu.Lock()
 	c.inflight++

@@ -269,8 +269,7 @@ func (l *loop) onHolders(ctx context.Context, r holdersRead) {
 	ps := &l.plan
 	ps.reading = false
 	if r.failed {
-		now := time.Now()
-		l.win.failed(ps.readAt, now)
+		l.win.failed(ps.readAt, time.Now())
 	}
 	switch {
 	case r.err == nil && r.owners == nil: // a probe found the group starting
