@@ -19,6 +19,7 @@ type acquireResult struct {
 	wait  time.Duration // held: when enough of the holder's keys can have expired to free a quorum
 	split bool          // lost, but no single holder has a quorum: rivals split the nodes
 	took  time.Duration // lost: how long the round took
+	slow  bool          // err: too few nodes answered in time (see gate)
 }
 
 // acquired is one node's reply to acquireScript.
@@ -93,7 +94,7 @@ func (b *Backend) acquire(ctx context.Context, key, id string, c backend.Candida
 		if r.skip != nil { // the nodes left out are about to be free: retry soon with them
 			return acquireResult{split: true, took: time.Since(start)}
 		}
-		return acquireResult{err: fmt.Errorf("quorum unreachable: %d of %d nodes answered, need %d: %s", t.yes+t.no, n, q, t.nodeErr())}
+		return acquireResult{slow: true, err: fmt.Errorf("quorum unreachable: %d of %d nodes answered, need %d: %s", t.yes+t.no, n, q, t.nodeErr())}
 	}
 	r2 := lost(got, q)
 	r2.took = time.Since(start)
@@ -107,7 +108,7 @@ func (b *Backend) win(ctx context.Context, r *round[acquired], got []*reply[acqu
 	deadline := b.cfg.deadline(start, c.TTL)
 	if elapsed := time.Since(start); !time.Now().Before(deadline) {
 		b.cleanup(key, id, r)
-		return acquireResult{err: fmt.Errorf("late quorum: granted in %v, past the validity of a %v TTL", elapsed, c.TTL)}
+		return acquireResult{slow: true, err: fmt.Errorf("late quorum: granted in %v, past the validity of a %v TTL", elapsed, c.TTL)}
 	}
 	var tokens []uint64
 	for _, g := range got {
@@ -123,7 +124,7 @@ func (b *Backend) win(ctx context.Context, r *round[acquired], got []*reply[acqu
 		}
 		if !time.Now().Before(deadline) {
 			b.cleanup(key, id, r)
-			return acquireResult{err: fmt.Errorf("late quorum: the fencing write-back ended past the validity of a %v TTL", c.TTL)}
+			return acquireResult{slow: true, err: fmt.Errorf("late quorum: the fencing write-back ended past the validity of a %v TTL", c.TTL)}
 		}
 	}
 	l := &lease{b: b, election: c.Election, key: key, id: id, value: encodeValue(id, token, c.Identity), token: token,

@@ -34,6 +34,7 @@ type Backend struct {
 	notify   *notifier
 	restarts *restarts  // nil with Options.NoRestartDelay
 	batch    *batcher   // coalesces renewals; nil unless every client is one server
+	gate     *gate      // bounds the acquire rounds in flight
 	dials    []*dialLog // by node, for clients openURL made; else nil
 
 	done chan struct{} // closed by Close
@@ -114,6 +115,7 @@ func build(clients []redis.UniversalClient, opts *Options, dials []*dialLog) (*B
 		ctxBound: ctxBound,
 		dials:    dials,
 		done:     make(chan struct{}),
+		gate:     newGate(),
 		stop:     make(chan struct{}),
 		work:     make([]chan func(), len(clients)),
 		leases:   make(map[*lease]struct{}),

@@ -55,7 +55,14 @@ func (b *Backend) Campaign(ctx context.Context, c backend.Candidate) (backend.Le
 		if w != nil {
 			w.drain()
 		}
+		began, err := b.gate.enter(ctx, b.done)
+		if err == backend.ErrClosed {
+			return nil, fmt.Errorf("redlock: campaign %q: %w", c.Election, err)
+		} else if err != nil {
+			return nil, err
+		}
 		r := b.acquire(ctx, key, leaseID(campaign, attempt), c)
+		b.gate.leave(began, r.slow)
 		switch {
 		case r.lease != nil:
 			return r.lease, nil

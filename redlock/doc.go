@@ -42,6 +42,15 @@
 // TTL/4). So waiters behind a crashed holder run a
 // few rounds each per TTL, not a round each time a rival's round fails.
 //
+// A Backend bounds the acquire rounds it has in flight with a window that
+// works as TCP's congestion window: it starts at 8 rounds, grows by one
+// with each round the nodes answered in time, halves when a round fails
+// because too few nodes answered within NodeTimeout, and stays between 4
+// and 256. So thousands of Electors starting at once on one Backend, on a
+// host short of CPU, get elected in waves instead of timing out together,
+// retrying together, and starving the renewals of the leases already won.
+// Renewals and releases never wait behind it.
+//
 // Renew is compare-and-pexpire on every node; it succeeds when a quorum
 // still held the lease within the validity measured from the renewal's
 // start, and never re-creates a key that lapsed. On a Backend whose clients
