@@ -48,10 +48,10 @@ func (b *Backend) Campaign(ctx context.Context, c backend.Candidate) (backend.Le
 		return nil, wrap("campaign", c.Election, err)
 	}
 	if now, _ := s.state(); czxid != 0 && leadsAtOnce(first, path[len(dir)+1:], before, now) {
-		// Led on the listing and the create's czxid; the znode's watch
-		// is armed in the background.
+		// Led on the listing and the create's czxid; the listing armed
+		// the election's watch.
 		fastLeads.Add(1)
-		l, err := b.newLease(s, c, path, uint64(czxid), before.id, nil)
+		l, err := b.newLease(s, c, path, uint64(czxid), before.id, first.since, before.epoch)
 		if err != nil {
 			s.abandon(path, false)
 			return nil, wrap("campaign", c.Election, err)
@@ -71,10 +71,12 @@ func (b *Backend) Campaign(ctx context.Context, c backend.Candidate) (backend.Le
 var fastLeads atomic.Int64
 
 // listing is the children of an election znode and the znode's Stat, read
-// in one request.
+// in one request that left a children watch on the znode, sent after the
+// session's node event since.
 type listing struct {
-	kids []string
-	stat *zk.Stat
+	kids  []string
+	stat  *zk.Stat
+	since uint64
 }
 
 // createListed creates the candidate znode (createCandidate) and lists the
@@ -97,9 +99,10 @@ func (b *Backend) createListed(ctx context.Context, s *session, dir, uuid string
 	var first *listing
 	select {
 	case <-written:
+		since := s.eventSeq()
 		ls, err := do(b, ctx, func() (listing, error) {
-			kids, stat, err := s.conn.Children(dir)
-			return listing{kids, stat}, err
+			kids, stat, _, err := s.conn.ChildrenW(dir)
+			return listing{kids, stat, since}, err
 		}, nil)
 		if err == nil {
 			first = &ls
@@ -208,7 +211,8 @@ type own struct {
 	stat  *zk.Stat
 	watch <-chan zk.Event
 	kids  []string
-	err   error // of the listing, inside the goroutine
+	since uint64 // the session's node event before the listing, which set a children watch
+	err   error  // of the listing, inside the goroutine
 }
 
 // await runs Curator's checkLeadership loop for the candidate znode path
@@ -244,7 +248,7 @@ func (b *Backend) await(ctx context.Context, s *session, c backend.Candidate, di
 			if now, _ := s.state(); owner != now.id || owner == 0 {
 				return nil, errSessionEnded
 			}
-			return b.newLease(s, c, path, uint64(me.stat.Czxid), owner, ownWatch)
+			return b.newLease(s, c, path, uint64(me.stat.Czxid), owner, me.since, st.epoch)
 		}
 		pred := dir + "/" + cands[idx-1].name
 		predWatch, err := do(b, ctx, func() (<-chan zk.Event, error) {
@@ -263,13 +267,15 @@ func (b *Backend) await(ctx context.Context, s *session, c backend.Candidate, di
 	}
 }
 
-// readOwn lists the children of dir and reads the candidate's own znode path
-// (with a watch when rearm is set) in one round trip.
+// readOwn lists the children of dir (leaving a children watch, which the
+// lease uses if the candidate leads) and reads the candidate's own znode
+// path (with a watch when rearm is set) in one round trip.
 func (b *Backend) readOwn(ctx context.Context, s *session, dir, path string, rearm bool) (own, error) {
+	since := s.eventSeq()
 	return do(b, ctx, func() (own, error) {
 		kc := make(chan own, 1)
 		go func() {
-			kids, _, err := s.conn.Children(dir)
+			kids, _, _, err := s.conn.ChildrenW(dir)
 			kc <- own{kids: kids, err: err}
 		}()
 		var me own
@@ -280,7 +286,7 @@ func (b *Backend) readOwn(ctx context.Context, s *session, dir, path string, rea
 			_, me.stat, err = s.conn.Get(path)
 		}
 		ls := <-kc
-		me.kids = ls.kids
+		me.kids, me.since = ls.kids, since
 		if err == nil {
 			err = ls.err
 		}
