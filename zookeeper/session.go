@@ -53,7 +53,7 @@ type session struct {
 	recent     [recentEvents]nodeEvent
 	queue      []*lease      // leases to check, for dispatch
 	kick       chan struct{} // wakes dispatch when queue grows
-	reports    reports           // answers not yet known to the ensemble leader; the Deadline's basis
+	reports    reports       // answers not yet known to the ensemble leader; the Deadline's basis
 }
 
 // state is what a session knows of itself at one instant.
