@@ -132,6 +132,13 @@ func (l *lease) Deadline() time.Time {
 	return l.deadline
 }
 
+// DeadlineTrails reports that the lease's Deadline trails the proof of its
+// last renewal (an answer counts only once a later one confirms it, see
+// report.go), so that the Elector renews it once per interval, on a grid
+// shared by the Electors of the process, rather than whenever the Deadline
+// looks due.
+func (l *lease) DeadlineTrails() bool { return true }
+
 // Lost returns a channel closed when the lease ends.
 func (l *lease) Lost() <-chan struct{} { return l.lost }
 
@@ -144,12 +151,15 @@ func (l *lease) state() (gone, released bool) {
 
 // Renew proves that the lease's session is alive and its znode still its
 // own, with a request of the session answered after Renew began. While the
-// znode's watch is armed and has not fired, its deletion would have been
-// reported before that answer, so the request need not read the znode and
-// is shared by the session's concurrent renewals (see share.go): leases
-// renewed together cost one request, not one each. Otherwise Renew reads
-// its znode. The Deadline is [backend.LeaseDeadline] of the send time of
-// the newest answered request of the session and the negotiated timeout.
+// election's watch is armed and has not fired, the znode's deletion would
+// have been reported before that answer, so the request need not read the
+// znode and is shared by the session's concurrent renewals (see share.go):
+// leases renewed together cost one request, not one each. Otherwise Renew
+// reads its znode. The Deadline is [backend.LeaseDeadline] of the send time
+// of the newest answered request of the session that the ensemble leader
+// is known to have counted, and the negotiated timeout: it trails the
+// proof (see report.go), so the lease says so to the Elector
+// (DeadlineTrails).
 func (l *lease) Renew(ctx context.Context) error {
 	if gone, _ := l.state(); gone {
 		return fmt.Errorf("zookeeper: renew %q: %w", l.election, backend.ErrLost)
