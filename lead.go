@@ -24,8 +24,8 @@ type renewer struct {
 	began   time.Time   // when the attempt in flight began
 	result  chan error  // non-nil while an attempt is in flight
 	cancel  context.CancelFunc
-	failed  int   // consecutive failures
-	lastErr error // the last failure's error
+	failed  int       // consecutive failures
+	lastErr error     // the last failure's error
 	trails  bool      // the lease is a trailingLease
 	proved  time.Time // when the last successful attempt (or the term) began, for a trailingLease
 }
