@@ -84,8 +84,23 @@ type listing struct {
 // that both take one round trip: the server answers a session's requests in
 // the order sent, so a listing that holds the new znode was read after the
 // create. The listing is nil when it could not be read; it may miss the
-// znode (another create of the session was written first).
+// znode (another create of the session was written first). When the
+// election's znode is missing (never made, or a container the server
+// reaped), it is made and both are sent again.
 func (b *Backend) createListed(ctx context.Context, s *session, dir, uuid string, data []byte) (string, *listing, error) {
+	for attempt := 0; ; attempt++ {
+		path, first, err := b.createListedOnce(ctx, s, dir, uuid, data)
+		if !errors.Is(err, zk.ErrNoNode) || attempt >= 2 {
+			return path, first, err
+		}
+		if err := b.ensurePath(ctx, s, dir); err != nil {
+			return "", nil, err
+		}
+	}
+}
+
+// createListedOnce is one attempt of createListed.
+func (b *Backend) createListedOnce(ctx context.Context, s *session, dir, uuid string, data []byte) (string, *listing, error) {
 	written := s.nextCreate()
 	type created struct {
 		path string
@@ -128,58 +143,51 @@ func leadsAtOnce(first *listing, name string, before, now state) bool {
 	return len(cands) > 0 && cands[0].name == name
 }
 
-// createCandidate creates the candidate znode, creating missing parents as
-// container nodes. It is Curator's protected create: after a connection loss
-// it looks for its own znode by uuid among the children rather than leave an
-// orphan, and if it cannot tell, it has any such znode deleted later.
+// createCandidate creates the candidate znode; it fails with zk.ErrNoNode
+// when the election's znode is missing. It is Curator's protected create:
+// after a connection loss it looks for its own znode by uuid among the
+// children rather than leave an orphan, and if it cannot tell, it has any
+// such znode deleted later.
 func (b *Backend) createCandidate(ctx context.Context, s *session, dir, uuid string, data []byte) (string, error) {
 	prefix := protectedPrefix + uuid + "-"
 	name := dir + "/" + prefix + latchLock
-	for attempt := 0; ; attempt++ {
-		path, err := do(b, ctx, func() (string, error) {
-			return s.conn.Create(name, data, zk.FlagEphemeral|zk.FlagSequence, b.cfg.acl)
-		}, func(path string, err error) {
-			// Nobody waits for this create any more: undo it.
-			switch {
-			case err == nil:
-				s.abandon(path, false)
-			case errors.Is(err, zk.ErrConnectionClosed):
-				s.abandon(dir+"/"+prefix, true)
-			}
-		})
+	path, err := do(b, ctx, func() (string, error) {
+		return s.conn.Create(name, data, zk.FlagEphemeral|zk.FlagSequence, b.cfg.acl)
+	}, func(path string, err error) {
+		// Nobody waits for this create any more: undo it.
 		switch {
 		case err == nil:
-			return path, nil
-		case errors.Is(err, zk.ErrNoNode) && attempt < 2:
-			// The election znode is missing (never made, or a container the
-			// server reaped): make it and create again.
-			if err := b.ensurePath(ctx, s, dir); err != nil {
-				return "", err
-			}
+			s.abandon(path, false)
 		case errors.Is(err, zk.ErrConnectionClosed):
-			// The create may have happened: find it by its uuid. The server
-			// we reconnected to may lag behind the one that took the create,
-			// so sync it with the leader first.
-			kids, cerr := do(b, ctx, func() ([]string, error) {
-				if _, err := s.conn.Sync(dir); err != nil {
-					return nil, err
-				}
-				kids, _, err := s.conn.Children(dir)
-				return kids, err
-			}, nil)
-			if cerr != nil {
-				s.abandon(dir+"/"+prefix, true)
-				return "", err
+			s.abandon(dir+"/"+prefix, true)
+		}
+	})
+	switch {
+	case err == nil:
+		return path, nil
+	case errors.Is(err, zk.ErrConnectionClosed):
+		// The create may have happened: find it by its uuid. The server
+		// we reconnected to may lag behind the one that took the create,
+		// so sync it with the leader first.
+		kids, cerr := do(b, ctx, func() ([]string, error) {
+			if _, err := s.conn.Sync(dir); err != nil {
+				return nil, err
 			}
-			for _, k := range kids {
-				if strings.HasPrefix(k, prefix) {
-					return dir + "/" + k, nil
-				}
-			}
-			return "", err
-		default:
+			kids, _, err := s.conn.Children(dir)
+			return kids, err
+		}, nil)
+		if cerr != nil {
+			s.abandon(dir+"/"+prefix, true)
 			return "", err
 		}
+		for _, k := range kids {
+			if strings.HasPrefix(k, prefix) {
+				return dir + "/" + k, nil
+			}
+		}
+		return "", err
+	default:
+		return "", err
 	}
 }
 

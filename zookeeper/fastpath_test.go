@@ -93,13 +93,19 @@ func TestLeadsAtOnce(t *testing.T) {
 
 // TestAcquireReleaseRequests: an uncontended Campaign and its Release cost
 // one create, the listing pipelined behind it and one delete: no read of
-// the candidate's own znode, no watch request of its own.
+// the candidate's own znode, no watch request of its own. The first
+// Campaign of an election, which makes the election's znode, also leads
+// from a listing pipelined behind its create.
 func TestAcquireReleaseRequests(t *testing.T) {
 	f := newFixture(t)
 	b, d := f.backend(nil)
 	e := "requests-" + randomSuffix()
+	fast := fastLeads.Load()
 	if err := f.acquire(b, e, "alice").Release(f.ctx); err != nil { // makes the election's znode
 		t.Fatal(err)
+	}
+	if got := fastLeads.Load() - fast; got != 1 {
+		t.Errorf("the first Campaign of an election led from a listing %d times, want 1: the listing is pipelined again behind the create that follows the election znode's", got)
 	}
 	const rounds = 5
 	before := d.ops.snapshot()

@@ -64,3 +64,27 @@ func TestWatchFollowsContention(t *testing.T) {
 	}
 	eventually(t, 5*time.Second, func() bool { return lost(l) }, "the znode deleted behind the lease's back ends it")
 }
+
+// TestHeldDeadlineStaysAhead: a session holding a lease that nobody
+// renews sends a request of its own when it has been quiet for a twelfth
+// of its timeout, so its Deadline never trails by more than about a third
+// of the TTL (with go-zookeeper's pings alone, a third of the TTL apart, it
+// would trail by up to seven twelfths).
+func TestHeldDeadlineStaysAhead(t *testing.T) {
+	f := newFixture(t)
+	b, _ := f.backend(nil)
+	l := f.acquire(b, "ahead-"+randomSuffix(), "alice")
+	defer l.Release(f.ctx)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	least := testTTL
+	for end := time.Now().Add(2 * testTTL); time.Now().Before(end); <-tick.C {
+		least = min(least, time.Until(l.Deadline()))
+	}
+	t.Logf("the Deadline was at least %v ahead over %v", least, 2*testTTL)
+	// With pings alone it came within 0.65 s at a 2 s TTL; the session's
+	// own requests keep it above about 1.1 s.
+	if want := testTTL * 9 / 20; least < want {
+		t.Errorf("the Deadline of an idle held lease came within %v; want at least %v", least, want)
+	}
+}
