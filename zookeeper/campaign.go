@@ -42,7 +42,9 @@ func (b *Backend) Campaign(ctx context.Context, c backend.Candidate) (backend.Le
 	uuid := uuid4(rnd)
 	before, _ := s.state()
 	s.expectCreate(uuid)
-	path, first, err := b.createListed(ctx, s, dir, uuid, []byte(c.Identity))
+	in := s.listen(nil, dir)
+	defer s.unlisten(in)
+	path, first, err := b.createListed(ctx, s, in, uuid, []byte(c.Identity))
 	czxid := s.takeCreate(uuid)
 	if err != nil {
 		return nil, wrap("campaign", c.Election, err)
@@ -51,14 +53,14 @@ func (b *Backend) Campaign(ctx context.Context, c backend.Candidate) (backend.Le
 		// Led on the listing and the create's czxid; the listing armed
 		// the election's watch.
 		fastLeads.Add(1)
-		l, err := b.newLease(s, c, path, uint64(czxid), before.id, first.since, before.epoch)
+		l, err := b.newLease(s, c, path, uint64(czxid), before.id, in, before.epoch)
 		if err != nil {
 			s.abandon(path, false)
 			return nil, wrap("campaign", c.Election, err)
 		}
 		return l, nil
 	}
-	l, err := b.await(ctx, s, c, dir, path)
+	l, err := b.await(ctx, s, c, in, path)
 	if err != nil {
 		s.abandon(path, false)
 		return nil, wrap("campaign", c.Election, err)
@@ -71,12 +73,10 @@ func (b *Backend) Campaign(ctx context.Context, c backend.Candidate) (backend.Le
 var fastLeads atomic.Int64
 
 // listing is the children of an election znode and the znode's Stat, read
-// in one request that left a children watch on the znode, sent after the
-// session's node event since.
+// in one request that left a children watch on the znode.
 type listing struct {
-	kids  []string
-	stat  *zk.Stat
-	since uint64
+	kids []string
+	stat *zk.Stat
 }
 
 // createListed creates the candidate znode (createCandidate) and lists the
@@ -87,9 +87,10 @@ type listing struct {
 // znode (another create of the session was written first). When the
 // election's znode is missing (never made, or a container the server
 // reaped), it is made and both are sent again.
-func (b *Backend) createListed(ctx context.Context, s *session, dir, uuid string, data []byte) (string, *listing, error) {
+func (b *Backend) createListed(ctx context.Context, s *session, in *intent, uuid string, data []byte) (string, *listing, error) {
+	dir := in.dir
 	for attempt := 0; ; attempt++ {
-		path, first, err := b.createListedOnce(ctx, s, dir, uuid, data)
+		path, first, err := b.createListedOnce(ctx, s, in, uuid, data)
 		if !errors.Is(err, zk.ErrNoNode) || attempt >= 2 {
 			return path, first, err
 		}
@@ -100,7 +101,8 @@ func (b *Backend) createListed(ctx context.Context, s *session, dir, uuid string
 }
 
 // createListedOnce is one attempt of createListed.
-func (b *Backend) createListedOnce(ctx context.Context, s *session, dir, uuid string, data []byte) (string, *listing, error) {
+func (b *Backend) createListedOnce(ctx context.Context, s *session, in *intent, uuid string, data []byte) (string, *listing, error) {
+	dir := in.dir
 	written := s.nextCreate()
 	type created struct {
 		path string
@@ -114,10 +116,10 @@ func (b *Backend) createListedOnce(ctx context.Context, s *session, dir, uuid st
 	var first *listing
 	select {
 	case <-written:
-		since := s.eventSeq()
+		s.listen(in, dir)
 		ls, err := do(b, ctx, func() (listing, error) {
 			kids, stat, _, err := s.conn.ChildrenW(dir)
-			return listing{kids, stat, since}, err
+			return listing{kids, stat}, err
 		}, nil)
 		if err == nil {
 			first = &ls
@@ -219,13 +221,13 @@ type own struct {
 	stat  *zk.Stat
 	watch <-chan zk.Event
 	kids  []string
-	since uint64 // the session's node event before the listing, which set a children watch
-	err   error  // of the listing, inside the goroutine
+	err   error // of the listing, inside the goroutine
 }
 
 // await runs Curator's checkLeadership loop for the candidate znode path
 // until it leads, and returns its lease.
-func (b *Backend) await(ctx context.Context, s *session, c backend.Candidate, dir, path string) (*lease, error) {
+func (b *Backend) await(ctx context.Context, s *session, c backend.Candidate, in *intent, path string) (*lease, error) {
+	dir := in.dir
 	name := path[len(dir)+1:]
 	var ownWatch <-chan zk.Event // armed on the candidate's own znode
 	for {
@@ -234,7 +236,7 @@ func (b *Backend) await(ctx context.Context, s *session, c backend.Candidate, di
 			return nil, errClosed
 		}
 		rearm := ownWatch == nil
-		me, err := b.readOwn(ctx, s, dir, path, rearm)
+		me, err := b.readOwn(ctx, s, in, path, rearm)
 		if errors.Is(err, zk.ErrNoNode) {
 			return nil, errVanished
 		}
@@ -256,7 +258,7 @@ func (b *Backend) await(ctx context.Context, s *session, c backend.Candidate, di
 			if now, _ := s.state(); owner != now.id || owner == 0 {
 				return nil, errSessionEnded
 			}
-			return b.newLease(s, c, path, uint64(me.stat.Czxid), owner, me.since, st.epoch)
+			return b.newLease(s, c, path, uint64(me.stat.Czxid), owner, in, st.epoch)
 		}
 		pred := dir + "/" + cands[idx-1].name
 		predWatch, err := do(b, ctx, func() (<-chan zk.Event, error) {
@@ -278,8 +280,9 @@ func (b *Backend) await(ctx context.Context, s *session, c backend.Candidate, di
 // readOwn lists the children of dir (leaving a children watch, which the
 // lease uses if the candidate leads) and reads the candidate's own znode
 // path (with a watch when rearm is set) in one round trip.
-func (b *Backend) readOwn(ctx context.Context, s *session, dir, path string, rearm bool) (own, error) {
-	since := s.eventSeq()
+func (b *Backend) readOwn(ctx context.Context, s *session, in *intent, path string, rearm bool) (own, error) {
+	dir := in.dir
+	s.listen(in, dir)
 	return do(b, ctx, func() (own, error) {
 		kc := make(chan own, 1)
 		go func() {
@@ -294,7 +297,7 @@ func (b *Backend) readOwn(ctx context.Context, s *session, dir, path string, rea
 			_, me.stat, err = s.conn.Get(path)
 		}
 		ls := <-kc
-		me.kids, me.since = ls.kids, since
+		me.kids = ls.kids
 		if err == nil {
 			err = ls.err
 		}

@@ -37,9 +37,9 @@ type lease struct {
 var _ backend.Lease = (*lease)(nil)
 
 // newLease registers the lease of a candidate that found its znode path
-// first in a listing of its election that set a children watch after the
-// session's node event since, in disconnection epoch epoch (see watch.go).
-func (b *Backend) newLease(s *session, c backend.Candidate, path string, token uint64, id int64, since, epoch uint64) (*lease, error) {
+// first in a listing of its election that set a children watch (its
+// Campaign's intent in), in disconnection epoch epoch (see watch.go).
+func (b *Backend) newLease(s *session, c backend.Candidate, path string, token uint64, id int64, in *intent, epoch uint64) (*lease, error) {
 	i := strings.LastIndexByte(path, '/')
 	l := &lease{b: b, s: s, election: c.Election, dir: path[:i], name: path[i+1:], path: path, token: token, session: id, lost: make(chan struct{})}
 	st, _ := s.state()
@@ -58,7 +58,7 @@ func (b *Backend) newLease(s *session, c backend.Candidate, path string, token u
 	if err := b.track(l); err != nil {
 		return nil, err
 	}
-	s.watchFor(l, since, epoch)
+	s.watchFor(l, in, epoch)
 	return l, nil
 }
 

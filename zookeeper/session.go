@@ -41,19 +41,18 @@ type session struct {
 
 	mu         sync.Mutex
 	st         state
-	changed    chan struct{}     // closed and replaced at every change of st
-	graceT     *time.Timer       // pending end of a DisconnectGrace
-	watches    chan struct{}     // closed when watches were re-sent on this connection
-	linked     time.Time         // when this connection's handshake was answered
-	createSent chan struct{}     // closed when a create request is written
-	zxids      map[string]int64  // protection uuid → czxid of its create, 0 until known
-	probing    *probe            // the renewal request in flight, if any (see fresh)
-	leases     map[string]*lease // by election znode, for the events of their watches (watch.go)
-	events     uint64            // node events counted
-	recent     [recentEvents]nodeEvent
-	queue      []*lease      // leases to check, for dispatch
-	kick       chan struct{} // wakes dispatch when queue grows
-	reports    reports       // answers not yet known to the ensemble leader; the Deadline's basis
+	changed    chan struct{}        // closed and replaced at every change of st
+	graceT     *time.Timer          // pending end of a DisconnectGrace
+	watches    chan struct{}        // closed when watches were re-sent on this connection
+	linked     time.Time            // when this connection's handshake was answered
+	createSent chan struct{}        // closed when a create request is written
+	zxids      map[string]int64     // protection uuid → czxid of its create, 0 until known
+	probing    *probe               // the renewal request in flight, if any (see fresh)
+	leases     map[string]*lease    // by election znode, for the events of their watches (watch.go)
+	intents    map[string][]*intent // of Campaigns, by election znode (watch.go)
+	queue      []*lease             // leases to check, for dispatch
+	kick       chan struct{}        // wakes dispatch when queue grows
+	reports    reports              // answers not yet known to the ensemble leader; the Deadline's basis
 }
 
 // state is what a session knows of itself at one instant.

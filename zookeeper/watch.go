@@ -27,19 +27,15 @@ import (
 // DisconnectGrace has each one checked again.
 //
 // An event that arrives between the listing's reply and the lease's
-// registration has no lease to count it; the session keeps the last
-// recentEvents node events, so the registration sees it (or sees that the
-// log no longer reaches back that far) and checks at once.
+// registration has no lease to count it: each Campaign registers an intent
+// for its election before it lists the children, which such events mark,
+// so the registration sees them and checks at once.
 
-// recentEvents is how many node events a session remembers for the
-// registration of new leases.
-const recentEvents = 64
-
-// nodeEvent is a node event of a session's watches: its sequence number
-// within the session and the znode's path.
-type nodeEvent struct {
-	seq  uint64
-	path string
+// intent is a Campaign's interest in the watch events of its election,
+// until its lease is registered. Guarded by its session's mu.
+type intent struct {
+	dir   string
+	fired bool // an event of the election came since the last listing began
 }
 
 // watchState is what a lease knows of the watch on its election: how many
@@ -68,20 +64,39 @@ func (w *watchState) watching() bool {
 	return a >= 0 && a == w.fires.Load()
 }
 
-// eventSeq returns the sequence number of the session's latest node event:
-// read before a request that sets a watch, it tells watchFor which events
-// came after.
-func (s *session) eventSeq() uint64 {
+// listen registers (in nil) or re-arms a Campaign's intent for election
+// znode dir, before each listing of its children.
+func (s *session) listen(in *intent, dir string) *intent {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.events
+	if in == nil {
+		in = &intent{dir: dir}
+		if s.intents == nil {
+			s.intents = make(map[string][]*intent)
+		}
+		s.intents[dir] = append(s.intents[dir], in)
+	}
+	in.fired = false
+	return in
 }
 
-// watchFor registers l, whose election's children were listed with a watch
-// after node event since, in disconnection epoch epoch, for the events of
-// that watch. If the watch may have fired already, or the session was
+// unlisten forgets a Campaign's intent.
+func (s *session) unlisten(in *intent) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ins := slices.DeleteFunc(s.intents[in.dir], func(x *intent) bool { return x == in })
+	if len(ins) == 0 {
+		delete(s.intents, in.dir)
+	} else {
+		s.intents[in.dir] = ins
+	}
+}
+
+// watchFor registers l, whose election's children its Campaign listed
+// with a watch (intent in), in disconnection epoch epoch, for the events
+// of that watch. If the watch may have fired already, or the session was
 // disconnected since, the lease is checked at once.
-func (s *session) watchFor(l *lease, since, epoch uint64) {
+func (s *session) watchFor(l *lease, in *intent, epoch uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.leases == nil {
@@ -89,7 +104,7 @@ func (s *session) watchFor(l *lease, since, epoch uint64) {
 	}
 	s.leases[l.dir] = l
 	l.epoch = epoch
-	if epoch != s.st.epoch || s.firedSinceLocked(l, since) {
+	if epoch != s.st.epoch || in.fired {
 		l.armedAt(0, false)
 		s.queueLocked(l)
 		return
@@ -110,23 +125,6 @@ func (s *session) recheck(l *lease) {
 	}
 }
 
-// firedSinceLocked reports whether a node event of l's election or znode
-// may have come after event since; s.mu is held.
-func (s *session) firedSinceLocked(l *lease, since uint64) bool {
-	if s.events == since {
-		return false
-	}
-	if s.events-since >= recentEvents {
-		return true // the log does not reach back that far
-	}
-	for seq := since + 1; seq <= s.events; seq++ {
-		if p := s.recent[seq%recentEvents].path; p == l.dir || p == l.path {
-			return true
-		}
-	}
-	return false
-}
-
 // unwatch forgets l.
 func (s *session) unwatch(l *lease) {
 	s.mu.Lock()
@@ -140,15 +138,16 @@ func (s *session) unwatch(l *lease) {
 // candidate's, against the lease held in that election, and queues the
 // lease for a check; s.mu is held.
 func (s *session) nodeEventLocked(ev zk.Event) {
-	s.events++
-	s.recent[s.events%recentEvents] = nodeEvent{seq: s.events, path: ev.Path}
-	l := s.leases[ev.Path]
-	if l == nil {
-		if i := strings.LastIndexByte(ev.Path, '/'); i > 0 {
-			if l = s.leases[ev.Path[:i]]; l != nil && l.path != ev.Path {
-				l = nil
-			}
-		}
+	dir := ev.Path
+	if i := strings.LastIndexByte(ev.Path, '/'); i > 0 && strings.HasPrefix(ev.Path[i+1:], protectedPrefix) {
+		dir = ev.Path[:i] // a candidate's own znode
+	}
+	for _, in := range s.intents[dir] {
+		in.fired = true
+	}
+	l := s.leases[dir]
+	if l != nil && dir != ev.Path && l.path != ev.Path {
+		l = nil // another candidate's znode
 	}
 	if l != nil {
 		l.fires.Add(1)
