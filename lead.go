@@ -37,10 +37,12 @@ type renewer struct {
 // between renewals). Scheduled from such a Deadline, a renewal would always
 // be due, and would run at the renewer's floor, four times per interval.
 // The renewer renews such a lease on the process-wide grid of RenewInterval
-// instead (see onGrid), at least half an interval after its last successful
-// renewal began: once per interval, and at the same instants as the other
-// elections of the process, so that those sharing a session share one
-// request. DeadlineTrails reports whether the lease is one.
+// instead (see gridAfter), at the first instant at least an eighth of an
+// interval after its last successful renewal began: once per interval (the
+// first within nine eighths of one after the election), and at the same
+// instants as the other elections of the process, so that those sharing a
+// session share one request. DeadlineTrails reports whether the lease is
+// one.
 type trailingLease interface {
 	DeadlineTrails() bool
 }
@@ -68,7 +70,7 @@ func (r *renewer) start(ctx context.Context, until time.Time) {
 // apart by their latencies.
 func (r *renewer) next() time.Duration {
 	if r.trails {
-		return onGrid(r.e.opts.RenewInterval)
+		return gridAfter(r.e.opts.RenewInterval, r.e.opts.RenewInterval/8)
 	}
 	floor := r.e.opts.RenewInterval / 4
 	if d := r.until(); d >= floor {
@@ -87,25 +89,29 @@ var renewGrid = time.Now()
 // RenewInterval, so that the elections sharing a session renew at the same
 // instants and share one request, instead of each renewing on a phase set
 // by its own latencies.
-func onGrid(period time.Duration) time.Duration {
+func onGrid(period time.Duration) time.Duration { return gridAfter(period, period/2) }
+
+// gridAfter returns how long until the next instant on the process-wide
+// grid of the given period that is at least least away.
+func gridAfter(period, least time.Duration) time.Duration {
 	phase := (time.Since(renewGrid)%period + period) % period
 	d := period - phase
-	if d < period/2 {
+	if d < least {
 		d += period
 	}
 	return d
 }
 
 // until returns how long until a renewal is due: RenewInterval after the
-// proof behind the lease's current Deadline, or for a trailingLease half an
-// interval after the last successful renewal began. A driver may move the Deadline between
+// proof behind the lease's current Deadline, or for a trailingLease an
+// eighth of an interval after the last successful renewal began. A driver may move the Deadline between
 // renewals (a Redis batch that renews idle leases early): the attempt then
 // waits for the new due time, so that the elections sharing that proof are
 // due together.
 func (r *renewer) until() time.Duration {
 	o := &r.e.opts
 	if r.trails {
-		return time.Until(r.proved.Add(o.RenewInterval / 2))
+		return time.Until(r.proved.Add(o.RenewInterval / 8))
 	}
 	return time.Until(r.l.Deadline().Add(o.RenewInterval - o.TTL))
 }
