@@ -24,8 +24,27 @@ type renewer struct {
 	began   time.Time   // when the attempt in flight began
 	result  chan error  // non-nil while an attempt is in flight
 	cancel  context.CancelFunc
-	failed  int   // consecutive failures
-	lastErr error // the last failure's error
+	failed  int       // consecutive failures
+	lastErr error     // the last failure's error
+	trails  bool      // the lease is a trailingLease
+	proved  time.Time // when the last successful attempt (or the term) began, for a trailingLease
+}
+
+// trailingLease is a lease whose Deadline trails the proof of its last
+// renewal by design, however fresh that proof: a ZooKeeper lease's Deadline
+// counts a server's answer only once a later answer, sent a quarter of the
+// session timeout after it, confirms it (and the session's pings move it
+// between renewals). Scheduled from such a Deadline, a renewal would always
+// be due, and would run at the renewer's floor, four times per interval.
+// The renewer renews such a lease on the process-wide grid of RenewInterval
+// instead (see gridAfter), at the first instant at least an eighth of an
+// interval after its last successful renewal began: once per interval (the
+// first within nine eighths of one after the election), and at the same
+// instants as the other elections of the process, so that those sharing a
+// session share one request. DeadlineTrails reports whether the lease is
+// one.
+type trailingLease interface {
+	DeadlineTrails() bool
 }
 
 // start begins an attempt bounded by until.
@@ -38,7 +57,8 @@ func (r *renewer) start(ctx context.Context, until time.Time) {
 }
 
 // next returns how long to wait for the next attempt after the lease was
-// won or renewed: until the lease's Deadline less TTL, plus RenewInterval,
+// won or renewed (for a trailingLease, see there): until the lease's
+// Deadline less TTL, plus RenewInterval,
 // which is RenewInterval after the send time of the request that proved the
 // lease (less the drift bound), or, when that is less than a quarter of
 // RenewInterval away, the next instant of a process-wide grid of that
@@ -49,6 +69,9 @@ func (r *renewer) start(ctx context.Context, until time.Time) {
 // that their next renewals find one request to share instead of drifting
 // apart by their latencies.
 func (r *renewer) next() time.Duration {
+	if r.trails {
+		return gridAfter(r.e.opts.RenewInterval, r.e.opts.RenewInterval/8)
+	}
 	floor := r.e.opts.RenewInterval / 4
 	if d := r.until(); d >= floor {
 		return d
@@ -61,28 +84,35 @@ func (r *renewer) next() time.Duration {
 var renewGrid = time.Now()
 
 // onGrid returns how long until the next instant on a process-wide grid of
-// the given period, at least half a period away. A driver whose Deadline
-// trails its newest proof (ZooKeeper counts an answer only once a later one
-// confirms it) leaves renewals always due; they then run at about the
-// floor's rate, and on one grid, so that the elections sharing a session
-// renew at the same instants and share one request, instead of each
-// renewing on a phase set by its own latencies.
-func onGrid(period time.Duration) time.Duration {
+// the given period, at least half a period away. Renewals that are always
+// due run on it at the floor's rate, and the renewals of a trailingLease at
+// RenewInterval, so that the elections sharing a session renew at the same
+// instants and share one request, instead of each renewing on a phase set
+// by its own latencies.
+func onGrid(period time.Duration) time.Duration { return gridAfter(period, period/2) }
+
+// gridAfter returns how long until the next instant on the process-wide
+// grid of the given period that is at least least away.
+func gridAfter(period, least time.Duration) time.Duration {
 	phase := (time.Since(renewGrid)%period + period) % period
 	d := period - phase
-	if d < period/2 {
+	if d < least {
 		d += period
 	}
 	return d
 }
 
 // until returns how long until a renewal is due: RenewInterval after the
-// proof behind the lease's current Deadline. A driver may move the Deadline
-// between renewals (a ZooKeeper session's pings, a Redis batch that renews
-// idle leases early): the attempt then waits for the new due time, so that
-// the elections sharing that proof are due together.
+// proof behind the lease's current Deadline, or for a trailingLease an
+// eighth of an interval after the last successful renewal began. A driver may move the Deadline between
+// renewals (a Redis batch that renews idle leases early): the attempt then
+// waits for the new due time, so that the elections sharing that proof are
+// due together.
 func (r *renewer) until() time.Duration {
 	o := &r.e.opts
+	if r.trails {
+		return time.Until(r.proved.Add(o.RenewInterval / 8))
+	}
 	return time.Until(r.l.Deadline().Add(o.RenewInterval - o.TTL))
 }
 
@@ -108,6 +138,7 @@ func (r *renewer) done(ctx context.Context, err error) error {
 	switch {
 	case err == nil:
 		r.failed, r.lastErr = 0, nil
+		r.proved = r.began
 		r.timer.Reset(r.next())
 		if r.e.log.Enabled(ctx, slog.LevelDebug) { // a Deadline costs a driver's lock
 			r.e.log.LogAttrs(ctx, slog.LevelDebug, "renewed",
@@ -194,7 +225,10 @@ func (e *Elector) lead(ctx context.Context, l backend.Lease) (resigned bool) {
 		}
 	}()
 
-	r := &renewer{e: e, l: l, term: ts.term}
+	r := &renewer{e: e, l: l, term: ts.term, proved: ts.term.Start}
+	if tl, ok := l.(trailingLease); ok {
+		r.trails = tl.DeadlineTrails()
+	}
 	r.timer = time.NewTimer(r.next())
 	t := &term{e: e, ts: ts, l: l, running: callback, r: r}
 	t.stepDown = time.NewTimer(time.Until(t.stepDownAt()))

@@ -168,3 +168,62 @@ func TestOnGridAligns(t *testing.T) {
 		}
 	})
 }
+
+// trailedBackend is a memory Backend whose leases' Deadline trails the
+// proof of their last renewal by TTL/3, as a ZooKeeper lease's does, and
+// which says so (trailingLease).
+type trailedBackend struct{ backend.Backend }
+
+func (b trailedBackend) Campaign(ctx context.Context, c backend.Candidate) (backend.Lease, error) {
+	l, err := b.Backend.Campaign(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	return &trailedLease{Lease: l, trail: c.TTL / 3}, nil
+}
+
+type trailedLease struct {
+	backend.Lease
+	trail  time.Duration
+	renews atomic.Int32
+}
+
+func (l *trailedLease) Deadline() time.Time  { return l.Lease.Deadline().Add(-l.trail) }
+func (l *trailedLease) DeadlineTrails() bool { return true }
+func (l *trailedLease) Renew(ctx context.Context) error {
+	l.renews.Add(1)
+	return l.Lease.Renew(ctx)
+}
+
+// A lease whose Deadline trails its proof by design is renewed once per
+// RenewInterval (on the process-wide grid), not at the renewer's floor (a
+// quarter of the interval) as a Deadline that always looks due would have
+// it; the leader still never comes within the safety margin.
+func TestTrailingDeadlineRenewsOncePerInterval(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := newRecorder()
+		var l *trailedLease
+		r := start(t, trailedSpy{trailedBackend{memory.New()}, &l}, rec.options("alice"))
+		rec.next(t, "elected")
+		time.Sleep(10*ttl + ttl/6) // fake time: thirty intervals
+		assert.True(t, r.e.IsLeader(), "still leading")
+		rec.none(t)
+		assert.InDelta(t, 30, l.renews.Load(), 1, "renewals in 30 renew intervals")
+		assert.ErrorIs(t, r.stop(t), context.Canceled)
+		rec.next(t, "revoked")
+	})
+}
+
+// trailedSpy hands the lease of a trailedBackend's Campaign to the test.
+type trailedSpy struct {
+	trailedBackend
+	l **trailedLease
+}
+
+func (s trailedSpy) Campaign(ctx context.Context, c backend.Candidate) (backend.Lease, error) {
+	l, err := s.trailedBackend.Campaign(ctx, c)
+	if err == nil {
+		*s.l = l.(*trailedLease)
+	}
+	return l, err
+}

@@ -223,13 +223,11 @@ func TestScale(t *testing.T) {
 // elections (a batch), plus two for the batches of a round's stragglers
 // (renewals that began after a batch was sent cannot use it); etcd one keepalive per distinct TTL, plus one for a keepalive
 // that a round's stragglers send; ZooKeeper, summed over the servers, the
-// session's pings and its shared reads, however many elections: 11-16,
-// since a lease's Deadline counts an answer only once a later request sent
-// TTL/4 after it was answered too (zookeeper/report.go), so the Deadline
-// trails the newest answer by TTL/4 to TTL/3 and an Elector, whose renewal
-// is due RenewInterval after the Deadline's proof, renews at its floor of
-// RenewInterval/4, on a process-wide grid (lead.go onGrid) — one shared
-// read per session each time. On main
+// session's pings, its own reads when quiet for TTL/12 (a lease's Deadline
+// counts an answer only once a later request sent TTL/4 after it was
+// answered too, zookeeper/report.go) and the reads its Electors' renewals
+// share, once per RenewInterval on a process-wide grid (lead.go
+// trailingLease), however many elections. On main
 // before issue 13 these were 401 Redis commands, 200 keepalives and 204
 // ZooKeeper packets at 200 elections.
 func scaleTargets(n int) map[string]map[string]float64 {

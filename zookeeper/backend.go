@@ -23,7 +23,7 @@ type Backend struct {
 
 	done      chan struct{} // closed by Close
 	closeOnce sync.Once
-	wg        sync.WaitGroup // calls in flight and lease watches
+	wg        sync.WaitGroup // calls in flight
 
 	mu       sync.Mutex
 	closed   bool
@@ -207,7 +207,6 @@ func (b *Backend) track(l *lease) error {
 		return errClosed
 	}
 	b.leases[l] = struct{}{}
-	b.wg.Add(1) // the lease's watch
 	return nil
 }
 

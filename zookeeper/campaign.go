@@ -42,23 +42,25 @@ func (b *Backend) Campaign(ctx context.Context, c backend.Candidate) (backend.Le
 	uuid := uuid4(rnd)
 	before, _ := s.state()
 	s.expectCreate(uuid)
-	path, first, err := b.createListed(ctx, s, dir, uuid, []byte(c.Identity))
+	in := s.listen(nil, dir)
+	defer s.unlisten(in)
+	path, first, err := b.createListed(ctx, s, in, uuid, []byte(c.Identity))
 	czxid := s.takeCreate(uuid)
 	if err != nil {
 		return nil, wrap("campaign", c.Election, err)
 	}
 	if now, _ := s.state(); czxid != 0 && leadsAtOnce(first, path[len(dir)+1:], before, now) {
-		// Led on the listing and the create's czxid; the znode's watch
-		// is armed in the background.
+		// Led on the listing and the create's czxid; the listing armed
+		// the election's watch.
 		fastLeads.Add(1)
-		l, err := b.newLease(s, c, path, uint64(czxid), before.id, nil)
+		l, err := b.newLease(s, c, path, uint64(czxid), before.id, in, before.epoch)
 		if err != nil {
 			s.abandon(path, false)
 			return nil, wrap("campaign", c.Election, err)
 		}
 		return l, nil
 	}
-	l, err := b.await(ctx, s, c, dir, path)
+	l, err := b.await(ctx, s, c, in, path)
 	if err != nil {
 		s.abandon(path, false)
 		return nil, wrap("campaign", c.Election, err)
@@ -71,7 +73,7 @@ func (b *Backend) Campaign(ctx context.Context, c backend.Candidate) (backend.Le
 var fastLeads atomic.Int64
 
 // listing is the children of an election znode and the znode's Stat, read
-// in one request.
+// in one request that left a children watch on the znode.
 type listing struct {
 	kids []string
 	stat *zk.Stat
@@ -82,8 +84,25 @@ type listing struct {
 // that both take one round trip: the server answers a session's requests in
 // the order sent, so a listing that holds the new znode was read after the
 // create. The listing is nil when it could not be read; it may miss the
-// znode (another create of the session was written first).
-func (b *Backend) createListed(ctx context.Context, s *session, dir, uuid string, data []byte) (string, *listing, error) {
+// znode (another create of the session was written first). When the
+// election's znode is missing (never made, or a container the server
+// reaped), it is made and both are sent again.
+func (b *Backend) createListed(ctx context.Context, s *session, in *intent, uuid string, data []byte) (string, *listing, error) {
+	dir := in.dir
+	for attempt := 0; ; attempt++ {
+		path, first, err := b.createListedOnce(ctx, s, in, uuid, data)
+		if !errors.Is(err, zk.ErrNoNode) || attempt >= 2 {
+			return path, first, err
+		}
+		if err := b.ensurePath(ctx, s, dir); err != nil {
+			return "", nil, err
+		}
+	}
+}
+
+// createListedOnce is one attempt of createListed.
+func (b *Backend) createListedOnce(ctx context.Context, s *session, in *intent, uuid string, data []byte) (string, *listing, error) {
+	dir := in.dir
 	written := s.nextCreate()
 	type created struct {
 		path string
@@ -97,8 +116,9 @@ func (b *Backend) createListed(ctx context.Context, s *session, dir, uuid string
 	var first *listing
 	select {
 	case <-written:
+		s.listen(in, dir)
 		ls, err := do(b, ctx, func() (listing, error) {
-			kids, stat, err := s.conn.Children(dir)
+			kids, stat, _, err := s.conn.ChildrenW(dir)
 			return listing{kids, stat}, err
 		}, nil)
 		if err == nil {
@@ -125,58 +145,51 @@ func leadsAtOnce(first *listing, name string, before, now state) bool {
 	return len(cands) > 0 && cands[0].name == name
 }
 
-// createCandidate creates the candidate znode, creating missing parents as
-// container nodes. It is Curator's protected create: after a connection loss
-// it looks for its own znode by uuid among the children rather than leave an
-// orphan, and if it cannot tell, it has any such znode deleted later.
+// createCandidate creates the candidate znode; it fails with zk.ErrNoNode
+// when the election's znode is missing. It is Curator's protected create:
+// after a connection loss it looks for its own znode by uuid among the
+// children rather than leave an orphan, and if it cannot tell, it has any
+// such znode deleted later.
 func (b *Backend) createCandidate(ctx context.Context, s *session, dir, uuid string, data []byte) (string, error) {
 	prefix := protectedPrefix + uuid + "-"
 	name := dir + "/" + prefix + latchLock
-	for attempt := 0; ; attempt++ {
-		path, err := do(b, ctx, func() (string, error) {
-			return s.conn.Create(name, data, zk.FlagEphemeral|zk.FlagSequence, b.cfg.acl)
-		}, func(path string, err error) {
-			// Nobody waits for this create any more: undo it.
-			switch {
-			case err == nil:
-				s.abandon(path, false)
-			case errors.Is(err, zk.ErrConnectionClosed):
-				s.abandon(dir+"/"+prefix, true)
-			}
-		})
+	path, err := do(b, ctx, func() (string, error) {
+		return s.conn.Create(name, data, zk.FlagEphemeral|zk.FlagSequence, b.cfg.acl)
+	}, func(path string, err error) {
+		// Nobody waits for this create any more: undo it.
 		switch {
 		case err == nil:
-			return path, nil
-		case errors.Is(err, zk.ErrNoNode) && attempt < 2:
-			// The election znode is missing (never made, or a container the
-			// server reaped): make it and create again.
-			if err := b.ensurePath(ctx, s, dir); err != nil {
-				return "", err
-			}
+			s.abandon(path, false)
 		case errors.Is(err, zk.ErrConnectionClosed):
-			// The create may have happened: find it by its uuid. The server
-			// we reconnected to may lag behind the one that took the create,
-			// so sync it with the leader first.
-			kids, cerr := do(b, ctx, func() ([]string, error) {
-				if _, err := s.conn.Sync(dir); err != nil {
-					return nil, err
-				}
-				kids, _, err := s.conn.Children(dir)
-				return kids, err
-			}, nil)
-			if cerr != nil {
-				s.abandon(dir+"/"+prefix, true)
-				return "", err
+			s.abandon(dir+"/"+prefix, true)
+		}
+	})
+	switch {
+	case err == nil:
+		return path, nil
+	case errors.Is(err, zk.ErrConnectionClosed):
+		// The create may have happened: find it by its uuid. The server
+		// we reconnected to may lag behind the one that took the create,
+		// so sync it with the leader first.
+		kids, cerr := do(b, ctx, func() ([]string, error) {
+			if _, err := s.conn.Sync(dir); err != nil {
+				return nil, err
 			}
-			for _, k := range kids {
-				if strings.HasPrefix(k, prefix) {
-					return dir + "/" + k, nil
-				}
-			}
-			return "", err
-		default:
+			kids, _, err := s.conn.Children(dir)
+			return kids, err
+		}, nil)
+		if cerr != nil {
+			s.abandon(dir+"/"+prefix, true)
 			return "", err
 		}
+		for _, k := range kids {
+			if strings.HasPrefix(k, prefix) {
+				return dir + "/" + k, nil
+			}
+		}
+		return "", err
+	default:
+		return "", err
 	}
 }
 
@@ -213,7 +226,8 @@ type own struct {
 
 // await runs Curator's checkLeadership loop for the candidate znode path
 // until it leads, and returns its lease.
-func (b *Backend) await(ctx context.Context, s *session, c backend.Candidate, dir, path string) (*lease, error) {
+func (b *Backend) await(ctx context.Context, s *session, c backend.Candidate, in *intent, path string) (*lease, error) {
+	dir := in.dir
 	name := path[len(dir)+1:]
 	var ownWatch <-chan zk.Event // armed on the candidate's own znode
 	for {
@@ -222,7 +236,7 @@ func (b *Backend) await(ctx context.Context, s *session, c backend.Candidate, di
 			return nil, errClosed
 		}
 		rearm := ownWatch == nil
-		me, err := b.readOwn(ctx, s, dir, path, rearm)
+		me, err := b.readOwn(ctx, s, in, path, rearm)
 		if errors.Is(err, zk.ErrNoNode) {
 			return nil, errVanished
 		}
@@ -244,7 +258,7 @@ func (b *Backend) await(ctx context.Context, s *session, c backend.Candidate, di
 			if now, _ := s.state(); owner != now.id || owner == 0 {
 				return nil, errSessionEnded
 			}
-			return b.newLease(s, c, path, uint64(me.stat.Czxid), owner, ownWatch)
+			return b.newLease(s, c, path, uint64(me.stat.Czxid), owner, in, st.epoch)
 		}
 		pred := dir + "/" + cands[idx-1].name
 		predWatch, err := do(b, ctx, func() (<-chan zk.Event, error) {
@@ -263,13 +277,16 @@ func (b *Backend) await(ctx context.Context, s *session, c backend.Candidate, di
 	}
 }
 
-// readOwn lists the children of dir and reads the candidate's own znode path
-// (with a watch when rearm is set) in one round trip.
-func (b *Backend) readOwn(ctx context.Context, s *session, dir, path string, rearm bool) (own, error) {
+// readOwn lists the children of dir (leaving a children watch, which the
+// lease uses if the candidate leads) and reads the candidate's own znode
+// path (with a watch when rearm is set) in one round trip.
+func (b *Backend) readOwn(ctx context.Context, s *session, in *intent, path string, rearm bool) (own, error) {
+	dir := in.dir
+	s.listen(in, dir)
 	return do(b, ctx, func() (own, error) {
 		kc := make(chan own, 1)
 		go func() {
-			kids, _, err := s.conn.Children(dir)
+			kids, _, _, err := s.conn.ChildrenW(dir)
 			kc <- own{kids: kids, err: err}
 		}()
 		var me own

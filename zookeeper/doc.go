@@ -131,20 +131,29 @@
 // the ensemble reaches its Deadline before its session can expire. The basis
 // trails the newest answer by about TTL/4 to TTL/3: go-zookeeper pings every
 // third of the session timeout, so the Deadline is at least about two
-// thirds of a TTL away after each ping, and an Elector renewing every TTL/3
-// finds its renewal due sooner and renews every RenewInterval/4 (one read
-// per session, not per election, when elections share the session).
-// go-zookeeper drops a connection silent for two thirds of the session
-// timeout, so the default policy steps down at the latest two thirds of a
-// TTL after the last answer. [backend.Lease.Renew] proves the session alive and the
-// znode its own with a request of the session answered after Renew began.
-// While the watch every lease keeps on its znode is armed and has not
-// fired, a deletion of the znode would have been reported before that
-// answer, so the request is shared: the renewals of a session's leases that
-// arrive together wait for one request (a ping, or one read sent for all of
+// thirds of a TTL away after each ping. A lease says so to the Elector
+// (its Deadline trails its proof), which then renews it once per
+// RenewInterval, on a grid shared by the Electors of the process, rather
+// than whenever the Deadline looks due. go-zookeeper drops a connection
+// silent for two thirds of the session timeout, so the default policy
+// steps down at the latest two thirds of a TTL after the last answer.
+//
+// [backend.Lease.Renew] proves the session alive and the znode its own
+// with a request of the session answered after Renew began. The listing
+// that made a candidate leader leaves a children watch on the election's
+// znode, which fires when a candidate znode of that election is added or
+// deleted; the session's one dispatcher goroutine lists the children again
+// when it fires (re-arming it, and ending the lease if its znode is gone),
+// and applies the session's changes to every lease of the session. While
+// that watch is armed and has not fired, a deletion of the znode would
+// have been reported before the answer to a Renew's request, so the
+// request is shared: the renewals of a session's leases that arrive
+// together wait for one request (a ping, or one read sent for all of
 // them), and a process holding many elections sends about one request per
 // session per renew interval, not one per election. A lease whose watch is
-// not armed reads its own znode.
+// not armed reads its own znode. A held lease costs no goroutine and no
+// request of its own, and an uncontended Campaign and its Release cost one
+// create, the listing pipelined behind it, and one delete.
 //
 // [Options.DisconnectGrace] applies to every session, and must be at most
 // half of every TTL campaigned with: a Campaign with a shorter TTL is

@@ -90,3 +90,36 @@ func TestLeadsAtOnce(t *testing.T) {
 		t.Errorf("leadsAtOnce: true after a disconnection")
 	}
 }
+
+// TestAcquireReleaseRequests: an uncontended Campaign and its Release cost
+// one create, the listing pipelined behind it and one delete: no read of
+// the candidate's own znode, no watch request of its own. The first
+// Campaign of an election, which makes the election's znode, also leads
+// from a listing pipelined behind its create.
+func TestAcquireReleaseRequests(t *testing.T) {
+	f := newFixture(t)
+	b, d := f.backend(nil)
+	e := "requests-" + randomSuffix()
+	fast := fastLeads.Load()
+	if err := f.acquire(b, e, "alice").Release(f.ctx); err != nil { // makes the election's znode
+		t.Fatal(err)
+	}
+	if got := fastLeads.Load() - fast; got != 1 {
+		t.Errorf("the first Campaign of an election led from a listing %d times, want 1: the listing is pipelined again behind the create that follows the election znode's", got)
+	}
+	const rounds = 5
+	before := d.ops.snapshot()
+	for range rounds {
+		if err := f.acquire(b, e, "alice").Release(f.ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.Close() // waits for the Backend's goroutines: their requests are counted
+	got := d.ops.snapshot()
+	want := map[int]int64{opCreate: rounds, opGetChildren2: rounds, opDelete: rounds}
+	for op, n := range got {
+		if n -= before[op]; op != opPing && n != want[op] {
+			t.Errorf("opcode %d: %d requests in %d rounds of Campaign+Release, want %d", op, n, rounds, want[op])
+		}
+	}
+}

@@ -34,6 +34,22 @@ type faultDialer struct {
 	conns      []*faultConn
 	dropCreate atomic.Bool
 	exists     atomic.Int64 // exists requests written
+	ops        opCounts     // requests written, by opcode
+}
+
+// opCounts counts the requests a Backend wrote, by opcode (pings
+// included, as opPing).
+type opCounts [32]atomic.Int64
+
+// snapshot returns the counts of every opcode that has one.
+func (o *opCounts) snapshot() map[int]int64 {
+	m := make(map[int]int64)
+	for i := range o {
+		if n := o[i].Load(); n > 0 {
+			m[i] = n
+		}
+	}
+	return m
 }
 
 type faultConn struct {
@@ -42,12 +58,16 @@ type faultConn struct {
 	dropCreate *atomic.Bool // when set, the next create's reply breaks the connection
 	dropReply  atomic.Bool  // the next reply breaks the connection
 	exists     *atomic.Int64
+	ops        *opCounts
 }
 
 // opCreate and opExists are opcodes of requests (after length and xid).
 const (
-	opCreate = 1
-	opExists = 3
+	opCreate       = 1
+	opDelete       = 2
+	opExists       = 3
+	opPing         = 11
+	opGetChildren2 = 12
 )
 
 func (c *faultConn) Write(p []byte) (int, error) {
@@ -59,6 +79,11 @@ func (c *faultConn) Write(p []byte) (int, error) {
 	}
 	if len(p) >= 12 && binary.BigEndian.Uint32(p[8:12]) == opExists {
 		c.exists.Add(1)
+	}
+	if len(p) >= 12 {
+		if op := binary.BigEndian.Uint32(p[8:12]); op < uint32(len(c.ops)) {
+			c.ops[op].Add(1)
+		}
 	}
 	return c.Conn.Write(p)
 }
@@ -87,7 +112,7 @@ func (d *faultDialer) dial(network, addr string, timeout time.Duration) (net.Con
 	if err != nil {
 		return nil, err
 	}
-	fc := &faultConn{Conn: c, dropCreate: &d.dropCreate, exists: &d.exists}
+	fc := &faultConn{Conn: c, dropCreate: &d.dropCreate, exists: &d.exists, ops: &d.ops}
 	d.conns = append(d.conns, fc)
 	return fc, nil
 }

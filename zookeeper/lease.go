@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,11 +17,16 @@ type lease struct {
 	b          *Backend
 	s          *session // the session of the lease's TTL
 	election   string
+	dir, name  string // the election's znode, and the candidate's name in it
 	path       string
 	token      uint64
 	session    int64 // the session id that owns the znode
 	lost       chan struct{}
-	watchState // of the znode's watch, for Renew (see share.go)
+	watchState // of the election's watch, for Renew (see watch.go)
+
+	// Guarded by s.mu.
+	epoch  uint64 // the session's disconnection epoch the znode was last known in
+	queued bool   // queued for the dispatcher's check
 
 	mu       sync.Mutex
 	gone     bool      // lost, released or closed; lost is closed
@@ -30,12 +36,13 @@ type lease struct {
 
 var _ backend.Lease = (*lease)(nil)
 
-// newLease registers the lease of a candidate that found its znode first,
-// and starts the goroutine that watches its znode (armed by watch, or by
-// the goroutine when watch is nil) and its session.
-func (b *Backend) newLease(s *session, c backend.Candidate, path string, token uint64, id int64, watch <-chan zk.Event) (*lease, error) {
-	l := &lease{b: b, s: s, election: c.Election, path: path, token: token, session: id, lost: make(chan struct{})}
-	st, changed := s.state()
+// newLease registers the lease of a candidate that found its znode path
+// first in a listing of its election that set a children watch (its
+// Campaign's intent in), in disconnection epoch epoch (see watch.go).
+func (b *Backend) newLease(s *session, c backend.Candidate, path string, token uint64, id int64, in *intent, epoch uint64) (*lease, error) {
+	i := strings.LastIndexByte(path, '/')
+	l := &lease{b: b, s: s, election: c.Election, dir: path[:i], name: path[i+1:], path: path, token: token, session: id, lost: make(chan struct{})}
+	st, _ := s.state()
 	switch {
 	case st.closed:
 		return nil, errClosed
@@ -51,110 +58,33 @@ func (b *Backend) newLease(s *session, c backend.Candidate, path string, token u
 	if err := b.track(l); err != nil {
 		return nil, err
 	}
-	s.watchFor(l)
-	go l.watch(watch, st.epoch, changed)
+	s.watchFor(l, in, epoch)
 	return l, nil
 }
 
-// watch ends the lease when its znode is deleted behind its back (by another
-// client, or with the session), and when its session says so: expired,
-// disconnected (at once, or past the grace), or reconnected without the
-// znode.
-func (l *lease) watch(znode <-chan zk.Event, epoch uint64, changed <-chan struct{}) {
-	defer l.b.wg.Done()
-	g := l.fires.Load()
-	if znode == nil {
-		var held bool
-		if znode, held = l.arm(); !held {
-			l.end(false, false)
-			return
-		}
-		l.armedAt(g, znode != nil)
-	} else {
-		// An event of the watch that came before the lease was
-		// registered waits in the channel.
-		l.armedAt(g, len(znode) == 0)
-	}
-	for {
-		select {
-		case <-l.lost:
-			return
-		case ev := <-znode:
-			l.armedAt(0, false)
-			g := l.fires.Load()
-			var held bool
-			if znode, held = l.rearm(ev); !held {
-				l.end(false, false)
-				return
-			}
-			l.armedAt(g, znode != nil)
-		case <-changed:
-			var st state
-			st, changed = l.s.state()
-			var held bool
-			if epoch, held = l.follow(st, epoch); !held {
-				return
-			}
-		}
-	}
-}
-
-// rearm handles an event of the znode's watch and returns the next watch
-// channel (nil when it cannot tell: Renew and reconnection checks still
-// can), or false when the znode is gone.
-func (l *lease) rearm(ev zk.Event) (<-chan zk.Event, bool) {
-	if ev.Type == zk.EventNotWatching || ev.Type == zk.EventNodeDeleted {
-		return nil, false
-	}
-	return l.arm()
-}
-
-// arm sets a watch on the lease's znode and returns its channel (nil when
-// it cannot tell), or false when the znode is gone or not the session's.
-func (l *lease) arm() (<-chan zk.Event, bool) {
-	_, st, ch, err := l.s.conn.GetW(l.path)
-	switch {
-	case err == nil:
-		return ch, st.EphemeralOwner == l.session
-	case errors.Is(err, zk.ErrNoNode):
-		return nil, false
-	default:
-		return nil, true
-	}
-}
-
-// follow applies a change of the session to the lease, whose znode was last
-// known to be there in disconnection epoch, and returns the epoch it is now
-// known in, or false once the lease has ended.
-func (l *lease) follow(st state, epoch uint64) (uint64, bool) {
+// follow applies the session's state st to the lease, on the session's
+// dispatcher: expiry and close end it, a disconnection ends it under the
+// default policy or past the grace, and a reconnection within the grace
+// has it checked again before its watch is trusted.
+func (l *lease) follow(st state) {
 	switch {
 	case st.closed || st.id != l.session:
 		// Closed or expired: the znode went with the session.
 		l.end(false, false)
-		return epoch, false
 	case !st.up && (l.s.grace == 0 || st.lapsed):
 		// The session may still be alive: have the znode deleted once it
 		// is reachable, so that a candidate told it lost keeps nobody
 		// waiting.
 		l.end(false, true)
-		return epoch, false
-	case st.up && st.epoch != epoch:
-		// Reconnected within the grace: check that the znode is still
-		// there and ours before trusting it again.
-		if !l.s.settle() {
-			return epoch, true // closed: the next change ends the lease
+	case st.up:
+		l.s.mu.Lock()
+		if l.epoch != st.epoch {
+			l.epoch = st.epoch
+			l.armedAt(0, false)
+			l.s.queueLocked(l)
 		}
-		ok, stat, err := l.s.conn.Exists(l.path)
-		switch {
-		case err != nil:
-			return epoch, true // the next change checks again
-		case !ok || stat.EphemeralOwner != l.session:
-			l.end(false, false)
-			return epoch, false
-		}
-		return st.epoch, true
+		l.s.mu.Unlock()
 	}
-	return epoch, true
 }
 
 // end ends the lease once: it closes Lost and unregisters the lease. With
@@ -164,9 +94,8 @@ func (l *lease) follow(st state, epoch uint64) (uint64, bool) {
 func (l *lease) end(released, keep bool) {
 	l.mu.Lock()
 	if l.gone {
-		// Ended already, e.g. by the watch goroutine on the event of
-		// Release's own delete, which the server sends before the
-		// delete's reply: the lease may still be registered for a
+		// Ended already, e.g. by the session's dispatcher while Release
+		// deleted the znode: the lease may still be registered for a
 		// moment in Guard's table, and the caller must not return
 		// before it is not.
 		l.released = l.released || released
@@ -203,6 +132,13 @@ func (l *lease) Deadline() time.Time {
 	return l.deadline
 }
 
+// DeadlineTrails reports that the lease's Deadline trails the proof of its
+// last renewal (an answer counts only once a later one confirms it, see
+// report.go), so that the Elector renews it once per interval, on a grid
+// shared by the Electors of the process, rather than whenever the Deadline
+// looks due.
+func (l *lease) DeadlineTrails() bool { return true }
+
 // Lost returns a channel closed when the lease ends.
 func (l *lease) Lost() <-chan struct{} { return l.lost }
 
@@ -215,12 +151,15 @@ func (l *lease) state() (gone, released bool) {
 
 // Renew proves that the lease's session is alive and its znode still its
 // own, with a request of the session answered after Renew began. While the
-// znode's watch is armed and has not fired, its deletion would have been
-// reported before that answer, so the request need not read the znode and
-// is shared by the session's concurrent renewals (see share.go): leases
-// renewed together cost one request, not one each. Otherwise Renew reads
-// its znode. The Deadline is [backend.LeaseDeadline] of the send time of
-// the newest answered request of the session and the negotiated timeout.
+// election's watch is armed and has not fired, the znode's deletion would
+// have been reported before that answer, so the request need not read the
+// znode and is shared by the session's concurrent renewals (see share.go):
+// leases renewed together cost one request, not one each. Otherwise Renew
+// reads its znode. The Deadline is [backend.LeaseDeadline] of the send time
+// of the newest answered request of the session that the ensemble leader
+// is known to have counted, and the negotiated timeout: it trails the
+// proof (see report.go), so the lease says so to the Elector
+// (DeadlineTrails).
 func (l *lease) Renew(ctx context.Context) error {
 	if gone, _ := l.state(); gone {
 		return fmt.Errorf("zookeeper: renew %q: %w", l.election, backend.ErrLost)
@@ -275,10 +214,15 @@ func (l *lease) Release(ctx context.Context) error {
 	case gone:
 		return fmt.Errorf("zookeeper: release %q: %w", l.election, backend.ErrLost)
 	}
+	// The delete's own event is of no interest: stop counting events
+	// before it is sent, or the dispatcher would list the election again.
+	l.armedAt(0, false)
+	l.s.unwatch(l)
 	_, err := do(l.b, ctx, func() (struct{}, error) {
 		return struct{}{}, l.s.conn.Delete(l.path, -1)
 	}, nil)
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		l.s.recheck(l) // still held, but its events went uncounted
 		return wrap("release", l.election, err)
 	}
 	l.end(true, false)

@@ -15,9 +15,9 @@ import (
 // timeout. It owns its zk.Conn, and with it everything known of the session:
 // its id, negotiated timeout, when the servers last answered, whether it is
 // connected, how often it was disconnected, and the DisconnectGrace timer.
-// It knows nothing of the leases and campaigns that use it: they read its
-// [state] and wait on the channel that [session.state] returns, which is
-// closed at every change.
+// Campaigns read its [state] and wait on the channel that [session.state]
+// returns, which is closed at every change; its held leases are followed by
+// its one dispatcher goroutine (see watch.go).
 //
 // go-zookeeper re-establishes the session after a connection loss, and opens
 // a new one with the same requested timeout after an expiry; the session
@@ -41,15 +41,18 @@ type session struct {
 
 	mu         sync.Mutex
 	st         state
-	changed    chan struct{}     // closed and replaced at every change of st
-	graceT     *time.Timer       // pending end of a DisconnectGrace
-	watches    chan struct{}     // closed when watches were re-sent on this connection
-	linked     time.Time         // when this connection's handshake was answered
-	createSent chan struct{}     // closed when a create request is written
-	zxids      map[string]int64  // protection uuid → czxid of its create, 0 until known
-	probing    *probe            // the renewal request in flight, if any (see fresh)
-	leases     map[string]*lease // by znode path, for the events of their watches
-	reports    reports           // answers not yet known to the ensemble leader; the Deadline's basis
+	changed    chan struct{}        // closed and replaced at every change of st
+	graceT     *time.Timer          // pending end of a DisconnectGrace
+	watches    chan struct{}        // closed when watches were re-sent on this connection
+	linked     time.Time            // when this connection's handshake was answered
+	createSent chan struct{}        // closed when a create request is written
+	zxids      map[string]int64     // protection uuid → czxid of its create, 0 until known
+	probing    *probe               // the renewal request in flight, if any (see fresh)
+	leases     map[string]*lease    // by election znode, for the events of their watches (watch.go)
+	intents    map[string][]*intent // of Campaigns, by election znode (watch.go)
+	queue      []*lease             // leases to check, for dispatch
+	kick       chan struct{}        // wakes dispatch when queue grows
+	reports    reports              // answers not yet known to the ensemble leader; the Deadline's basis
 }
 
 // state is what a session knows of itself at one instant.
@@ -74,6 +77,7 @@ func newSession(servers []string, asked time.Duration, seq uint64, cfg *config) 
 		done:     make(chan struct{}),
 		changed:  make(chan struct{}),
 		watches:  make(chan struct{}),
+		kick:     make(chan struct{}, 1),
 		problems: &problems{servers: servers},
 	}
 	dial := cfg.dialer
@@ -98,9 +102,10 @@ func newSession(servers []string, asked time.Duration, seq uint64, cfg *config) 
 	}
 	s.conn = conn
 	s.janitor = newHousekeeper(s)
-	s.wg.Add(2)
+	s.wg.Add(3)
 	go s.setup(cfg.auth)
 	go s.janitor.run()
+	go s.dispatch()
 	return s, nil
 }
 

@@ -2,19 +2,17 @@ package zookeeper
 
 import (
 	"context"
-	"sync/atomic"
 	"time"
-
-	"github.com/go-zookeeper/zk"
 )
 
 // Renewals shared by the leases of one session. A lease's Renew has two
 // things to prove: that the session is alive, and that the lease's znode is
-// still there. The second is proved by the watch that every lease keeps on
-// its znode: go-zookeeper hands each watch event to the session's event
-// callback on its receive loop, before the reply to any later request, so
-// once a request sent after a Renew began is answered, every event that the
-// servers sent before answering it has been counted (see lease.watching).
+// still there. The second is proved by the children watch that every lease
+// keeps on its election's znode (see watch.go): go-zookeeper hands each
+// watch event to the session's event callback on its receive loop, before
+// the reply to any later request, so once a request sent after a Renew
+// began is answered, every event that the servers sent before answering it
+// has been counted (see lease.watching).
 // The first is proved by that one answered request, which the session's
 // concurrent renewals share (group commit): a Renew waits for a request of
 // the session sent after it began, a ping included, and sends one (its own
@@ -67,56 +65,4 @@ func (s *session) fresh(ctx context.Context, start time.Time, send func(context.
 			return time.Time{}, ctx.Err()
 		}
 	}
-}
-
-// watchFor registers l for the events of its znode's watches.
-func (s *session) watchFor(l *lease) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.leases == nil {
-		s.leases = make(map[string]*lease)
-	}
-	s.leases[l.path] = l
-}
-
-// unwatch forgets l.
-func (s *session) unwatch(l *lease) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.leases[l.path] == l {
-		delete(s.leases, l.path)
-	}
-}
-
-// nodeEventLocked counts a watch event of a lease's znode; s.mu is held.
-func (s *session) nodeEventLocked(ev zk.Event) {
-	if l := s.leases[ev.Path]; l != nil {
-		l.fires.Add(1)
-	}
-}
-
-// watchState is what a lease knows of its znode's watch: how many of its
-// events the session has counted, and the count at which the watch now
-// armed was set (-1 while none is armed). The watch is armed and has not
-// fired while the two are equal.
-type watchState struct {
-	fires atomic.Int64
-	armed atomic.Int64
-}
-
-// armedAt records a watch set after the session had counted g events (g
-// read before the request that set it was sent), or none (ok false). An
-// event of that watch comes after the request's reply and moves fires past
-// g, so the watch never looks armed once it has fired.
-func (w *watchState) armedAt(g int64, ok bool) {
-	if !ok {
-		g = -1
-	}
-	w.armed.Store(g)
-}
-
-// watching reports whether the znode's watch is armed and has not fired.
-func (w *watchState) watching() bool {
-	a := w.armed.Load()
-	return a >= 0 && a == w.fires.Load()
 }
