@@ -125,3 +125,35 @@ func TestLeaveReadsNothing(t *testing.T) {
 		g.checkRevoked()
 	})
 }
+
+// TestLeaveNoticedAtOnce: on a backend that watches, the members notice a
+// graceful leave when the leaver releases its membership slot, not at their
+// next poll, whatever the phase of the leave against their polls: the
+// leaver's partitions are owned again within a few round trips.
+func TestLeaveNoticedAtOnce(t *testing.T) {
+	for _, phase := range []time.Duration{0, 130 * time.Millisecond, 260 * time.Millisecond, 390 * time.Millisecond} {
+		t.Run(phase.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				const n = 64
+				g := newLedger(t)
+				store := memory.New()
+				defer store.Close()
+				ms := startBalanced(t, g, store, "w", n, 4, "w")
+				time.Sleep(10*time.Second + phase)
+				before := g.owners(n)
+				ms[1].stop(t)
+				ms = slices.Delete(ms, 1, 2)
+				want := placedOwners("w", n, ids(ms), before)
+				leave := until(t, time.Minute, func() bool { return slices.Equal(g.owners(n), want) })
+				t.Logf("leave %v", leave)
+				if leave > 100*time.Millisecond {
+					t.Errorf("leave took %v; want ≤ 100 ms: the members waited for their next poll", leave)
+				}
+				for _, m := range ms {
+					m.stop(t)
+				}
+				g.checkRevoked()
+			})
+		})
+	}
+}
