@@ -290,10 +290,10 @@ func (l *loop) onView(ctx context.Context, v view) {
 		// partial list places on them and handing most of it over; and
 		// only on lists whose every slot has been read once (a slot
 		// never read may hide a member: under load, members settled
-		// alone and grabbed every partition). A
-		// member joining a group that runs already (its first reading
-		// of the holders shows members holding partitions) need not
-		// wait: it places from that reading.
+		// alone and grabbed every partition). A member joining a group
+		// that runs already (its probe found partitions held by others,
+		// so it read every holder) need not wait: it places from that
+		// reading.
 		//
 		// Until the first reading is in, a member cannot tell a cold
 		// start from a join: a joiner whose reading (n Leader reads)
@@ -301,7 +301,7 @@ func (l *loop) onView(ctx context.Context, v view) {
 		// nothing, waited in the campaigns of partitions nobody handed
 		// it, and found the ones handed to it only at its next reading,
 		// seconds later.
-		if !v.joined || !v.complete || !l.plan.probed || (!same && !l.running()) {
+		if !v.joined || !v.complete || !l.plan.probed || (!same && l.plan.owners == nil) {
 			return
 		}
 	}

@@ -200,22 +200,6 @@ func (l *loop) ownersNow(held, quota int) []string {
 	return owners
 }
 
-// running reports whether the last reading shows every partition held by
-// another member of the current list: the group runs already, settled.
-// During a cold start it does not, and a member then waits for two polls
-// that agree (see onView).
-func (l *loop) running() bool {
-	if l.plan.owners == nil {
-		return false
-	}
-	for _, id := range l.plan.owners {
-		if _, member := slices.BinarySearch(l.view.members, id); !member || id == l.a.opts.Identity {
-			return false
-		}
-	}
-	return true
-}
-
 // forgetRetries drops the backoffs of partitions no longer placed here.
 func (l *loop) forgetRetries() {
 	for p := range l.retries {
@@ -291,7 +275,11 @@ func (l *loop) onHolders(ctx context.Context, r holdersRead) {
 		ps.owners, ps.ownSeq, ps.replan = r.owners, r.seq, true
 		l.a.log.LogAttrs(ctx, slog.LevelDebug, "read the holders", slog.Int("held", len(l.parts)),
 			slog.Int("placed", len(l.placed)), slog.Int("campaigns", len(l.camps)), slog.Int("retries", len(l.retries)))
-		if !l.settled && l.view.joined && l.running() {
+		// The probe found the group running: place from this reading at
+		// once. Requiring every partition held (as the probe's own
+		// check) made a joiner whose reading saw the others' first
+		// hand-overs to it wait for the next poll.
+		if !l.settled && l.view.joined && l.view.complete {
 			l.settle(ctx)
 		}
 	case ctx.Err() == nil:
