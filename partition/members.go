@@ -99,13 +99,15 @@ func (m *membership) fullTiming() bool {
 // leaves (releases its slot). It returns ctx.Err(), or a permanent backend
 // error.
 func (m *membership) run(ctx context.Context) error {
-	defer m.leave(ctx)
 	sw := newSlotWatch(m.a.b, m.a.group)
 	var poke <-chan struct{}
 	if sw != nil {
 		defer sw.stop()
 		poke = sw.poke
 	}
+	// Leave before the watches are torn down: the others wait for the
+	// slot's release, not for this member's cancelled watches to return.
+	defer m.leave(ctx)
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
 	for {
