@@ -16,7 +16,7 @@ const probeReads = 8
 
 // readParallelism bounds the concurrent Leader reads of a member reading
 // every partition's holder.
-const readParallelism = 64
+const readParallelism = 32
 
 // planState is how the loop decides which partitions are placed on this
 // member (see [Place]). Every member keeps a belief of who owns what: the
