@@ -53,24 +53,33 @@ func benchPartitions(b *testing.B, s partStore) {
 	ttl := partition.DefaultTTL
 	group := partGroup("bench-" + s.name)
 	g := newPartLedger(b)
+	tr := newPartTrace()
+	opts := func(id string) *partition.Options { return tr.options(id, g.options(id, ttl)) }
 	var ms []*partMember
 	began := time.Now()
 	for i := range members {
-		ms = append(ms, startPartMember(b, s, group, n, g.options(fmt.Sprintf("member-%02d", i), ttl)))
+		ms = append(ms, startPartMember(b, s, group, n, opts(fmt.Sprintf("member-%02d", i))))
 	}
 	want := settleBalanced(b, g, group, n, ms, 2*time.Minute)
 	b.ReportMetric(time.Since(began).Seconds(), "cold-start-s")
 	b.ReportMetric(float64(maxLoad(want)), "max-load")
 
 	var times latencies
+	var slowJoin, slowLeave func()
+	var slowJoinT, slowLeaveT time.Duration
 	var joinMoved, leaveMoved, others, extra int
 	for r := range rounds {
 		count := g.assignments()
 		start := time.Now()
-		joiner := startPartMember(b, s, group, n, g.options(fmt.Sprintf("joiner-%d", r), ttl))
+		joiner := startPartMember(b, s, group, n, opts(fmt.Sprintf("joiner-%d", r)))
 		joined := placed(group, n, append(slices.Clone(ms), joiner), want)
 		settle(b, g, joined, time.Minute)
-		times = append(times, time.Since(start))
+		took := time.Since(start)
+		times = append(times, took)
+		if took > slowJoinT {
+			start, before, took := start, want, took
+			slowJoinT, slowJoin = took, func() { tr.report(b, "slowest join", start, took, before, joined) }
+		}
 		extra += g.assignments() - count - diff(want, joined)
 		joinMoved = diff(want, joined)
 
@@ -80,7 +89,12 @@ func benchPartitions(b *testing.B, s partStore) {
 			b.Errorf("joiner's Run returned %v; want context.Canceled", err)
 		}
 		left := settleLeave(b, g, group, n, ms, joined, time.Minute)
-		times = append(times, time.Since(start))
+		took = time.Since(start)
+		times = append(times, took)
+		if took > slowLeaveT {
+			start, before, took := start, joined, took
+			slowLeaveT, slowLeave = took, func() { tr.report(b, "slowest leave", start, took, before, left) }
+		}
 		extra += g.assignments() - count - diff(joined, left)
 		leaveMoved = diff(joined, left)
 		others = 0
@@ -95,6 +109,9 @@ func benchPartitions(b *testing.B, s partStore) {
 		want = left
 	}
 	times.report(b, "rebalance")
+	b.ReportMetric(float64(slices.Max(times).Milliseconds()), "rebalance-max-ms")
+	slowJoin()
+	slowLeave()
 	b.ReportMetric(float64(joinMoved), "join-moved")
 	b.ReportMetric(float64(leaveMoved), "leave-moved")
 	b.ReportMetric(float64(others), "moved-among-others")

@@ -30,20 +30,26 @@
 //     leases expire. Every member reads the slots in use each
 //     [Options.PollInterval]; the contract has no way to list elections, so
 //     slots stand in for a directory. A poll costs about (members + 16)
-//     Leader reads, whatever the number of partitions.
+//     Leader reads, whatever the number of partitions. On a backend that
+//     implements [backend.Watcher] every member also watches the slots the
+//     others hold, and reads the slots at once when one changes holder (a
+//     leave, an expired slot); free slots are not watched (on Redlock that
+//     is a poll), so a join is noticed at the next poll.
 //   - Placement: every member has a quota, n/members rounded up or down
 //     ([Quotas]), and computes [Place] from the member list and who owns
 //     what as it knows it: the placement it computed last, corrected by
 //     what it holds. When the member list changes it places at once from
 //     that, so that every member reaches the same placement without reading
 //     anything, and the partitions that move are awaited by their new
-//     owners before their old owners let them go. A member short of its
-//     quota then reads every partition's holder (n Leader reads, in the
-//     background, every 2-4 PollIntervals while it stays short, none while
-//     its campaigns fail) and places again from that reading, counting as
-//     its own the free partitions it is campaigning for. A joiner reads the
-//     holders once before it campaigns; members starting together read
-//     none before they campaign. In steady state no member reads holders.
+//     owners before their old owners let them go. A member still short of
+//     its quota a PollInterval after the change then reads every
+//     partition's holder (n Leader reads, in the background, every 2-4
+//     PollIntervals while it stays short, none while its campaigns fail)
+//     and places again from that reading, counting as its own the free
+//     partitions it is campaigning for. A joiner reads the holders once,
+//     from the moment it starts, and campaigns only once that reading is
+//     in; members starting together read none before they campaign. In
+//     steady state no member reads holders.
 //   - Hand-over: a member that owns a partition placed elsewhere cancels its
 //     OnAssigned ctx, waits for OnAssigned to return (renewing the lease
 //     meanwhile), then releases the lease; the new owner, already waiting in
@@ -99,8 +105,9 @@
 //     one more per campaign won, halved when a campaign fails — so that a
 //     loaded store sees waves it can answer rather than a storm of
 //     requests timing out and retried.
-//   - Join or graceful leave: noticed by the others within PollInterval
-//     (default min(TTL/3, 500 ms)); a joiner reads the holders and waits in
+//   - Join: noticed by the others within PollInterval (default
+//     min(TTL/3, 500 ms)); graceful leave: at once on a backend that
+//     watches, else within PollInterval. A joiner reads the holders and waits in
 //     the campaigns of the partitions the others shed; after a leave, the
 //     others wait at once in the campaigns of the leaver's partitions that
 //     the placement gives them. Either way the partitions that move are

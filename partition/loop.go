@@ -290,11 +290,18 @@ func (l *loop) onView(ctx context.Context, v view) {
 		// partial list places on them and handing most of it over; and
 		// only on lists whose every slot has been read once (a slot
 		// never read may hide a member: under load, members settled
-		// alone and grabbed every partition). A
-		// member joining a group that runs already (its first reading
-		// of the holders shows members holding partitions) need not
-		// wait: it places from that reading.
-		if !v.joined || !v.complete || (!same && !l.running()) {
+		// alone and grabbed every partition). A member joining a group
+		// that runs already (its probe found partitions held by others,
+		// so it read every holder) need not wait: it places from that
+		// reading.
+		//
+		// Until the first reading is in, a member cannot tell a cold
+		// start from a join: a joiner whose reading (n Leader reads)
+		// outlasted two polls settled as in a cold start, placed from
+		// nothing, waited in the campaigns of partitions nobody handed
+		// it, and found the ones handed to it only at its next reading,
+		// seconds later.
+		if !v.joined || !v.complete || !l.plan.probed || (!same && l.plan.owners == nil) {
 			return
 		}
 	}
@@ -310,14 +317,19 @@ func (l *loop) settle(ctx context.Context) {
 	l.a.setMembers(v.members)
 	ps := &l.plan
 	ps.seq++
-	ps.replan = true
-	if first && ps.owners == nil {
+	ps.replan, ps.changedAt = true, time.Now()
+	switch {
+	case first && ps.owners == nil:
 		// A cold start: the probe found the partitions free, so every
 		// member places from nothing and they agree without reading.
 		// Reading all n holders now, as every member settles, doubled
 		// the requests of a Redlock cold start and made its campaigns
 		// time out; a member still short later reads then.
 		ps.ownSeq, ps.readAt = ps.seq, time.Now()
+	case first:
+		// A joiner placing from its first reading: reading again at
+		// once would only see the others' hand-overs to it under way.
+		ps.ownSeq = ps.seq
 	}
 }
 

@@ -12,7 +12,6 @@ import (
 
 	"github.com/leaderkit/elector"
 	"github.com/leaderkit/elector/backend"
-	"github.com/leaderkit/elector/internal/wait"
 )
 
 // spareSlots is how many free membership slots past the highest one taken
@@ -100,7 +99,17 @@ func (m *membership) fullTiming() bool {
 // leaves (releases its slot). It returns ctx.Err(), or a permanent backend
 // error.
 func (m *membership) run(ctx context.Context) error {
+	sw := newSlotWatch(m.a.b, m.a.group)
+	var poke <-chan struct{}
+	if sw != nil {
+		defer sw.stop()
+		poke = sw.poke
+	}
+	// Leave before the watches are torn down: the others wait for the
+	// slot's release, not for this member's cancelled watches to return.
 	defer m.leave(ctx)
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
 	for {
 		if m.lease != nil {
 			m.keep(ctx)
@@ -114,12 +123,19 @@ func (m *membership) run(ctx context.Context) error {
 			}
 		}
 		m.publish()
+		if sw != nil {
+			sw.sync(ctx, m.slots, m.a.opts.Identity)
+		}
 		next := m.a.opts.PollInterval
 		if m.lease != nil {
 			next = min(next, max(time.Until(m.nextRenew), 0))
 		}
-		if !wait.Sleep(ctx, next) {
+		t.Reset(next)
+		select {
+		case <-ctx.Done():
 			return ctx.Err()
+		case <-t.C:
+		case <-poke: // a slot another member held changed: scan now
 		}
 	}
 }

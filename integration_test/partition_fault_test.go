@@ -1,0 +1,69 @@
+package integration_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/leaderkit/elector/internal/testenv"
+)
+
+// TestPartitionRedlockQuorumLoss: five members share 64 partitions on
+// Redlock at TTL 2 s; three of the five Redis masters die (a quorum lost:
+// every renewal and campaign fails) and come back empty after 4 s, as
+// without AOF. It measures the time from their restart until every
+// partition is owned again, each member at its quota; the restarted nodes
+// count toward a quorum only after their RestartDelay (one TTL), so the
+// bound is RestartDelay + TTL, plus 3 s for the shared machine.
+func TestPartitionRedlockQuorumLoss(t *testing.T) {
+	s := partStores()[1]
+	if s.name != "redlock" {
+		t.Fatalf("partStores()[1] is %s; want redlock", s.name)
+	}
+	const (
+		n   = 64
+		ttl = 2 * time.Second
+	)
+	group := partGroup("quorum")
+	g := newPartLedger(t)
+	var ms []*partMember
+	for i := range 5 {
+		ms = append(ms, startPartMember(t, s, group, n, g.options(fmt.Sprintf("q%d", i), ttl)))
+	}
+	settleBalanced(t, g, group, n, ms, 30*time.Second)
+	nodes := []string{"1", "2", "3"}
+	back := false
+	t.Cleanup(func() {
+		for _, k := range nodes {
+			if !back {
+				testenv.Fault(t, "restart", "redis", k)
+			}
+		}
+	})
+	for _, k := range nodes {
+		testenv.Fault(t, "kill", "redis", k)
+	}
+	down := time.Now()
+	time.Sleep(4 * time.Second) // the outage: longer than the TTL, so every lease is lost
+	lost := 0
+	for _, id := range g.owners(n) {
+		if id == "" {
+			lost++
+		}
+	}
+	for _, k := range nodes {
+		testenv.Fault(t, "restart", "redis", k, "--no-wait")
+	}
+	back = true
+	restarted := time.Now()
+	t.Logf("%d of %d partitions unowned after %v with 3 of 5 masters down", lost, n, restarted.Sub(down).Round(time.Millisecond))
+	settleBalanced(t, g, group, n, ms, 2*time.Minute)
+	took := time.Since(restarted)
+	t.Logf("every partition owned again, at quota, %v after the restart", took.Round(time.Millisecond))
+	if bound := 2*ttl + 3*time.Second; took > bound {
+		t.Errorf("partitions owned again %v after the masters came back; want ≤ %v (RestartDelay + TTL + 3 s)", took, bound)
+	}
+	for _, m := range ms {
+		_ = m.stop()
+	}
+}
