@@ -115,10 +115,11 @@ func TestColdStartCongested(t *testing.T) {
 		c.mu.Lock()
 		t.Logf("cold start %v, %d requests failed: %v", took, c.failures.Load(), c.byKind)
 		c.mu.Unlock()
-		// 2.7-4.3 s seen (the backoffs are random); before the window,
-		// not within the minute.
-		if took > 8*time.Second {
-			t.Errorf("cold start took %v; want ≤ 8 s", took)
+		// 2.5-7.5 s in 40 runs, and 8.06 s once (the backoffs are
+		// random, and a joiner's first reading competes with the
+		// campaigns); before the window, not within the minute.
+		if took > 15*time.Second {
+			t.Errorf("cold start took %v; want ≤ 15 s", took)
 		}
 		for _, m := range ms {
 			m.stop(t)
