@@ -99,10 +99,7 @@ func (s *session) unlisten(in *intent) {
 func (s *session) watchFor(l *lease, in *intent, epoch uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.leases == nil {
-		s.leases = make(map[string]*lease)
-	}
-	s.leases[l.dir] = l
+	s.registerLocked(l)
 	l.epoch = epoch
 	if epoch != s.st.epoch || in.fired {
 		l.armedAt(0, false)
@@ -116,12 +113,27 @@ func (s *session) watchFor(l *lease, in *intent, epoch uint64) {
 // checked at once; a lease that ended meanwhile stays unregistered.
 func (s *session) recheck(l *lease) {
 	s.mu.Lock()
-	s.leases[l.dir] = l
+	s.registerLocked(l)
 	l.armedAt(0, false)
 	s.queueLocked(l)
 	s.mu.Unlock()
 	if gone, _ := l.state(); gone {
 		s.unwatch(l) // ended before it was registered again
+	}
+}
+
+// registerLocked adds l to the session's leases; s.mu is held. The
+// dispatcher applies the session's state to its leases only when the state
+// changes: if the state already differs from the one l was made in (the
+// session disconnected, expired or closed since), l's registration counts
+// as a change, so that the dispatcher applies it to l too.
+func (s *session) registerLocked(l *lease) {
+	if s.leases == nil {
+		s.leases = make(map[string]*lease)
+	}
+	s.leases[l.dir] = l
+	if s.st.closed || !s.st.up || s.st.id != l.session {
+		s.broadcastLocked()
 	}
 }
 
@@ -175,26 +187,17 @@ func (s *session) queueLocked(l *lease) {
 // until the session closes.
 func (s *session) dispatch() {
 	defer s.wg.Done()
-	st, changed := s.state()
+	closed, changed := s.followAll()
 	checked := make(chan struct{}, 1)
 	checking := false
 	tick := time.NewTicker(s.asked / probeDivisor)
 	defer tick.Stop()
 	probed := make(chan struct{}, 1)
 	probing := false
-	for {
-		if s.followAll(st) {
-			if checking {
-				<-checked
-			}
-			if probing {
-				<-probed
-			}
-			return
-		}
+	for !closed {
 		select {
 		case <-changed:
-			st, changed = s.state()
+			closed, changed = s.followAll()
 		case <-tick.C:
 			if !probing && s.quiet() {
 				probing = true
@@ -229,6 +232,12 @@ func (s *session) dispatch() {
 			s.mu.Unlock()
 		}
 	}
+	if checking {
+		<-checked
+	}
+	if probing {
+		<-probed
+	}
 }
 
 // probeDivisor sets how long a session holding leases goes without an
@@ -262,10 +271,14 @@ func (s *session) probe() {
 	})
 }
 
-// followAll applies the session's state st to each of its leases, and
-// reports whether the session is closed.
-func (s *session) followAll(st state) bool {
+// followAll applies the session's current state to each of its leases,
+// and reports whether the session is closed, and a channel closed at the
+// state's next change. The state and the leases are read at one instant:
+// a lease is never judged by a state older than the one it was registered
+// in (a lease of a session that a stale state predates would look expired).
+func (s *session) followAll() (closed bool, changed <-chan struct{}) {
 	s.mu.Lock()
+	st, changed := s.st, s.changed
 	ls := make([]*lease, 0, len(s.leases))
 	for _, l := range s.leases {
 		ls = append(ls, l)
@@ -274,7 +287,7 @@ func (s *session) followAll(st state) bool {
 	for _, l := range ls {
 		l.follow(st)
 	}
-	return st.closed
+	return st.closed, changed
 }
 
 // checkWorkers bounds the checks in flight at once, so that the many leases
