@@ -371,18 +371,18 @@ func (l *loop) onCampaign(ctx context.Context, r campResult) {
 		l.releaseStray(ctx, r.lease)
 	case r.err == nil && r.deadline.Sub(now) <= o.SafetyMargin:
 		l.releaseStray(ctx, r.lease) // won too late to act safely
-		l.win.failed(now.Add(-r.took), now)
+		l.win.Shrink(now.Add(-r.took), now)
 		l.backoff(r.p)
 	case r.err == nil:
-		l.win.won()
+		l.win.Grow()
 		l.hold(ctx, r.p, r.lease, r.deadline)
 	case c.cancelled:
 	case backend.IsPermanent(r.err):
 		l.stop(fmt.Errorf("partition: campaign %q: %w", Election(l.a.group, r.p), r.err))
 	default:
 		l.a.log.LogAttrs(ctx, slog.LevelWarn, "campaign failed; retrying",
-			slog.Int("partition", r.p), slog.Int("window", l.win.size), slog.Any("error", r.err))
-		l.win.failed(now.Add(-r.took), now)
+			slog.Int("partition", r.p), slog.Int("window", l.win.Size()), slog.Any("error", r.err))
+		l.win.Shrink(now.Add(-r.took), now)
 		l.backoff(r.p)
 	}
 }

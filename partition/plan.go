@@ -134,8 +134,8 @@ func (l *loop) replan(ctx context.Context, now time.Time) time.Time {
 	// Campaigns failing (the window was cut) mean a loaded store: a
 	// reading of n holders would add to the load that fails them. Read
 	// once a round of campaigns has gone by without a failure.
-	if ps.ownSeq == ps.seq && l.win.congested(now, every) {
-		return l.win.cut.Add(every)
+	if ps.ownSeq == ps.seq && l.win.Congested(now, every) {
+		return l.win.Cut().Add(every)
 	}
 	l.readHolders(ctx, now, false)
 	return wake
@@ -219,8 +219,8 @@ func (l *loop) readHolders(ctx context.Context, now time.Time, probe bool) {
 	seq, group, me := ps.seq, l.a.group, l.a.opts.Identity
 	// Once campaigns have failed, a reading keeps within the window too.
 	par := readParallelism
-	if !l.win.cut.IsZero() {
-		par = min(par, l.win.size)
+	if !l.win.Cut().IsZero() {
+		par = min(par, l.win.Size())
 	}
 	go func() {
 		r := holdersRead{seq: seq}
@@ -267,7 +267,7 @@ func (l *loop) onHolders(ctx context.Context, r holdersRead) {
 	ps := &l.plan
 	ps.reading, ps.probed = false, true
 	if r.failed {
-		l.win.failed(ps.readAt, time.Now())
+		l.win.Shrink(ps.readAt, time.Now())
 	}
 	switch {
 	case r.err == nil && r.owners == nil: // a probe found the group starting

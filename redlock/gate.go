@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/leaderkit/elector/backend"
+	"github.com/leaderkit/elector/internal/aimd"
 )
 
 // Bounds of a Backend's campaign gate (see gate).
@@ -15,34 +16,30 @@ const (
 	gateMax  = 256
 )
 
-// gate bounds the acquire rounds a Backend has in flight. A process that
-// starts many campaigns at once (thousands of Electors, a partition
-// assigner's cold start) sends one acquireScript per node for each: on a
-// loaded host those requests queued behind each other past NodeTimeout,
-// nearly every round failed ("0 of 5 nodes answered"), each failure was
-// retried and cleaned up with more requests, and the renewals of the leases
-// already won queued behind them until their terms ended — a congestion
-// collapse that took 200 Electors 10-30 s to get elected under the race
-// detector at load 10, and lost up to 295 terms. So the gate works as TCP's
-// congestion window over rounds: it grows by one with each round the nodes
-// answered in time (won or lost to a holder), halves when a round failed for
-// want of timely replies (at most once per window's worth: rounds started
-// before the cut do not cut it again), and after a cut grows by one per
-// window's worth of answered rounds; it stays between gateMin and gateMax.
+// gate bounds the acquire rounds a Backend has in flight with a congestion
+// window (internal/aimd). A process that starts many campaigns at once
+// (thousands of Electors, a partition assigner's cold start) sends one
+// acquireScript per node for each: on a loaded host those requests queued
+// behind each other past NodeTimeout, nearly every round failed ("0 of 5
+// nodes answered"), each failure was retried and cleaned up with more
+// requests, and the renewals of the leases already won queued behind them
+// until their terms ended — a congestion collapse that took 200 Electors
+// 10-30 s to get elected under the race detector at load 10, and lost up to
+// 295 terms. The window grows with each round the nodes answered in time
+// (won or lost to a holder) and halves when a round failed for want of
+// timely replies; it stays between gateMin and gateMax.
 //
 // Only acquire rounds pass the gate. Renewals and releases do not: they keep
 // the leases already held and free the store, and must not wait behind
 // campaigns. A campaign waiting behind a holder sleeps outside the gate.
 type gate struct {
 	mu     sync.Mutex
-	size   int // rounds allowed in flight
-	active int // rounds in flight
-	cut    time.Time
-	acked  int             // rounds answered since size last grew, after a cut
+	win    aimd.Window     // rounds allowed in flight
+	active int             // rounds in flight
 	queue  []chan struct{} // rounds waiting, oldest first; each channel has room for its grant
 }
 
-func newGate() *gate { return &gate{size: gateInit} }
+func newGate() *gate { return &gate{win: aimd.New(gateMin, gateInit, gateMax)} }
 
 // enter waits for room for one round and returns when it got it; the
 // caller passes that to leave. It returns ctx.Err() when ctx ends
@@ -50,7 +47,7 @@ func newGate() *gate { return &gate{size: gateInit} }
 // room.
 func (g *gate) enter(ctx context.Context, done <-chan struct{}) (time.Time, error) {
 	g.mu.Lock()
-	if g.active < g.size && len(g.queue) == 0 {
+	if g.active < g.win.Size() && len(g.queue) == 0 {
 		g.active++
 		g.mu.Unlock()
 		return time.Now(), nil
@@ -87,25 +84,17 @@ func (g *gate) leave(began time.Time, slow bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.active--
-	switch {
-	case slow && !began.Before(g.cut):
-		g.size = max(gateMin, g.size/2)
-		g.cut, g.acked = time.Now(), 0
-	case slow:
-	case g.cut.IsZero():
-		g.size = min(gateMax, g.size+1)
-	default:
-		if g.acked++; g.acked >= g.size {
-			g.acked = 0
-			g.size = min(gateMax, g.size+1)
-		}
+	if slow {
+		g.win.Shrink(began, time.Now())
+	} else {
+		g.win.Grow()
 	}
 	g.admit()
 }
 
 // admit grants waiting rounds the room there is (g.mu held).
 func (g *gate) admit() {
-	for g.active < g.size && len(g.queue) > 0 {
+	for g.active < g.win.Size() && len(g.queue) > 0 {
 		ch := g.queue[0]
 		g.queue = g.queue[1:]
 		g.active++

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/leaderkit/elector/backend"
+	"github.com/leaderkit/elector/internal/aimd"
 )
 
 // TestGateWindow: the gate grows by one per answered round until a slow
@@ -28,7 +29,7 @@ func TestGateWindow(t *testing.T) {
 		for range 4 {
 			round(false)
 		}
-		assert.Equal(t, gateInit+4, g.size, "slow start: one more per answered round")
+		assert.Equal(t, gateInit+4, g.win.Size(), "slow start: one more per answered round")
 
 		// Two slow rounds that entered before the cut halve it once.
 		b1, _ := g.enter(ctx, nil)
@@ -36,27 +37,27 @@ func TestGateWindow(t *testing.T) {
 		time.Sleep(time.Millisecond)
 		g.leave(b1, true)
 		g.leave(b2, true)
-		assert.Equal(t, (gateInit+4)/2, g.size, "one cut per round of failures")
+		assert.Equal(t, (gateInit+4)/2, g.win.Size(), "one cut per round of failures")
 
 		// A slow round that entered after the cut cuts again.
 		time.Sleep(time.Millisecond)
 		round(true)
-		assert.Equal(t, max(gateMin, (gateInit+4)/4), g.size)
+		assert.Equal(t, max(gateMin, (gateInit+4)/4), g.win.Size())
 		round(true)
 		round(true)
-		assert.Equal(t, gateMin, g.size, "never below gateMin")
+		assert.Equal(t, gateMin, g.win.Size(), "never below gateMin")
 
 		// After a cut: one more per window's worth of answered rounds.
 		for range gateMin - 1 {
 			round(false)
 		}
-		assert.Equal(t, gateMin, g.size)
+		assert.Equal(t, gateMin, g.win.Size())
 		round(false)
-		assert.Equal(t, gateMin+1, g.size)
+		assert.Equal(t, gateMin+1, g.win.Size())
 
-		g = &gate{size: gateMax}
+		g = &gate{win: aimd.New(gateMin, gateMax, gateMax)}
 		round(false)
-		assert.Equal(t, gateMax, g.size, "never above gateMax")
+		assert.Equal(t, gateMax, g.win.Size(), "never above gateMax")
 		assert.Zero(t, g.active)
 	})
 }
@@ -66,7 +67,7 @@ func TestGateWindow(t *testing.T) {
 // leaves without taking room.
 func TestGateQueue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := &gate{size: 1}
+		g := &gate{win: aimd.New(1, 1, gateMax)}
 		done := make(chan struct{})
 		first, err := g.enter(context.Background(), done)
 		require.NoError(t, err)
@@ -106,7 +107,7 @@ func TestGateQueue(t *testing.T) {
 		assert.Zero(t, g.active)
 
 		// A full gate and a closing Backend.
-		g = &gate{size: 1}
+		g = &gate{win: aimd.New(1, 1, gateMax)}
 		_, err = g.enter(context.Background(), done)
 		require.NoError(t, err)
 		closed := make(chan error, 1)
@@ -123,7 +124,7 @@ func TestGateQueue(t *testing.T) {
 // room gives the room back, to the next waiter.
 func TestGateGrantedWhileLeaving(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := &gate{size: 1}
+		g := &gate{win: aimd.New(1, 1, gateMax)}
 		first, err := g.enter(context.Background(), nil)
 		require.NoError(t, err)
 		ctx, cancel := context.WithCancel(context.Background())
