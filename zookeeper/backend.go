@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/leaderkit/elector/backend"
+	"golang.org/x/sync/singleflight"
 )
 
 // Backend is a [backend.Backend] over ZooKeeper sessions: one per distinct
@@ -31,6 +32,9 @@ type Backend struct {
 	reads    *session                   // Leader and Watch's own, when no campaign session serves
 	made     uint64                     // sessions made so far
 	leases   map[*lease]struct{}        // held leases
+
+	dirs     knownDirs          // znodes known to exist (dirs.go)
+	ensuring singleflight.Group // creations of znodes in flight, by path
 }
 
 var _ backend.Backend = (*Backend)(nil)

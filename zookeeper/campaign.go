@@ -37,6 +37,16 @@ func (b *Backend) Campaign(ctx context.Context, c backend.Candidate) (backend.Le
 		return nil, wrap("campaign", c.Election, err)
 	}
 	dir := b.electionPath(c.Election)
+	fresh := !b.dirs.has(dir)
+	if fresh {
+		// The election's znode may be missing: make sure of its parent,
+		// so that the create of the election's znode, sent right ahead of
+		// the candidate's, can succeed. Only the candidate's create tells
+		// (an ACL may forbid creating the parent, yet allow the candidate).
+		if err := b.ensurePath(ctx, s, parent(dir)); ctx.Err() != nil {
+			return nil, wrap("campaign", c.Election, err)
+		}
+	}
 	var rnd [16]byte
 	rand.Read(rnd[:])
 	uuid := uuid4(rnd)
@@ -44,7 +54,7 @@ func (b *Backend) Campaign(ctx context.Context, c backend.Candidate) (backend.Le
 	s.expectCreate(uuid)
 	in := s.listen(nil, dir)
 	defer s.unlisten(in)
-	path, first, err := b.createListed(ctx, s, in, uuid, []byte(c.Identity))
+	path, first, err := b.createListed(ctx, s, in, uuid, []byte(c.Identity), fresh)
 	czxid := s.takeCreate(uuid)
 	if err != nil {
 		return nil, wrap("campaign", c.Election, err)
@@ -84,16 +94,22 @@ type listing struct {
 // that both take one round trip: the server answers a session's requests in
 // the order sent, so a listing that holds the new znode was read after the
 // create. The listing is nil when it could not be read; it may miss the
-// znode (another create of the session was written first). When the
-// election's znode is missing (never made, or a container the server
-// reaped), it is made and both are sent again.
-func (b *Backend) createListed(ctx context.Context, s *session, in *intent, uuid string, data []byte) (string, *listing, error) {
+// znode (another create of the session was written first). With fresh set
+// (the election's znode is not known to exist), a create of the election's
+// znode goes right ahead of them, in the same round trip. When the
+// election's znode is missing nonetheless (a container the server reaped
+// since), it is made and the candidate's create and listing are sent again.
+func (b *Backend) createListed(ctx context.Context, s *session, in *intent, uuid string, data []byte, fresh bool) (string, *listing, error) {
 	dir := in.dir
 	for attempt := 0; ; attempt++ {
-		path, first, err := b.createListedOnce(ctx, s, in, uuid, data)
+		path, first, err := b.createListedOnce(ctx, s, in, uuid, data, fresh && attempt == 0)
+		if err == nil {
+			b.dirs.add(dir)
+		}
 		if !errors.Is(err, zk.ErrNoNode) || attempt >= 2 {
 			return path, first, err
 		}
+		b.dirs.forget(dir)
 		if err := b.ensurePath(ctx, s, dir); err != nil {
 			return "", nil, err
 		}
@@ -101,8 +117,13 @@ func (b *Backend) createListed(ctx context.Context, s *session, in *intent, uuid
 }
 
 // createListedOnce is one attempt of createListed.
-func (b *Backend) createListedOnce(ctx context.Context, s *session, in *intent, uuid string, data []byte) (string, *listing, error) {
+func (b *Backend) createListedOnce(ctx context.Context, s *session, in *intent, uuid string, data []byte, withDir bool) (string, *listing, error) {
 	dir := in.dir
+	if withDir {
+		if err := b.sendContainer(ctx, s, dir); err != nil {
+			return "", nil, err
+		}
+	}
 	written := s.nextCreate()
 	type created struct {
 		path string
@@ -190,29 +211,6 @@ func (b *Backend) createCandidate(ctx context.Context, s *session, dir, uuid str
 		return "", err
 	default:
 		return "", err
-	}
-}
-
-// ensurePath creates p and its missing ancestors as container nodes.
-func (b *Backend) ensurePath(ctx context.Context, s *session, p string) error {
-	for attempt := 0; ; attempt++ {
-		_, err := do(b, ctx, func() (string, error) {
-			return s.conn.CreateContainer(p, nil, zk.FlagContainer, b.cfg.acl)
-		}, nil)
-		switch {
-		case err == nil, errors.Is(err, zk.ErrNodeExists):
-			return nil
-		case errors.Is(err, zk.ErrNoNode) && attempt < 2:
-			i := strings.LastIndexByte(p, '/')
-			if i <= 0 {
-				return err
-			}
-			if err := b.ensurePath(ctx, s, p[:i]); err != nil {
-				return err
-			}
-		default:
-			return err
-		}
 	}
 }
 

@@ -25,7 +25,10 @@
 // https://github.com/apache/curator/tree/master/curator-recipes/src/main/java/org/apache/curator/framework/recipes).
 // Missing parents are
 // created as container nodes, as Curator does, so the server removes them
-// once empty (ZooKeeper 3.5.3 or later is required). Candidates are sorted
+// once empty (ZooKeeper 3.5.3 or later is required). A Backend remembers the
+// election znodes it made or found; the first Campaign in another election
+// sends the create of the election's znode right ahead of its candidate's,
+// so that a new election too costs one round trip. Candidates are sorted
 // by the text after the last "latch-", and the first one leads, provided its
 // ephemeralOwner is its creator's current session (Curator's CURATOR-696
 // check). The children are listed by a request sent right behind the

@@ -114,12 +114,42 @@ func TestAcquireReleaseRequests(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A new election: its znode's create goes ahead of the candidate's,
+	// with no failed create first.
+	l := f.acquire(b, "requests-new-"+randomSuffix(), "alice")
+	if err := l.Release(f.ctx); err != nil {
+		t.Fatal(err)
+	}
 	b.Close() // waits for the Backend's goroutines: their requests are counted
 	got := d.ops.snapshot()
-	want := map[int]int64{opCreate: rounds, opGetChildren2: rounds, opDelete: rounds}
+	want := map[int]int64{opContainer: 1, opCreate: rounds + 1, opGetChildren2: rounds + 1, opDelete: rounds + 1}
 	for op, n := range got {
 		if n -= before[op]; op != opPing && n != want[op] {
-			t.Errorf("opcode %d: %d requests in %d rounds of Campaign+Release, want %d", op, n, rounds, want[op])
+			t.Errorf("opcode %d: %d requests in %d rounds of Campaign+Release and one Campaign+Release in a new election, want %d", op, n, rounds, want[op])
 		}
+	}
+}
+
+// TestReapedElectionZnode: a Campaign in an election whose znode the
+// Backend made, and the server removed since (an empty container is
+// reaped, and then its empty parent), makes them again.
+func TestReapedElectionZnode(t *testing.T) {
+	f := newFixture(t)
+	root := testRoot + "-reaped-" + randomSuffix()
+	b, _ := f.backend(&Options{Root: root})
+	for _, gone := range [][]string{{"/e"}, {"/e", ""}} {
+		l := f.acquire(b, "e", "alice")
+		if err := l.Release(f.ctx); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range gone { // as the server reaps empty containers, bottom up
+			if err := f.admin.Delete(root+p, -1); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	l := f.acquire(b, "e", "alice")
+	if err := l.Release(f.ctx); err != nil {
+		t.Fatal(err)
 	}
 }

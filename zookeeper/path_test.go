@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -98,15 +99,19 @@ type recorder struct {
 	timeout    time.Duration
 	handSent   time.Time
 	sent       []time.Time
+	containers []string
 }
 
 func (r *recorder) handshake(id int64, timeout time.Duration, sent time.Time) {
 	r.handshakes = append(r.handshakes, id)
 	r.timeout, r.handSent = timeout, sent
 }
-func (r *recorder) heard(sent time.Time)  { r.sent = append(r.sent, sent) }
-func (r *recorder) restored()             {}
-func (r *recorder) wroteCreate()          {}
+func (r *recorder) heard(sent time.Time) { r.sent = append(r.sent, sent) }
+func (r *recorder) restored()            {}
+func (r *recorder) wroteCreate()         {}
+func (r *recorder) wroteContainer(p string) {
+	r.containers = append(r.containers, p)
+}
 func (r *recorder) created(string, int64) {}
 
 // TestTrackedConn feeds a trackedConn a client's writes and a server's
@@ -123,6 +128,8 @@ func TestTrackedConn(t *testing.T) {
 		frame(i32(1), i32(opCreate), []byte("/path")),
 		frame(i32(-2), i32(11)), // ping
 		frame(i32(2), i32(3), []byte("/x")),
+		frame(i32(3), i32(opContainer), i32(10), []byte("/elector/a"), i32(0)),
+		frame(i32(4), i32(opContainer), i32(headMax), bytes.Repeat([]byte("a"), headMax)), // longer than the head kept
 	}
 	replies := bytes.Join([][]byte{
 		frame(i32(0), i32(4000), i64(77), i32(16), make([]byte, 16)),
@@ -166,6 +173,9 @@ func TestTrackedConn(t *testing.T) {
 		}
 		if len(rec.sent) != 2 || rec.sent[0].Before(sends[1]) || rec.sent[0].After(sends[2]) || rec.sent[1].Before(sends[2]) || rec.sent[1].After(sends[3]) {
 			t.Errorf("chunks of %d: heard %v, want the send times of xid 1 and of the ping only (not the event or the expired reply)", chunk, rec.sent)
+		}
+		if want := []string{"/elector/a", ""}; !slices.Equal(rec.containers, want) {
+			t.Errorf("chunks of %d: container creates written %q, want %q (the path, or \"\" when the head cuts it)", chunk, rec.containers, want)
 		}
 	}
 }

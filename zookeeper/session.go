@@ -46,6 +46,7 @@ type session struct {
 	watches    chan struct{}        // closed when watches were re-sent on this connection
 	linked     time.Time            // when this connection's handshake was answered
 	createSent chan struct{}        // closed when a create request is written
+	containers map[string]*awaited  // create-container requests awaited, by path
 	zxids      map[string]int64     // protection uuid → czxid of its create, 0 until known
 	probing    *probe               // the renewal request in flight, if any (see fresh)
 	leases     map[string]*lease    // by election znode, for the events of their watches (watch.go)
@@ -266,6 +267,46 @@ func (s *session) wroteCreate() {
 	if s.createSent != nil {
 		close(s.createSent)
 		s.createSent = nil
+	}
+}
+
+// awaited is a channel closed when a request is written, shared by the
+// calls that wait for it.
+type awaited struct {
+	ch      chan struct{}
+	waiting int
+}
+
+// containerWritten returns a channel closed when a create-container request
+// of path is next written, and a func to call when no longer waiting.
+func (s *session) containerWritten(path string) (<-chan struct{}, func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.containers == nil {
+		s.containers = make(map[string]*awaited)
+	}
+	w := s.containers[path]
+	if w == nil {
+		w = &awaited{ch: make(chan struct{})}
+		s.containers[path] = w
+	}
+	w.waiting++
+	return w.ch, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if w.waiting--; w.waiting == 0 && s.containers[path] == w {
+			delete(s.containers, path)
+		}
+	}
+}
+
+// wroteContainer implements wireObserver.
+func (s *session) wroteContainer(path string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if w := s.containers[path]; w != nil {
+		close(w.ch)
+		delete(s.containers, path)
 	}
 }
 

@@ -20,6 +20,7 @@ const (
 	xidSetWatches = -8
 	xidWatchEvent = -1
 	opCreateReq   = 1    // the request type of a plain create
+	opContainer   = 19   // the request type of a create of a container znode
 	errCodeExpiry = -112 // SESSIONEXPIRED
 	errCodeMoved  = -118 // SESSIONMOVED
 )
@@ -37,6 +38,11 @@ type wireObserver interface {
 	// wroteCreate reports that a create request is being written: a
 	// request queued after this call reaches the server after it.
 	wroteCreate()
+	// wroteContainer reports that a request to create the container znode
+	// path is being written (path is "" when it does not fit the head a
+	// frameParser collects): a request queued after this call reaches the
+	// server after it.
+	wroteContainer(path string)
 	// created reports the zxid of a create of a protected candidate znode
 	// (named <dir>/_c_<uuid>-...) that succeeded: the zxid in its reply's
 	// header, which is the znode's czxid.
@@ -119,6 +125,7 @@ func newTrackedConn(c net.Conn, obs wireObserver) *trackedConn {
 func (c *trackedConn) Write(p []byte) (int, error) {
 	now := time.Now()
 	restored, created := false, false
+	var containers []string
 	c.mu.Lock()
 	c.w.feed(p, func(n int, head []byte) {
 		switch {
@@ -128,11 +135,21 @@ func (c *trackedConn) Write(p []byte) (int, error) {
 			xid := int32(binary.BigEndian.Uint32(head))
 			c.sent[xid] = append(c.sent[xid], now)
 			restored = restored || xid == xidSetWatches
-			if len(head) >= 8 && int32(binary.BigEndian.Uint32(head[4:])) == opCreateReq {
+			if len(head) < 8 {
+				break
+			}
+			switch int32(binary.BigEndian.Uint32(head[4:])) {
+			case opCreateReq:
 				created = true
 				if uuid := protectedUUID(head); uuid != "" {
 					c.creates[xid] = uuid
 				}
+			case opContainer:
+				path, whole := requestPath(head)
+				if !whole {
+					path = nil
+				}
+				containers = append(containers, string(path))
 			}
 		}
 	})
@@ -142,6 +159,9 @@ func (c *trackedConn) Write(p []byte) (int, error) {
 	}
 	if created {
 		c.obs.wroteCreate()
+	}
+	for _, p := range containers {
+		c.obs.wroteContainer(p)
 	}
 	return c.Conn.Write(p)
 }
@@ -206,17 +226,25 @@ func (c *trackedConn) Read(p []byte) (int, error) {
 // body starts with head (xid, type, path length, path), or "" when its path
 // has none within head.
 func protectedUUID(head []byte) string {
-	if len(head) < 12 {
-		return ""
-	}
-	n := int(binary.BigEndian.Uint32(head[8:]))
-	path := head[12:]
-	if n >= 0 && n < len(path) {
-		path = path[:n]
-	}
+	path, _ := requestPath(head)
 	i := bytes.LastIndex(path, []byte("/"+protectedPrefix))
 	if i < 0 || len(path) < i+1+len(protectedPrefix)+36 {
 		return ""
 	}
 	return string(path[i+1+len(protectedPrefix) : i+1+len(protectedPrefix)+36])
+}
+
+// requestPath returns the path of the request whose body starts with head
+// (xid, type, path length, path), as far as head holds it, and whether
+// head holds all of it.
+func requestPath(head []byte) ([]byte, bool) {
+	if len(head) < 12 {
+		return nil, false
+	}
+	n := int(int32(binary.BigEndian.Uint32(head[8:])))
+	path := head[12:]
+	if n < 0 || n > len(path) {
+		return path, false
+	}
+	return path[:n], true
 }
