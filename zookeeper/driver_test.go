@@ -180,10 +180,27 @@ func TestDisconnectStepsDownAtOnce(t *testing.T) {
 	dropped := time.Now()
 	da.drop()
 	eventually(t, testTTL/4, func() bool { return lost(l) }, "a disconnection ends the lease at once (Curator's standard policy)")
-	// The session survives; the lost lease's znode is deleted on reconnection
-	// so that bob is elected well before any session timeout.
-	r := f.await(waiting, testTTL/2, "the next candidate leads once the stepped-down leader's znode is deleted")
-	t.Logf("lease lost and successor elected %v after the connection dropped", r.at.Sub(dropped))
+	// The session survives the drop. Alice learns of the loss through Lost
+	// and may act until she stops: her znode must stay, and bob wait, until
+	// she releases the lease (or her Deadline passes). Deleting it on
+	// reconnection let bob lead while alice still acted (a chaos overlap).
+	eventually(t, testTTL/2, func() bool { st, _ := l.s.state(); return st.up }, "the session reconnects")
+	for end := time.Now().Add(testTTL / 4); time.Now().Before(end); {
+		if ok, _, err := f.admin.Exists(l.path); err != nil || !ok {
+			t.Fatalf("alice's znode went (exists %v, %v) before she released it or her Deadline passed", ok, err)
+		}
+		select {
+		case r := <-waiting:
+			t.Fatalf("bob led (%v) while alice had not released and her Deadline had not passed", r.err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	released := time.Now()
+	if err := l.Release(f.ctx); !errors.Is(err, backend.ErrLost) {
+		t.Fatalf("Release of the lost lease: got %v, want ErrLost", err)
+	}
+	r := f.await(waiting, testTTL/2, "the next candidate leads once the stepped-down leader released")
+	t.Logf("lease lost at once; successor elected %v after alice released, %v after the drop", r.at.Sub(released), r.at.Sub(dropped))
 	if err := l.Renew(f.ctx); !errors.Is(err, backend.ErrLost) {
 		t.Fatalf("Renew of the stepped-down lease: got %v, want ErrLost", err)
 	}

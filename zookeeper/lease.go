@@ -29,9 +29,10 @@ type lease struct {
 	queued bool   // queued for the dispatcher's check
 
 	mu       sync.Mutex
-	gone     bool      // lost, released or closed; lost is closed
-	released bool      // gone through Release
-	deadline time.Time // latest Deadline reported
+	gone     bool       // lost, released or closed; lost is closed
+	released bool       // gone through Release
+	deadline time.Time  // latest Deadline reported
+	kept     *sync.Once // ended with its znode perhaps alive: hands it to the janitor once
 }
 
 var _ backend.Lease = (*lease)(nil)
@@ -72,9 +73,9 @@ func (l *lease) follow(st state) {
 		// Closed or expired: the znode went with the session.
 		l.end(false, false)
 	case !st.up && (l.s.grace == 0 || st.lapsed):
-		// The session may still be alive: have the znode deleted once it
-		// is reachable, so that a candidate told it lost keeps nobody
-		// waiting.
+		// The session may still be alive: have the znode deleted once
+		// its holder has stopped (see end), so that a candidate told it
+		// lost keeps nobody waiting longer than that.
 		l.end(false, true)
 	case st.up:
 		l.s.mu.Lock()
@@ -88,8 +89,10 @@ func (l *lease) follow(st state) {
 }
 
 // end ends the lease once: it closes Lost and unregisters the lease. With
-// keep set its znode may still exist (the session may be alive) and is
-// deleted as soon as the session is reachable. A later call returns only
+// keep set its znode may still exist (the session may be alive): it is
+// deleted, as soon as the session is reachable, once the holder has
+// released the lease or the last Deadline it reported has passed, not
+// before (a successor must not lead while the holder still acts). A later call returns only
 // once the lease is unregistered, and records a release.
 func (l *lease) end(released, keep bool) {
 	l.mu.Lock()
@@ -105,11 +108,33 @@ func (l *lease) end(released, keep bool) {
 	}
 	l.gone, l.released = true, released
 	close(l.lost)
+	var handOver func()
+	if keep {
+		// The holder learns of the loss through Lost, and stops acting
+		// at its own pace, no later than the Deadline it was last told
+		// (less its margin). Deleting the znode before then would let a
+		// successor lead while the holder still acts: the janitor gets
+		// it at that Deadline, or at once when the holder releases it.
+		once := new(sync.Once)
+		l.kept = once
+		handOver = func() {
+			once.Do(func() { l.s.janitor.abandon(l.path, l.session, false) })
+		}
+		time.AfterFunc(time.Until(l.deadline), handOver)
+	}
 	l.mu.Unlock()
 	l.b.forget(l)
 	l.s.unwatch(l)
-	if keep {
-		l.s.janitor.abandon(l.path, l.session, false)
+}
+
+// handOver has the janitor delete the znode of a lease that ended with it
+// perhaps alive (see end), now that its holder released it.
+func (l *lease) handOver() {
+	l.mu.Lock()
+	once := l.kept
+	l.mu.Unlock()
+	if once != nil {
+		once.Do(func() { l.s.janitor.abandon(l.path, l.session, false) })
 	}
 }
 
@@ -212,6 +237,7 @@ func (l *lease) Release(ctx context.Context) error {
 	case released:
 		return nil
 	case gone:
+		l.handOver() // the holder has stopped: its znode may go now
 		return fmt.Errorf("zookeeper: release %q: %w", l.election, backend.ErrLost)
 	}
 	// The delete's own event is of no interest: stop counting events
