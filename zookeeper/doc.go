@@ -89,8 +89,10 @@
 //
 //   - Disconnected: by default every lease of the session is lost at once
 //     (Curator's standard error policy: SUSPENDED means not leader), and its
-//     znode is deleted once the session reconnects, so the next candidate
-//     leads. With [Options.DisconnectGrace] leases ride out a disconnection
+//     znode is deleted, once the session reconnects, as soon as the holder
+//     releases the lease (it has stopped acting) or the last Deadline it
+//     was given passes, so the next candidate leads then and not while the
+//     holder may still act. With [Options.DisconnectGrace] leases ride out a disconnection
 //     for up to that long; on reconnection each checks that its znode is
 //     still there (and so still first) and owned by the session.
 //   - Expired: every lease of the old session is lost; go-zookeeper opens a

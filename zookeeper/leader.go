@@ -19,12 +19,20 @@ import (
 // after its own writes (ZooKeeper orders a session's requests). A Backend
 // that has not campaigned yet reads on a session of its own, asked for a
 // 10s timeout, which it keeps until Close.
+//
+// The server a session reads from may lag the ensemble leader by the
+// writes it has not applied yet, so Leader first syncs that server with the
+// leader (ZooKeeper's sync, one round trip more): a
+// candidate that led before Leader was called, in any process, is seen.
 func (b *Backend) Leader(ctx context.Context, election string) (backend.Holder, error) {
 	if err := validateElection(election); err != nil {
 		return backend.Holder{}, err
 	}
 	s, err := b.reader(ctx)
 	if err != nil {
+		return backend.Holder{}, wrap("leader", election, err)
+	}
+	if _, err := do(b, ctx, func() (string, error) { return s.conn.Sync(b.electionPath(election)) }, nil); err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return backend.Holder{}, wrap("leader", election, err)
 	}
 	h, _, err := b.holder(ctx, s, election, false)
