@@ -108,27 +108,23 @@ func (l *lease) end(released, keep bool) {
 	}
 	l.gone, l.released = true, released
 	close(l.lost)
-	var handOver func()
 	if keep {
 		// The holder learns of the loss through Lost, and stops acting
 		// at its own pace, no later than the Deadline it was last told
 		// (less its margin). Deleting the znode before then would let a
 		// successor lead while the holder still acts: the janitor gets
 		// it at that Deadline, or at once when the holder releases it.
-		once := new(sync.Once)
-		l.kept = once
-		handOver = func() {
-			once.Do(func() { l.s.janitor.abandon(l.path, l.session, false) })
-		}
-		time.AfterFunc(time.Until(l.deadline), handOver)
+		l.kept = new(sync.Once)
+		time.AfterFunc(time.Until(l.deadline), l.handOver)
 	}
 	l.mu.Unlock()
 	l.b.forget(l)
 	l.s.unwatch(l)
 }
 
-// handOver has the janitor delete the znode of a lease that ended with it
-// perhaps alive (see end), now that its holder released it.
+// handOver has the janitor delete, once, the znode of a lease that ended
+// with it perhaps alive (see end): when its holder releases it, or at its
+// last Deadline.
 func (l *lease) handOver() {
 	l.mu.Lock()
 	once := l.kept
