@@ -202,7 +202,7 @@ func (e *Elector) release(ctx context.Context, l backend.Lease, t Term) error {
 		return fmt.Errorf("elector: release %q: %w", e.election, err)
 	}
 	if err != nil {
-		e.log.LogAttrs(ctx, slog.LevelWarn, "release failed; the lease lapses after its TTL",
+		e.log.LogAttrs(ctx, slog.LevelWarn, "release failed; the election stays held until the driver deletes the lease or it lapses",
 			slog.Uint64("token", l.Token()), slog.Any("error", err))
 		return fmt.Errorf("elector: release %q: %w", e.election, err)
 	}

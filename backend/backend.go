@@ -107,10 +107,15 @@ type Lease interface {
 
 	// Release gives the election up so that a waiting candidate is elected at
 	// once. It removes only this lease, never a successor's. On success, Lost
-	// is closed and Renew returns [ErrLost]. On failure the lease stays as it
-	// was (it may still be held until its Deadline) and Release or Renew may be
-	// called again. Releasing a lease that is already gone returns nil or an
-	// error wrapping [ErrLost].
+	// is closed and Renew returns [ErrLost]. On failure (the store did not
+	// answer in time, or ctx ended first) the lease is given up all the same,
+	// since its holder has stopped: Lost is closed, Renew returns [ErrLost],
+	// and nothing renews it any more, not even the renewals it shared with
+	// other leases (an etcd lease, a ZooKeeper session). The election stays
+	// held until the driver removes the lease in the background, once the
+	// store answers, or the lease lapses, by its Deadline when the store
+	// does not answer. Release may be called again. Releasing a lease that is
+	// already gone returns nil or an error wrapping [ErrLost].
 	Release(ctx context.Context) error
 }
 

@@ -41,8 +41,10 @@
 //   - A Campaign whose ctx ends deletes its key
 //     (https://github.com/etcd-io/etcd/issues/21128 leaves it, blocking the
 //     election until the lease ends).
-//   - A failed Release changes nothing locally: the lease is still held and
-//     Release can be called again.
+//   - A failed Release gives the lease up all the same: the key is deleted
+//     by the session's next keepalive, or lapses with the session, which
+//     takes no new candidates (the concurrency package's Resign leaves it
+//     for as long as the session is kept alive).
 //
 // # Leases
 //

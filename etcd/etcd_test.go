@@ -211,10 +211,20 @@ func TestCanceledCampaignLeavesNoKey(t *testing.T) {
 	}
 }
 
-// A failed Release keeps the lease: still held, renewable, releasable.
-func TestFailedReleaseKeepsState(t *testing.T) {
-	b := testBackend(t, testClient(t), nil)
-	l := mustCampaign(t, b, cand(testName(t), "alice"))
+// A failed Release gives the lease up: Lost closes, Renew fails, and its
+// key, on an etcd lease that other candidates keep alive, is deleted by the
+// next keepalive instead of living on with it; the retired etcd lease takes
+// no new candidate. Before the fix the key stayed as long as the process
+// ran, and in the partition chaos a partition had no owner for 14 s.
+func TestFailedReleaseOrphansKey(t *testing.T) {
+	cli := testClient(t)
+	b := testBackend(t, cli, nil)
+	name := testName(t)
+	other := mustCampaign(t, b, cand(name+"-other", "alice"))
+	l := mustCampaign(t, b, cand(name, "alice"))
+	if l.s != other.s {
+		t.Fatal("two candidates with one TTL on one Backend have two etcd leases; want one shared")
+	}
 	ctx, cancel := context.WithCancel(testCtx(t))
 	cancel()
 	if err := l.Release(ctx); err != context.Canceled {
@@ -222,20 +232,36 @@ func TestFailedReleaseKeepsState(t *testing.T) {
 	}
 	select {
 	case <-l.Lost():
-		t.Fatal("Lost closed after a failed Release; want the lease kept")
 	default:
+		t.Fatal("Lost open after a failed Release; want it closed: the lease was given up")
 	}
-	if err := l.Renew(testCtx(t)); err != nil {
-		t.Fatalf("Renew after a failed Release: got %v, want nil", err)
+	if err := l.Renew(testCtx(t)); !errors.Is(err, backend.ErrLost) {
+		t.Fatalf("Renew after a failed Release: got %v, want an error wrapping ErrLost", err)
 	}
-	if _, err := b.Guard(l.election, l.Token()); err != nil {
-		t.Fatalf("Guard after a failed Release: got %v, want nil", err)
+	if _, err := other.s.send(testCtx(t), l.key); err != nil { // the other candidate's next keepalive
+		t.Fatal(err)
 	}
-	if h, err := b.Leader(testCtx(t), l.election); err != nil || h.Token != l.Token() {
-		t.Fatalf("Leader after a failed Release: got (%+v, %v), want token %d", h, err, l.Token())
+	resp, err := cli.Get(testCtx(t), l.key)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if err := l.Release(testCtx(t)); err != nil {
-		t.Fatalf("second Release: got %v, want nil", err)
+	if resp.Count != 0 {
+		t.Fatalf("key %q still there after a keepalive of its shared etcd lease; want it deleted: nobody holds it", l.key)
+	}
+	if err := other.Renew(testCtx(t)); err != nil {
+		t.Fatalf("the other candidate's Renew: got %v, want nil: a failed Release gives up only its own key", err)
+	}
+	next := mustCampaign(t, b, cand(name, "bob"))
+	if next.s == l.s {
+		t.Error("a new candidate joined the etcd lease of a failed Release; want a new one")
+	}
+	if err := l.Release(testCtx(t)); err != nil && !errors.Is(err, backend.ErrLost) {
+		t.Fatalf("second Release: got %v, want nil or ErrLost", err)
+	}
+	for _, l := range []*lease{next, other} {
+		if err := l.Release(testCtx(t)); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

@@ -94,8 +94,13 @@ func (l *lease) gone(op string) error {
 }
 
 // Release deletes the candidate key if it is still this lease's (compared
-// by create revision), so a successor's key is never touched. On a failed
-// request nothing changes locally.
+// by create revision), so a successor's key is never touched. A failed
+// request gives the lease up all the same (see [backend.Lease]): the key is
+// left to the session's later keepalives, which delete it, and the session
+// takes no new candidates, so that it lapses once the candidates it has are
+// gone. Without that, the keepalives that other candidates on the session
+// share kept the key alive, and the election held by nobody, for as long as
+// the process ran.
 func (l *lease) Release(ctx context.Context) error {
 	l.mu.Lock()
 	released := l.released
@@ -108,11 +113,14 @@ func (l *lease) Release(ctx context.Context) error {
 		return err
 	}
 	if err := l.b.clientClosed(); err != nil {
+		l.finish() // no keepalive can reach the key: it lapses
 		return fmt.Errorf("etcd: release %q: %w", l.election, err)
 	}
 	cmp := clientv3.Compare(clientv3.CreateRevision(l.key), "=", l.rev)
 	resp, err := l.b.cli.Txn(ctx).If(cmp).Then(clientv3.OpDelete(l.key)).Commit()
 	if err != nil {
+		l.s.orphan(l.key, l.rev)
+		l.finish()
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}

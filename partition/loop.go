@@ -342,6 +342,7 @@ func (l *loop) campaign(ctx context.Context, p int, free bool) {
 		l.win.active++
 	}
 	c := backend.Candidate{Election: Election(l.a.group, p), Identity: l.a.opts.Identity, TTL: l.a.opts.TTL}
+	l.a.log.LogAttrs(ctx, slog.LevelDebug, "campaigning", slog.Int("partition", p), slog.Bool("free", free))
 	go func() {
 		began := time.Now()
 		ls, err := l.a.b.Campaign(cctx, c)
@@ -473,7 +474,7 @@ func (l *loop) releaseLease(ctx context.Context, ls backend.Lease) error {
 	defer cancel()
 	err := ls.Release(rctx)
 	if err != nil && !errors.Is(err, backend.ErrLost) {
-		l.a.log.LogAttrs(ctx, slog.LevelWarn, "release failed; the lease lapses after its TTL", slog.Any("error", err))
+		l.a.log.LogAttrs(ctx, slog.LevelWarn, "release failed; the election stays held until the driver deletes the lease or it lapses", slog.Any("error", err))
 	}
 	return err
 }

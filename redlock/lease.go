@@ -177,13 +177,19 @@ func (l *lease) restore(ctx context.Context, renew *round[answer], ttlArg string
 // the deletions still in flight go on in the background, bounded by
 // NodeTimeout. Lost is then closed and Renew returns [backend.ErrLost].
 // Releasing a lease that is already gone returns nil. On failure (too few
-// nodes answered, or ctx ended: ctx.Err()) the lease stays as it was.
+// nodes answered, or ctx ended: ctx.Err()) the lease is given up all the
+// same: Lost is closed, and the keys left on the nodes lapse by their PTTL.
 func (l *lease) Release(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.gone {
 		return nil
 	}
+	// A failed Release gives the lease up all the same (see
+	// [backend.Lease]): nothing renews its keys any more, and those the
+	// round did not delete (its requests run on after ctx ends) lapse by
+	// their PTTL, at the latest just after the Deadline.
+	defer l.markGone()
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -193,7 +199,6 @@ func (l *lease) Release(ctx context.Context) error {
 		}
 		return fmt.Errorf("redlock: release %q: %w", l.election, err)
 	}
-	l.markGone()
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -46,33 +47,45 @@ func (h *housekeeper) abandon(path string, id int64, prefix bool) {
 	}
 }
 
+// sweepRetry is how long the janitor waits to try again after a delete
+// failed on a session that looked connected (a slow or overloaded server).
+const sweepRetry = 250 * time.Millisecond
+
 // run deletes orphans each time the session (re)connects or work is queued,
-// until the session closes.
+// and again after sweepRetry while a delete fails, until the session closes.
 func (h *housekeeper) run() {
 	defer h.s.wg.Done()
+	retry := time.NewTimer(time.Hour)
+	defer retry.Stop()
 	for {
 		st, changed := h.s.state()
 		if st.closed {
 			return
 		}
+		retry.Stop()
 		if st.up {
 			if !h.s.settle() {
 				return
 			}
-			h.sweep(st.id)
+			if !h.sweep(st.id) {
+				retry.Reset(sweepRetry)
+			}
 		}
 		select {
 		case <-h.s.done:
 			return
 		case <-h.kick:
 		case <-changed:
+		case <-retry.C:
 		}
 	}
 }
 
 // sweep deletes the orphans of session id and forgets those of older
-// sessions, whose ephemeral znodes went with them.
-func (h *housekeeper) sweep(id int64) {
+// sessions, whose ephemeral znodes went with them. It reports whether
+// every deletion it tried succeeded.
+func (h *housekeeper) sweep(id int64) bool {
+	done := true
 	h.mu.Lock()
 	work := make(map[string]orphan)
 	for p, o := range h.orphans {
@@ -84,14 +97,17 @@ func (h *housekeeper) sweep(id int64) {
 	}
 	h.mu.Unlock()
 	for p, o := range work {
-		if h.delete(p, o) {
-			h.mu.Lock()
-			if h.orphans[p] == o {
-				delete(h.orphans, p)
-			}
-			h.mu.Unlock()
+		if !h.delete(p, o) {
+			done = false
+			continue
 		}
+		h.mu.Lock()
+		if h.orphans[p] == o {
+			delete(h.orphans, p)
+		}
+		h.mu.Unlock()
 	}
+	return done
 }
 
 // delete deletes the znode p, or every child of p's parent whose path

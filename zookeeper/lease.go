@@ -227,7 +227,10 @@ func (l *lease) read(ctx context.Context) error {
 }
 
 // Release deletes the candidate znode, so that the next candidate, watching
-// it, is elected at once.
+// it, is elected at once. A failed delete gives the lease up all the same
+// (see [backend.Lease]): the session's janitor deletes the znode once the
+// session answers. Left alone, it lived as long as the session, which the
+// process's other leases keep alive, with nobody acting on it.
 func (l *lease) Release(ctx context.Context) error {
 	switch gone, released := l.state(); {
 	case released:
@@ -244,7 +247,8 @@ func (l *lease) Release(ctx context.Context) error {
 		return struct{}{}, l.s.conn.Delete(l.path, -1)
 	}, nil)
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
-		l.s.recheck(l) // still held, but its events went uncounted
+		l.s.janitor.abandon(l.path, l.session, false)
+		l.end(false, false)
 		return wrap("release", l.election, err)
 	}
 	l.end(true, false)

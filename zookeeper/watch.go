@@ -109,19 +109,6 @@ func (s *session) watchFor(l *lease, in *intent, epoch uint64) {
 	l.armedAt(l.fires.Load(), true)
 }
 
-// recheck registers l again after its events went uncounted, and has it
-// checked at once; a lease that ended meanwhile stays unregistered.
-func (s *session) recheck(l *lease) {
-	s.mu.Lock()
-	s.registerLocked(l)
-	l.armedAt(0, false)
-	s.queueLocked(l)
-	s.mu.Unlock()
-	if gone, _ := l.state(); gone {
-		s.unwatch(l) // ended before it was registered again
-	}
-}
-
 // registerLocked adds l to the session's leases; s.mu is held. The
 // dispatcher applies the session's state to its leases only when the state
 // changes: if the state already differs from the one l was made in (the

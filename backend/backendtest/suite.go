@@ -27,6 +27,7 @@ func Run(t *testing.T, newHarness HarnessMaker) {
 		{"SecondCandidateWaits", testSecondCandidateWaits},
 		{"SameBackendCandidates", testSameBackendCandidates},
 		{"ReleaseHandsOver", testReleaseHandsOver},
+		{"FailedReleaseGivesUp", testFailedReleaseGivesUp},
 		{"RenewKeepsLease", testRenewKeepsLease},
 		{"ExpiryTakeover", testExpiryTakeover},
 		{"StaleLease", testStaleLease},
@@ -295,6 +296,68 @@ func testReleaseHandsOver(e *env) {
 	}
 	e.leaderIs(a, name, "bob", r.l.Token(), "the successor leads")
 	e.release(r.l)
+}
+
+// testFailedReleaseGivesUp: a Release that fails (here its ctx ended before
+// it could reach the store) gives the election up all the same. Its caller
+// has stopped acting and will not renew the lease again, so the lease ends
+// for it at once, and the election is free no later than the lease's
+// Deadline (plus a hand-over) — even while another lease of the same
+// Backend is renewed: a shared etcd lease or ZooKeeper session must not
+// keep the abandoned key alive (a partition then stayed ownerless for 14 s
+// in the etcd partition chaos).
+func testFailedReleaseGivesUp(e *env) {
+	a, b := e.backend(), e.backend()
+	name := e.election("failed")
+	other := e.acquire(a, e.candidate(e.election("other"), "alice"))
+	la := e.acquire(a, e.candidate(name, "alice"))
+	ch := e.campaignAsync(e.ctx, b, e.candidate(name, "bob"))
+	e.holdOff(ch, e.ttl/5, "a held election is not granted")
+
+	stop := make(chan struct{})
+	renewed := make(chan error, 1)
+	go func() { // the Backend's other lease stays renewed throughout
+		t := time.NewTicker(e.ttl / 4)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				renewed <- nil
+				return
+			case <-t.C:
+				if err := other.Renew(e.ctx); err != nil {
+					renewed <- err
+					return
+				}
+			}
+		}
+	}()
+	gone, cancel := context.WithCancel(e.ctx)
+	cancel()
+	deadline := la.Deadline()
+	if err := la.Release(gone); err == nil {
+		e.Logf("Release with an ended ctx succeeded; the driver released anyway")
+	}
+	select {
+	case <-la.Lost():
+	default:
+		e.Fatalf("Lost(): open when the failed Release returned (%v before the Deadline), want it closed: a failed Release gives the lease up, its holder has stopped", time.Until(deadline))
+	}
+	if err := la.Renew(e.ctx); !errors.Is(err, backend.ErrLost) {
+		e.Fatalf("Renew after a failed Release: got %v, want an error wrapping ErrLost: the lease was given up", err)
+	}
+	r := e.wait(ch, time.Until(deadline)+e.handoff(), "after a failed Release the election is free by the lease's Deadline, even while another lease of the Backend is renewed")
+	e.Logf("successor elected %v after the failed lease's Deadline", r.at.Sub(deadline))
+	close(stop)
+	if err := <-renewed; err != nil {
+		e.Fatalf("Renew of the Backend's other lease: got %v, want nil: a failed Release gives up only its own lease", err)
+	}
+	if err := la.Release(e.ctx); err != nil && !errors.Is(err, backend.ErrLost) {
+		e.Fatalf("Release again after a failed one: got %v, want nil or ErrLost", err)
+	}
+	e.leaderIs(a, name, "bob", r.l.Token(), "the successor leads; the abandoned lease removed only itself")
+	e.release(r.l)
+	e.release(other)
 }
 
 func testRenewKeepsLease(e *env) {

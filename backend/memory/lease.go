@@ -20,6 +20,11 @@ type lease struct {
 	deadline time.Time
 	timer    *time.Timer
 	released bool
+	// gaveUp: a Release failed. The holder has stopped, so the lease is
+	// lost to it at once and never renewed again; the election stays held
+	// until the lease expires, as at a store that did not answer.
+	gaveUp bool
+	ended  bool // lost is closed
 }
 
 func (l *lease) Token() uint64 { return l.token }
@@ -42,7 +47,7 @@ func (l *lease) Renew(ctx context.Context) error {
 	s := l.b.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if l.e.holder != l {
+	if l.e.holder != l || l.gaveUp {
 		return fmt.Errorf("memory: renew %q token %d: %w", l.e.name, l.token, backend.ErrLost)
 	}
 	l.deadline = time.Now().Add(l.c.TTL)
@@ -52,12 +57,32 @@ func (l *lease) Renew(ctx context.Context) error {
 
 func (l *lease) Release(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
+		l.giveUp()
 		return err
 	}
 	if err := l.b.check(); err != nil {
+		l.giveUp()
 		return err
 	}
 	return l.release()
+}
+
+// giveUp ends the lease for its holder after a failed Release; the
+// election stays held until the lease expires.
+func (l *lease) giveUp() {
+	s := l.b.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l.gaveUp = true
+	l.end()
+}
+
+// end closes lost once; the store's mutex must be held.
+func (l *lease) end() {
+	if !l.ended {
+		l.ended = true
+		close(l.lost)
+	}
 }
 
 func (l *lease) release() error {

@@ -186,7 +186,7 @@ func (s *store) drop(l *lease) bool {
 		return false
 	}
 	l.timer.Stop()
-	close(l.lost)
+	l.end()
 	s.setHolder(e, nil)
 	s.handOver(e)
 	return true
