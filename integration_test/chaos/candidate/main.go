@@ -192,7 +192,10 @@ func run(cfg config) error {
 	if cfg.cleanup {
 		return cleanup(ctx, b, cfg)
 	}
-	emit(event{Mono: mono(), Proc: cfg.proc, Kind: "start"})
+	start := mono()
+	emit(event{Mono: start, Proc: cfg.proc, Kind: "start"})
+	// Ties the log's wall-clock times to the history's monotonic ones.
+	logger().Debug("started", "mono", start)
 	if cfg.partitions > 0 {
 		return runPartitions(ctx, b, hc, cfg)
 	}
@@ -253,8 +256,13 @@ func cleanup(ctx context.Context, b backend.Backend, cfg config) error {
 	return fmt.Errorf("after cleanup the old store still names holder %q (token %d)", h.Identity, h.Token)
 }
 
+// logger logs to stderr (kept in the campaign's report directory) at the
+// level ELECTOR_CHAOS_LOG names (debug, info, warn, error; warn when unset
+// or unknown): debug follows every partition's campaign and hand-over.
 func logger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	level := slog.LevelWarn
+	_ = level.UnmarshalText([]byte(os.Getenv("ELECTOR_CHAOS_LOG")))
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 }
 
 // lead writes every writeEvery until ctx ends or length has passed, then
