@@ -111,7 +111,7 @@ func newLoop(a *Assigner) *loop {
 		renewed:    make(chan renewResult),
 		strayDone:  make(chan struct{}),
 		lost:       newLostWatcher(),
-		plan:       planState{read: make(chan holdersRead), replan: true},
+		plan:       planState{read: make(chan holdersRead), checked: make(chan raceCheck), replan: true},
 	}
 }
 
@@ -126,7 +126,7 @@ func (l *loop) run(ctx context.Context, views <-chan view, memberDone <-chan err
 	done := ctx.Done()
 	for {
 		wake := l.reconcile(ctx, time.Now())
-		if l.stopping && len(l.parts) == 0 && len(l.camps) == 0 && l.strays == 0 && l.renewing == 0 && !l.plan.reading {
+		if l.stopping && len(l.parts) == 0 && len(l.camps) == 0 && l.strays == 0 && l.renewing == 0 && !l.plan.reading && !l.plan.checking {
 			return l.stopErr
 		}
 		if l.dirty {
@@ -153,6 +153,8 @@ func (l *loop) run(ctx context.Context, views <-chan view, memberDone <-chan err
 			l.strays--
 		case r := <-l.plan.read:
 			l.onHolders(ctx, r)
+		case r := <-l.plan.checked:
+			l.onCheck(ctx, r)
 		case <-timer.C:
 		case <-done:
 			done = nil

@@ -48,6 +48,26 @@ type planState struct {
 	changedAt time.Time        // when the member list last changed
 	probed    bool             // the first reading (probe, then all holders) is in
 	read      chan holdersRead // a reading's outcome
+
+	// racing holds the partitions placed here, not held, whose holder as
+	// this member knows is a departed member (a crashed one's lease runs
+	// until it expires). Members whose beliefs differ can each place such
+	// a partition on themselves: one wins it when the lease expires, the
+	// other waits behind the winner, and the partitions its placement left
+	// to that winner are placed on nobody. So a member reads the holders of
+	// its racing partitions every PollInterval (see check), and reads every
+	// holder at once when one turns out held by another member.
+	racing   map[int]bool
+	checkAt  time.Time      // when the racing partitions' holders are next read
+	checking bool           // such a reading is in flight
+	checked  chan raceCheck // its outcome
+	readNow  bool           // a race was lost: read every holder at once
+}
+
+// raceCheck is the outcome of one reading of the racing partitions' holders.
+type raceCheck struct {
+	parts  []int
+	owners []string // "" for none or a failed read
 }
 
 // holdersRead is the outcome of one reading of the partitions' holders.
@@ -91,22 +111,46 @@ func (l *loop) replan(ctx context.Context, now time.Time) time.Time {
 	quota := Quotas(l.a.group, l.a.n, v.members)[i]
 	if ps.replan {
 		ps.replan = false
-		owners := l.ownersNow(held, quota)
+		owners, claimed := l.ownersNow(held, quota)
 		at := Place(l.a.group, l.a.n, v.members, owners)
 		believed := make([]string, l.a.n)
 		l.placed = make(map[int]bool)
 		ps.elsewhere = make(map[int]bool)
+		racing := ps.racing
+		ps.racing = make(map[int]bool)
 		for p, k := range at {
 			believed[p] = v.members[k]
-			if k == i {
-				l.placed[p] = true
-				if owners[p] != "" && owners[p] != l.a.opts.Identity {
-					ps.elsewhere[p] = true
-				}
+			if k != i {
+				continue
 			}
+			l.placed[p] = true
+			if owners[p] != "" && owners[p] != l.a.opts.Identity {
+				ps.elsewhere[p] = true
+			}
+			// Racing until won: a later placement, from the belief
+			// rather than a reading, no longer names the departed holder.
+			if l.parts[p] == nil && (racing[p] || claimed[p] || (owners[p] != "" && !slices.Contains(v.members, owners[p]))) {
+				ps.racing[p] = true
+			}
+		}
+		if len(racing) == 0 && len(ps.racing) > 0 {
+			ps.checkAt = now.Add(l.a.opts.PollInterval)
 		}
 		ps.owners = believed
 		l.forgetRetries()
+	}
+	if len(ps.racing) > 0 && !ps.checking {
+		if !now.Before(ps.checkAt) {
+			l.check(ctx, now)
+		}
+		if !ps.checking {
+			wake = earliest(wake, ps.checkAt)
+		}
+	}
+	if ps.readNow && !ps.reading {
+		ps.readNow = false
+		l.readHolders(ctx, now, false)
+		return wake
 	}
 	if held >= quota || ps.reading {
 		return wake
@@ -168,7 +212,7 @@ func (l *loop) placeHeld() {
 // partitions it holds fit in quota: a reading taken while campaigns are
 // under way does not show them, and placing them anew could hand them to
 // another member that the previous placement gave others.
-func (l *loop) ownersNow(held, quota int) []string {
+func (l *loop) ownersNow(held, quota int) ([]string, map[int]bool) {
 	me := l.a.opts.Identity
 	owners := slices.Clone(l.plan.owners)
 	if owners == nil {
@@ -192,12 +236,14 @@ func (l *loop) ownersNow(held, quota int) []string {
 			}
 		}
 	}
+	claimed := make(map[int]bool)
 	if held+len(wanted) <= quota {
 		for _, p := range wanted {
+			claimed[p] = owners[p] != "" // held by a departed member: a race
 			owners[p] = me
 		}
 	}
-	return owners
+	return owners, claimed
 }
 
 // forgetRetries drops the backoffs of partitions no longer placed here.
@@ -284,5 +330,53 @@ func (l *loop) onHolders(ctx context.Context, r holdersRead) {
 		}
 	case ctx.Err() == nil:
 		l.stop(fmt.Errorf("partition: read the holders of %q: %w", l.a.group, r.err))
+	}
+}
+
+// check reads, in the background, the holders of the racing partitions
+// this member is campaigning for; the outcome comes back on
+// l.plan.checked.
+func (l *loop) check(ctx context.Context, now time.Time) {
+	ps := &l.plan
+	ps.checkAt = now.Add(l.a.opts.PollInterval)
+	var parts []int
+	for p := range ps.racing {
+		if l.camps[p] != nil && !l.camps[p].cancelled {
+			parts = append(parts, p)
+		}
+	}
+	if len(parts) == 0 {
+		return
+	}
+	ps.checking = true
+	group := l.a.group
+	go func() {
+		hs, _ := readHolders(ctx, l.a.b, len(parts), readParallelism, func(i int) string { return Election(group, parts[i]) })
+		r := raceCheck{parts: parts, owners: make([]string, len(parts))}
+		for i, h := range hs {
+			r.owners[i] = h.Identity
+		}
+		ps.checked <- r
+	}()
+}
+
+// onCheck handles a reading of the racing partitions' holders: one held by
+// another member means this member's belief was wrong, and what its
+// placement left to that member may be placed on nobody; it reads every
+// holder at once and places again from that.
+func (l *loop) onCheck(ctx context.Context, r raceCheck) {
+	ps := &l.plan
+	ps.checking = false
+	me := l.a.opts.Identity
+	for i, p := range r.parts {
+		id := r.owners[i]
+		if id == "" || id == me || !ps.racing[p] {
+			continue
+		}
+		if _, member := slices.BinarySearch(l.view.members, id); member {
+			l.a.log.LogAttrs(ctx, slog.LevelDebug, "lost a race; reading the holders", slog.Int("partition", p), slog.String("holder", id))
+			ps.readNow = true
+			return
+		}
 	}
 }
