@@ -344,13 +344,25 @@ func (c *campaign) signal(p *proc, sig syscall.Signal, kind string) {
 	if sig == syscall.SIGKILL || sig == syscall.SIGTERM {
 		p.signaled = true
 	}
-	if kind != "" {
-		c.hist.Add(Event{Mono: Mono(), Proc: p.name, Kind: kind})
-	}
 	if sig == syscall.SIGKILL {
 		c.dropLeading(p.name)
 	}
-	_ = p.cmd.Process.Signal(sig)
+	// A pause or kill is stamped once the signal has acted (see
+	// signalled); a resume before it is sent.
+	halts := sig == syscall.SIGSTOP || sig == syscall.SIGKILL
+	if kind != "" && !halts {
+		c.hist.Add(Event{Mono: Mono(), Proc: p.name, Kind: kind})
+	}
+	err := p.cmd.Process.Signal(sig)
+	if err == nil {
+		err = signalled(p.cmd.Process.Pid, sig)
+	}
+	if err != nil {
+		c.cfg.Logf("chaos: %s: %v to %s: %v", c.cfg.Name, sig, p.name, err)
+	}
+	if kind != "" && halts {
+		c.hist.Add(Event{Mono: Mono(), Proc: p.name, Kind: kind})
+	}
 }
 
 // shutdown stops every candidate: SIGCONT, SIGTERM, and SIGKILL for any

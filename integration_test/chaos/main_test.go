@@ -1,12 +1,18 @@
 package chaos
 
 import (
+	"bufio"
+	"os"
+	"strconv"
 	"testing"
 
 	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(monoLoopEnv) != "" {
+		monoLoop()
+	}
 	goleak.VerifyTestMain(m,
 		// toxiproxy v2.5.0's toxics send on their output without watching
 		// for an interruption (toxics/noop.go and toxics/latency.go, Pipe):
@@ -16,4 +22,17 @@ func TestMain(m *testing.M) {
 		// whose histories were clean.
 		goleak.IgnoreAnyFunction("github.com/Shopify/toxiproxy/v2/toxics.(*ToxicStub).Run"),
 	)
+}
+
+// monoLoopEnv makes the test binary a child that writes its CLOCK_MONOTONIC
+// readings to stdout, one per line, until it is killed (see
+// TestSignalStampsAfterEffect).
+const monoLoopEnv = "ELECTOR_CHAOS_MONO_LOOP"
+
+func monoLoop() {
+	w := bufio.NewWriterSize(os.Stdout, 64)
+	for {
+		_, _ = w.WriteString(strconv.FormatInt(Mono(), 10) + "\n")
+		_ = w.Flush()
+	}
 }
