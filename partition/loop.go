@@ -111,7 +111,7 @@ func newLoop(a *Assigner) *loop {
 		renewed:    make(chan renewResult),
 		strayDone:  make(chan struct{}),
 		lost:       newLostWatcher(),
-		plan:       planState{read: make(chan holdersRead), checked: make(chan raceCheck), replan: true},
+		plan:       planState{read: make(chan holdersRead), checked: make(chan awaitCheck), replan: true},
 	}
 }
 
@@ -419,6 +419,9 @@ func (l *loop) hold(ctx context.Context, p int, ls backend.Lease, deadline time.
 	l.parts[p] = pt
 	l.dirty = true
 	l.plan.replan = true
+	if id, ok := l.plan.awaited[p]; ok && !l.isMember(id) {
+		l.plan.raceWon = true
+	}
 	delete(l.retries, p)
 	l.a.setOwned(as, true)
 	l.a.observe(p, elector.Event{Kind: elector.EventElected, Term: pt.term})

@@ -49,25 +49,36 @@ type planState struct {
 	probed    bool             // the first reading (probe, then all holders) is in
 	read      chan holdersRead // a reading's outcome
 
-	// racing holds the partitions placed here, not held, whose holder as
-	// this member knows is a departed member (a crashed one's lease runs
-	// until it expires). Members whose beliefs differ can each place such
-	// a partition on themselves: one wins it when the lease expires, the
-	// other waits behind the winner, and the partitions its placement left
-	// to that winner are placed on nobody. So a member reads the holders of
-	// its racing partitions every PollInterval (see check), and reads every
-	// holder at once when one turns out held by another member.
-	racing   map[int]bool
-	checkAt  time.Time      // when the racing partitions' holders are next read
+	// awaited holds, for each partition placed here but held by another
+	// identity as this member knows, that identity: a member expected to
+	// hand it over, or a departed (crashed) member whose lease runs until it
+	// expires. Members whose beliefs differ can each place a partition on
+	// themselves, or each leave it to another: a member waits behind a
+	// departed holder that another member's campaign beats, or behind a
+	// member that takes the partition instead of handing it over, and what
+	// each placement left to the other has no owner. So a member reads the
+	// holders of its awaited partitions every PollInterval (see check), and
+	// reads every holder at once when one turns out held by another member
+	// than the one expected, or newly won by the expected one.
+	awaited  map[int]string
+	seen     map[int]uint64 // token of each awaited partition's expected holder, as first checked
+	checkAt  time.Time      // when the awaited partitions' holders are next read
 	checking bool           // such a reading is in flight
-	checked  chan raceCheck // its outcome
-	readNow  bool           // a race was lost: read every holder at once
+	checked  chan awaitCheck
+	readNow  bool // a check found a wrong belief: read every holder at once
+	// raceWon: a partition awaited from a departed member was won, so the
+	// departed member's leases are expiring. A member still short once it
+	// awaits no departed member reads every holder at once: its placement
+	// may have left some of the departed member's partitions to members
+	// that do not take them.
+	raceWon bool
 }
 
-// raceCheck is the outcome of one reading of the racing partitions' holders.
-type raceCheck struct {
-	parts  []int
-	owners []string // "" for none or a failed read
+// awaitCheck is the outcome of one reading of the awaited partitions'
+// holders.
+type awaitCheck struct {
+	parts   []int            // those read successfully
+	holders []backend.Holder // zero for none
 }
 
 // holdersRead is the outcome of one reading of the partitions' holders.
@@ -116,8 +127,8 @@ func (l *loop) replan(ctx context.Context, now time.Time) time.Time {
 		believed := make([]string, l.a.n)
 		l.placed = make(map[int]bool)
 		ps.elsewhere = make(map[int]bool)
-		racing := ps.racing
-		ps.racing = make(map[int]bool)
+		awaited := ps.awaited
+		ps.awaited = make(map[int]string)
 		for p, k := range at {
 			believed[p] = v.members[k]
 			if k != i {
@@ -127,25 +138,43 @@ func (l *loop) replan(ctx context.Context, now time.Time) time.Time {
 			if owners[p] != "" && owners[p] != l.a.opts.Identity {
 				ps.elsewhere[p] = true
 			}
-			// Racing until won: a later placement, from the belief
-			// rather than a reading, no longer names the departed holder.
-			if l.parts[p] == nil && (racing[p] || claimed[p] || (owners[p] != "" && !slices.Contains(v.members, owners[p]))) {
-				ps.racing[p] = true
+			if l.parts[p] != nil {
+				continue
+			}
+			// Awaited from the same holder until won: a later placement,
+			// from the belief rather than a reading, no longer names a
+			// departed holder.
+			switch id, ok := awaited[p]; {
+			case ok:
+				ps.awaited[p] = id
+			case claimed[p] != "":
+				ps.awaited[p] = claimed[p]
+			case ps.elsewhere[p]:
+				ps.awaited[p] = owners[p]
 			}
 		}
-		if len(racing) == 0 && len(ps.racing) > 0 {
+		if len(awaited) == 0 && len(ps.awaited) > 0 {
 			ps.checkAt = now.Add(l.a.opts.PollInterval)
+		}
+		for p := range ps.seen {
+			if _, ok := ps.awaited[p]; !ok {
+				delete(ps.seen, p)
+			}
 		}
 		ps.owners = believed
 		l.forgetRetries()
 	}
-	if len(ps.racing) > 0 && !ps.checking {
+	if len(ps.awaited) > 0 && !ps.checking {
 		if !now.Before(ps.checkAt) {
 			l.check(ctx, now)
 		}
 		if !ps.checking {
 			wake = earliest(wake, ps.checkAt)
 		}
+	}
+	if ps.raceWon && !l.racingInFlight() {
+		ps.raceWon = false
+		ps.readNow = ps.readNow || held < quota
 	}
 	if ps.readNow && !ps.reading {
 		ps.readNow = false
@@ -163,7 +192,7 @@ func (l *loop) replan(ctx context.Context, now time.Time) time.Time {
 		every *= 2
 	}
 	if ps.ownSeq == ps.seq && !ps.readAt.IsZero() && now.Before(ps.readAt.Add(every)) {
-		return ps.readAt.Add(every)
+		return earliest(wake, ps.readAt.Add(every))
 	}
 	// After a change of the member list, the hand-overs placed from the
 	// belief complete within about a poll (the others notice the change,
@@ -173,13 +202,13 @@ func (l *loop) replan(ctx context.Context, now time.Time) time.Time {
 	// that mattered — the one finding a partition the beliefs placed on
 	// nobody — came last.
 	if due := ps.changedAt.Add(l.a.opts.PollInterval); ps.ownSeq != ps.seq && now.Before(due) {
-		return due
+		return earliest(wake, due)
 	}
 	// Campaigns failing (the window was cut) mean a loaded store: a
 	// reading of n holders would add to the load that fails them. Read
 	// once a round of campaigns has gone by without a failure.
 	if ps.ownSeq == ps.seq && l.win.Congested(now, every) {
-		return l.win.Cut().Add(every)
+		return earliest(wake, l.win.Cut().Add(every))
 	}
 	l.readHolders(ctx, now, false)
 	return wake
@@ -212,7 +241,7 @@ func (l *loop) placeHeld() {
 // partitions it holds fit in quota: a reading taken while campaigns are
 // under way does not show them, and placing them anew could hand them to
 // another member that the previous placement gave others.
-func (l *loop) ownersNow(held, quota int) ([]string, map[int]bool) {
+func (l *loop) ownersNow(held, quota int) ([]string, map[int]string) {
 	me := l.a.opts.Identity
 	owners := slices.Clone(l.plan.owners)
 	if owners == nil {
@@ -236,10 +265,12 @@ func (l *loop) ownersNow(held, quota int) ([]string, map[int]bool) {
 			}
 		}
 	}
-	claimed := make(map[int]bool)
+	claimed := make(map[int]string) // the departed holder of each claimed partition
 	if held+len(wanted) <= quota {
 		for _, p := range wanted {
-			claimed[p] = owners[p] != "" // held by a departed member: a race
+			if owners[p] != "" {
+				claimed[p] = owners[p]
+			}
 			owners[p] = me
 		}
 	}
@@ -333,15 +364,31 @@ func (l *loop) onHolders(ctx context.Context, r holdersRead) {
 	}
 }
 
-// check reads, in the background, the holders of the racing partitions
+// racingInFlight reports whether a campaign for a partition awaited from a
+// departed member is under way.
+func (l *loop) racingInFlight() bool {
+	for p, id := range l.plan.awaited {
+		if c := l.camps[p]; c != nil && !c.cancelled && !l.isMember(id) {
+			return true
+		}
+	}
+	return false
+}
+
+func (l *loop) isMember(id string) bool {
+	_, ok := slices.BinarySearch(l.view.members, id)
+	return ok
+}
+
+// check reads, in the background, the holders of the awaited partitions
 // this member is campaigning for; the outcome comes back on
 // l.plan.checked.
 func (l *loop) check(ctx context.Context, now time.Time) {
 	ps := &l.plan
 	ps.checkAt = now.Add(l.a.opts.PollInterval)
 	var parts []int
-	for p := range ps.racing {
-		if l.camps[p] != nil && !l.camps[p].cancelled {
+	for p := range ps.awaited {
+		if c := l.camps[p]; c != nil && !c.cancelled {
 			parts = append(parts, p)
 		}
 	}
@@ -351,32 +398,56 @@ func (l *loop) check(ctx context.Context, now time.Time) {
 	ps.checking = true
 	group := l.a.group
 	go func() {
-		hs, _ := readHolders(ctx, l.a.b, len(parts), readParallelism, func(i int) string { return Election(group, parts[i]) })
-		r := raceCheck{parts: parts, owners: make([]string, len(parts))}
-		for i, h := range hs {
-			r.owners[i] = h.Identity
+		hs, errs := readHolders(ctx, l.a.b, len(parts), readParallelism, func(i int) string { return Election(group, parts[i]) })
+		r := awaitCheck{}
+		for i, p := range parts {
+			if errs[i] == nil {
+				r.parts, r.holders = append(r.parts, p), append(r.holders, hs[i])
+			}
 		}
 		ps.checked <- r
 	}()
 }
 
-// onCheck handles a reading of the racing partitions' holders: one held by
-// another member means this member's belief was wrong, and what its
-// placement left to that member may be placed on nobody; it reads every
-// holder at once and places again from that.
-func (l *loop) onCheck(ctx context.Context, r raceCheck) {
+// onCheck handles a reading of the awaited partitions' holders. One held
+// by another member than expected (it beat this member to a departed
+// member's partition), or newly won by the expected member (it took the
+// partition rather than hand it over), means this member's belief was
+// wrong, and what its placement left to that member may be placed on
+// nobody: it reads every holder at once and places again from that.
+func (l *loop) onCheck(ctx context.Context, r awaitCheck) {
 	ps := &l.plan
 	ps.checking = false
+	if ps.seen == nil {
+		ps.seen = make(map[int]uint64)
+	}
 	me := l.a.opts.Identity
 	for i, p := range r.parts {
-		id := r.owners[i]
-		if id == "" || id == me || !ps.racing[p] {
+		h := r.holders[i]
+		want, ok := ps.awaited[p]
+		if !ok || h.Identity == me {
 			continue
 		}
-		if _, member := slices.BinarySearch(l.view.members, id); member {
-			l.a.log.LogAttrs(ctx, slog.LevelDebug, "lost a race; reading the holders", slog.Int("partition", p), slog.String("holder", id))
-			ps.readNow = true
-			return
+		if h.Identity == "" || !l.isMember(h.Identity) {
+			if l.isMember(want) {
+				ps.seen[p] = 0 // the member expected to hand it over does not hold it
+			}
+			continue // free, or still a departed member's
 		}
+		tok, seen := ps.seen[p]
+		switch {
+		case h.Identity != want:
+			l.a.log.LogAttrs(ctx, slog.LevelDebug, "awaited partition held by another member; reading the holders",
+				slog.Int("partition", p), slog.String("holder", h.Identity), slog.String("expected", want))
+		case seen && tok != h.Token:
+			l.a.log.LogAttrs(ctx, slog.LevelDebug, "awaited partition won again by its holder; reading the holders",
+				slog.Int("partition", p), slog.String("holder", h.Identity))
+		default:
+			ps.seen[p] = h.Token
+			continue
+		}
+		ps.readNow = true
+		delete(ps.awaited, p) // expected from the reading's holder from now on
+		return
 	}
 }
