@@ -260,7 +260,7 @@ func (l *loop) ownersNow(held, quota int) ([]string, map[int]string) {
 	var wanted []int
 	for p := range l.placed {
 		if l.parts[p] == nil {
-			if _, member := slices.BinarySearch(l.view.members, owners[p]); !member {
+			if !l.isMember(owners[p]) {
 				wanted = append(wanted, p)
 			}
 		}
@@ -375,6 +375,7 @@ func (l *loop) racingInFlight() bool {
 	return false
 }
 
+// isMember reports whether id is in the member list this member applied.
 func (l *loop) isMember(id string) bool {
 	_, ok := slices.BinarySearch(l.view.members, id)
 	return ok
@@ -396,7 +397,7 @@ func (l *loop) check(ctx context.Context, now time.Time) {
 		return
 	}
 	ps.checking = true
-	group := l.a.group
+	group, out := l.a.group, ps.checked
 	go func() {
 		hs, errs := readHolders(ctx, l.a.b, len(parts), readParallelism, func(i int) string { return Election(group, parts[i]) })
 		r := awaitCheck{}
@@ -405,7 +406,7 @@ func (l *loop) check(ctx context.Context, now time.Time) {
 				r.parts, r.holders = append(r.parts, p), append(r.holders, hs[i])
 			}
 		}
-		ps.checked <- r
+		out <- r
 	}()
 }
 
