@@ -55,20 +55,18 @@ const sweepRetry = 250 * time.Millisecond
 // and again after sweepRetry while a delete fails, until the session closes.
 func (h *housekeeper) run() {
 	defer h.s.wg.Done()
-	retry := time.NewTimer(time.Hour)
-	defer retry.Stop()
 	for {
 		st, changed := h.s.state()
 		if st.closed {
 			return
 		}
-		retry.Stop()
+		var retry <-chan time.Time // nil: no delete failed
 		if st.up {
 			if !h.s.settle() {
 				return
 			}
 			if !h.sweep(st.id) {
-				retry.Reset(sweepRetry)
+				retry = time.After(sweepRetry)
 			}
 		}
 		select {
@@ -76,7 +74,7 @@ func (h *housekeeper) run() {
 			return
 		case <-h.kick:
 		case <-changed:
-		case <-retry.C:
+		case <-retry:
 		}
 	}
 }

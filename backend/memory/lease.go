@@ -24,7 +24,6 @@ type lease struct {
 	// lost to it at once and never renewed again; the election stays held
 	// until the lease expires, as at a store that did not answer.
 	gaveUp bool
-	ended  bool // lost is closed
 }
 
 func (l *lease) Token() uint64 { return l.token }
@@ -79,8 +78,9 @@ func (l *lease) giveUp() {
 
 // end closes lost once; the store's mutex must be held.
 func (l *lease) end() {
-	if !l.ended {
-		l.ended = true
+	select {
+	case <-l.lost:
+	default:
 		close(l.lost)
 	}
 }

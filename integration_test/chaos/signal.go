@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -38,7 +39,7 @@ func signalled(pid int, sig syscall.Signal) error {
 			return nil // dead and reaped
 		case err != nil:
 			return err
-		case bytes.ContainsRune([]byte(want), rune(state)):
+		case strings.IndexByte(want, state) >= 0:
 			return nil
 		case time.Now().After(deadline):
 			return fmt.Errorf("process %d in state %c %v after %v", pid, state, signalTakesEffect, sig)
