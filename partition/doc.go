@@ -43,8 +43,9 @@
 //     anything, and the partitions that move are awaited by their new
 //     owners before their old owners let them go. A member still short of
 //     its quota a PollInterval after the change then reads every
-//     partition's holder (n Leader reads, in the background, every 2-4
-//     PollIntervals while it stays short, none while its campaigns fail)
+//     partition's holder (n Leader reads, in the background, every
+//     PollInterval while it stays short up to 256 partitions, every 2-4
+//     above, none while its campaigns fail)
 //     and places again from that reading, counting as its own the free
 //     partitions it is campaigning for. A joiner reads the holders once,
 //     from the moment it starts, and campaigns only once that reading is

@@ -14,6 +14,11 @@ import (
 // first campaigns, to tell a cold start from a join.
 const probeReads = 8
 
+// cheapReading is the most partitions whose holders a member short of its
+// quota reads every poll; larger groups read every 2 polls, 4 while
+// campaigns wait (see replan).
+const cheapReading = 256
+
 // readParallelism bounds the concurrent Leader reads of a member reading
 // every partition's holder.
 const readParallelism = 32
@@ -26,10 +31,11 @@ const readParallelism = 32
 // first; and the partitions that move are awaited by their new owners'
 // campaigns before their old owners release them. A member short of its
 // quota then reads every partition's holder in the background, after each
-// change of the member list and again while it stays short (every 2 ×
-// PollInterval, 4 × while campaigns wait), and places again from that reading, counting as its own the
-// partitions it is campaigning for that the reading shows free (see
-// ownersNow). In steady state every member holds its quota and reads
+// change of the member list and again while it stays short (every
+// PollInterval up to cheapReading partitions, else every 2 × PollInterval,
+// 4 × while campaigns wait), and places again from that reading, counting
+// as its own the partitions it is campaigning for that the reading shows
+// free (see ownersNow). In steady state every member holds its quota and reads
 // nothing. A member that has not campaigned yet first probes a few
 // partitions (see probe): a joiner into a running group reads every
 // holder and places from that; members starting together find the
@@ -186,10 +192,17 @@ func (l *loop) replan(ctx context.Context, now time.Time) time.Time {
 	}
 	// Each reading is n Leader reads: on a cold start every member is
 	// short, and reading each poll overloaded a Redlock quorum (1,024
-	// partitions over 10 members, 100,000 Redis requests a second).
-	every := 2 * l.a.opts.PollInterval
-	if len(l.camps) > 0 {
+	// partitions over 10 members, 100,000 Redis requests a second). A
+	// group of at most cheapReading partitions reads each poll: a member
+	// short because the beliefs left a partition to nobody learns it
+	// within a poll rather than four (hand-overs 0.1-0.4 s over the 2 s
+	// bound after a ZooKeeper kill-majority in the partition chaos).
+	every := l.a.opts.PollInterval
+	if l.a.n > cheapReading {
 		every *= 2
+		if len(l.camps) > 0 {
+			every *= 2
+		}
 	}
 	if ps.ownSeq == ps.seq && !ps.readAt.IsZero() && now.Before(ps.readAt.Add(every)) {
 		return earliest(wake, ps.readAt.Add(every))
@@ -351,7 +364,8 @@ func (l *loop) onHolders(ctx context.Context, r holdersRead) {
 	case r.err == nil:
 		ps.owners, ps.ownSeq, ps.replan = r.owners, r.seq, true
 		l.a.log.LogAttrs(ctx, slog.LevelDebug, "read the holders", slog.Int("held", len(l.parts)),
-			slog.Int("placed", len(l.placed)), slog.Int("campaigns", len(l.camps)), slog.Int("retries", len(l.retries)))
+			slog.Int("placed", len(l.placed)), slog.Int("campaigns", len(l.camps)), slog.Int("retries", len(l.retries)),
+			slog.Any("holders", r.owners))
 		// The probe found the group running: place from this reading at
 		// once. Requiring every partition held (as the probe's own
 		// check) made a joiner whose reading saw the others' first
