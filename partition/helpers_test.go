@@ -201,6 +201,25 @@ func balanced(g *ledger, group string, n int, ids []string) bool {
 	return slices.Equal(load, Quotas(group, n, ids))
 }
 
+// leftOnlyOwn reports whether, after members left, every partition is owned
+// by one of ids, each holding its quota, and every partition that one of
+// ids owned before (before: the owners then) is still its: only the
+// leavers' partitions moved. Which survivor takes which of the leavers'
+// partitions may differ from one placement: a reading in the middle of the
+// hand-overs can place them on another, equally balanced, set.
+func leftOnlyOwn(g *ledger, group string, n int, ids []string, before []string) bool {
+	if !balanced(g, group, n, ids) {
+		return false
+	}
+	now := g.owners(n)
+	for p, id := range before {
+		if slices.Contains(ids, id) && now[p] != id {
+			return false
+		}
+	}
+	return true
+}
+
 func ids(ms []*member) []string {
 	var out []string
 	for _, m := range ms {
