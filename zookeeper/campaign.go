@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -259,15 +260,27 @@ func (b *Backend) await(ctx context.Context, s *session, c backend.Candidate, in
 			return b.newLease(s, c, path, uint64(me.stat.Czxid), owner, in, st.epoch)
 		}
 		pred := dir + "/" + cands[idx-1].name
-		predWatch, err := do(b, ctx, func() (<-chan zk.Event, error) {
-			_, _, ch, err := s.conn.GetW(pred)
-			return ch, err
+		type predecessor struct {
+			data []byte
+			stat *zk.Stat
+			ch   <-chan zk.Event
+		}
+		pw, err := do(b, ctx, func() (predecessor, error) {
+			data, st, ch, err := s.conn.GetW(pred)
+			return predecessor{data, st, ch}, err
 		}, nil)
 		if errors.Is(err, zk.ErrNoNode) {
 			continue
 		}
 		if err != nil {
 			return nil, err
+		}
+		predWatch := pw.ch
+		if l := b.cfg.logger; l != nil && l.Enabled(ctx, slog.LevelDebug) {
+			l.LogAttrs(ctx, slog.LevelDebug, "zookeeper: candidate waits", slog.String("election", c.Election),
+				slog.String("znode", name), slog.Int("place", idx), slog.String("predecessor", cands[idx-1].name),
+				slog.String("predecessor_identity", string(pw.data)), slog.String("predecessor_session", fmt.Sprintf("%#x", pw.stat.EphemeralOwner)),
+				slog.String("session", fmt.Sprintf("%#x", owner)), slog.String("first", cands[0].name))
 		}
 		if ownWatch, err = b.waitTurn(ctx, s, owner, predWatch, ownWatch, changed); err != nil {
 			return nil, err

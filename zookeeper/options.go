@@ -98,7 +98,9 @@ type Options struct {
 	DriftFactor float64
 
 	// Logger receives go-zookeeper's own diagnostics (connection failures)
-	// at level Warn. Nil discards them; the driver itself never logs.
+	// at level Warn and, at level Debug, each wait of a candidate behind
+	// another (its predecessor's znode, identity and session). Nil discards
+	// them; the driver logs nothing else.
 	Logger *slog.Logger
 }
 

@@ -158,7 +158,7 @@ func open(driver string, addrs []string, nodeTimeout time.Duration) (backend.Bac
 		}
 		return b, func() { _ = b.Close(); _ = cli.Close() }, nil
 	case "zookeeper":
-		b, err := zookeeper.New(addrs, nil)
+		b, err := zookeeper.New(addrs, &zookeeper.Options{Logger: logger()})
 		if err != nil {
 			return nil, nil, err
 		}

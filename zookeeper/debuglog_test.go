@@ -1,0 +1,81 @@
+package zookeeper
+
+import (
+	"bytes"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// syncBuffer is a bytes.Buffer safe for a logger and a test to share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestDebugLogsWait: with a Logger at level Debug, a candidate queued
+// behind another logs whom it waits for — the predecessor's znode, identity
+// and session — so that a partition nobody takes can be traced to the
+// znode that blocks it.
+func TestDebugLogsWait(t *testing.T) {
+	f := newFixture(t)
+	var out syncBuffer
+	a, _ := f.backend(nil)
+	b, _ := f.backend(&Options{Root: testRoot, Logger: slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	election := "debuglog-" + randomSuffix()
+	l := f.acquire(a, election, "alice")
+	ch := f.campaignAsync(b, election, "bob")
+	want := []string{
+		"msg=\"zookeeper: candidate waits\"",
+		"election=" + election,
+		"predecessor_identity=alice",
+		fmt.Sprintf("predecessor_session=%#x", f.owner(l)),
+		"place=1",
+	}
+	eventually(t, 10*time.Second, func() bool { return strings.Contains(out.String(), "candidate waits") }, "bob logs its wait")
+	line := out.String()
+	for _, w := range want {
+		if !strings.Contains(line, w) {
+			t.Errorf("debug log %q lacks %q", line, w)
+		}
+	}
+	if err := l.Release(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := f.await(ch, 10*time.Second, "bob leads once alice releases")
+	if err := r.l.Release(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// At level Info nothing is logged for a wait.
+	var quiet syncBuffer
+	c, _ := f.backend(&Options{Root: testRoot, Logger: slog.New(slog.NewTextHandler(&quiet, nil))})
+	l = f.acquire(a, election, "alice")
+	ch = f.campaignAsync(c, election, "carol")
+	eventually(t, 10*time.Second, func() bool { return len(f.candidates(election)) == 2 }, "carol queues")
+	if err := l.Release(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	r = f.await(ch, 10*time.Second, "carol leads once alice releases")
+	if err := r.l.Release(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s := quiet.String(); strings.Contains(s, "candidate waits") {
+		t.Errorf("logged at level Info: %q; want no wait logged", s)
+	}
+}
