@@ -48,6 +48,9 @@ func coldStart(b *testing.B, s partStore) time.Duration {
 		n       = 1024
 		members = 10
 	)
+	if s.name == "redlock" {
+		awaitRedisUptime(b, partition.DefaultTTL) // see benchPartitions
+	}
 	group := partGroup("cold-" + s.name)
 	g := newPartLedger(b)
 	var ms []*partMember
