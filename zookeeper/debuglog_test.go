@@ -1,32 +1,14 @@
 package zookeeper
 
 import (
-	"bytes"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/leaderkit/elector/internal/testenv"
 )
-
-// syncBuffer is a bytes.Buffer safe for a logger and a test to share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestDebugLogsWait: with a Logger at level Debug, a candidate queued
 // behind another logs whom it waits for — the predecessor's znode, identity
@@ -34,7 +16,7 @@ func (s *syncBuffer) String() string {
 // znode that blocks it.
 func TestDebugLogsWait(t *testing.T) {
 	f := newFixture(t)
-	var out syncBuffer
+	var out testenv.Buffer
 	a, _ := f.backend(nil)
 	b, _ := f.backend(&Options{Root: testRoot, Logger: slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	election := "debuglog-" + randomSuffix()
@@ -63,7 +45,7 @@ func TestDebugLogsWait(t *testing.T) {
 	}
 
 	// At level Info nothing is logged for a wait.
-	var quiet syncBuffer
+	var quiet testenv.Buffer
 	c, _ := f.backend(&Options{Root: testRoot, Logger: slog.New(slog.NewTextHandler(&quiet, nil))})
 	l = f.acquire(a, election, "alice")
 	ch = f.campaignAsync(c, election, "carol")
