@@ -204,18 +204,19 @@ func maxLoad(owners []string) int {
 	return most
 }
 
-// awaitRedisUptime waits until every test Redis node has been up for ttl,
-// and returns how long it waited.
+// awaitRedisUptime waits until every test Redis node has been up for ttl
+// (a wall-clock condition on the servers, read from INFO server), and
+// returns how long it waited.
 func awaitRedisUptime(tb testing.TB, ttl time.Duration) time.Duration {
 	tb.Helper()
-	began := time.Now()
+	var wait time.Duration
 	for _, c := range redlockClients(tb) {
 		info, err := c.Info(context.Background(), "server").Result()
 		if err != nil {
 			tb.Fatalf("INFO server: %v", err)
 		}
 		var secs int64 = -1
-		for _, line := range strings.Split(info, "\n") {
+		for line := range strings.Lines(info) {
 			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "uptime_in_seconds:"); ok {
 				secs, _ = strconv.ParseInt(v, 10, 64)
 			}
@@ -223,10 +224,9 @@ func awaitRedisUptime(tb testing.TB, ttl time.Duration) time.Duration {
 		if secs < 0 {
 			tb.Fatalf("INFO server has no uptime_in_seconds: %q", info)
 		}
-		// Uptime is in whole seconds, rounded down: wait a second more.
-		if left := ttl + time.Second - time.Duration(secs)*time.Second - time.Since(began); left > 0 {
-			time.Sleep(left)
-		}
+		// Uptime is in whole seconds, rounded down: a second more.
+		wait = max(wait, ttl+time.Second-time.Duration(secs)*time.Second)
 	}
-	return time.Since(began)
+	time.Sleep(wait)
+	return wait
 }

@@ -3,6 +3,7 @@ package partition
 import (
 	"context"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -62,7 +63,8 @@ func TestShortMemberReadsEveryPoll(t *testing.T) {
 		}
 
 		g := newLedger(t)
-		a, err := New(store.Peer(), group, n, g.options("a"))
+		lastRead := new(atomic.Int64) // of x's holder: only a reading of every holder reads it
+		a, err := New(electionReads{store.Peer(), Election(group, x), lastRead}, group, n, g.options("a"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,10 +77,12 @@ func TestShortMemberReadsEveryPoll(t *testing.T) {
 		done := make(chan error, 1)
 		go func() { done <- l.run(ctx, views, nil, func() {}) }()
 
-		// a reads the holders a poll after the member list changed; b lets
-		// x go after that.
-		time.Sleep(DefaultPollInterval + DefaultPollInterval/2)
+		// a reads every holder a poll after the member list changed; b
+		// lets x go half a poll after that, between a's readings.
+		changed := time.Now()
+		until(t, time.Minute, func() bool { return lastRead.Load() >= changed.Add(DefaultPollInterval).UnixNano() })
 		synctest.Wait()
+		time.Sleep(DefaultPollInterval / 2) // the phase of the release against a's polls
 		if g.count() != 0 {
 			t.Fatalf("a was assigned %d partitions before b let one go; want none", g.count())
 		}
@@ -98,4 +102,19 @@ func TestShortMemberReadsEveryPoll(t *testing.T) {
 		}
 		g.checkRevoked()
 	})
+}
+
+// electionReads is a backend that records when one election's holder was
+// last read (Unix nanoseconds).
+type electionReads struct {
+	backend.Backend
+	election string
+	last     *atomic.Int64
+}
+
+func (b electionReads) Leader(ctx context.Context, election string) (backend.Holder, error) {
+	if election == b.election {
+		b.last.Store(time.Now().UnixNano())
+	}
+	return b.Backend.Leader(ctx, election)
 }
