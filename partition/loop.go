@@ -111,7 +111,7 @@ func newLoop(a *Assigner) *loop {
 		renewed:    make(chan renewResult),
 		strayDone:  make(chan struct{}),
 		lost:       newLostWatcher(),
-		plan:       planState{read: make(chan holdersRead), checked: make(chan awaitCheck), replan: true},
+		plan:       planState{read: make(chan holdersRead), checked: make(chan awaitCheck), lapsed: make(chan lapseRead), replan: true},
 	}
 }
 
@@ -126,7 +126,7 @@ func (l *loop) run(ctx context.Context, views <-chan view, memberDone <-chan err
 	done := ctx.Done()
 	for {
 		wake := l.reconcile(ctx, time.Now())
-		if l.stopping && len(l.parts) == 0 && len(l.camps) == 0 && l.strays == 0 && l.renewing == 0 && !l.plan.reading && !l.plan.checking {
+		if l.stopping && len(l.parts) == 0 && len(l.camps) == 0 && l.strays == 0 && l.renewing == 0 && !l.plan.reading && !l.plan.checking && !l.plan.lapseBusy {
 			return l.stopErr
 		}
 		if l.dirty {
@@ -155,6 +155,8 @@ func (l *loop) run(ctx context.Context, views <-chan view, memberDone <-chan err
 			l.onHolders(ctx, r)
 		case r := <-l.plan.checked:
 			l.onCheck(ctx, r)
+		case r := <-l.plan.lapsed:
+			l.onLapse(ctx, r)
 		case <-timer.C:
 		case <-done:
 			done = nil

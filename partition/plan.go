@@ -78,7 +78,41 @@ type planState struct {
 	// may have left some of the departed member's partitions to members
 	// that do not take them.
 	raceWon bool
+
+	// lapsing holds, while this member is short of its quota, when to read
+	// again the holder of each partition that the last reading showed held
+	// by a departed member and that is placed on another member: at the
+	// holder's lease's end when the driver tells its TTL, else every
+	// PollInterval/lapseEvery (see lapseCheck). When members' lists
+	// disagree, such a partition can be placed on a member whose own
+	// placement leaves it to yet another, and nobody campaigns for it; it
+	// is then taken only after a reading shows it free and places it anew.
+	// Reading it at its lease's end rather than at the next poll saves up
+	// to a poll (a takeover missed its bound, TTL + 1 s, by 0.26 s that
+	// way in the partition chaos on etcd).
+	lapsing   map[int]time.Time
+	lapseBusy bool // a reading of lapsing partitions is in flight
+	lapsed    chan lapseRead
 }
+
+// lapseRead is the outcome of one reading of lapsing partitions' holders.
+type lapseRead struct {
+	parts   []int
+	holders []backend.Holder // zero for none
+	errs    []error
+}
+
+// lapseEvery is, as a fraction of PollInterval, how often a member short
+// of its quota reads the holder of a partition held by a departed member
+// whose lease's end it cannot tell (ZooKeeper; an etcd lease within its
+// last second).
+const lapseEvery = 4
+
+// lapseMargin is, as a fraction of PollInterval, how long after the end
+// of a departed member's lease, as its TTL told, its partition is read
+// again: the store's expiry lags (etcd revokes expired leases every
+// 500 ms; it is then read every PollInterval/lapseEvery).
+const lapseMargin = 20
 
 // awaitCheck is the outcome of one reading of the awaited partitions'
 // holders.
@@ -91,6 +125,7 @@ type awaitCheck struct {
 type holdersRead struct {
 	seq    int
 	owners []string
+	ttls   []time.Duration // each holder's TTL, when the driver tells it
 	err    error
 	failed bool // some reads failed transiently: the store is loaded
 }
@@ -186,6 +221,9 @@ func (l *loop) replan(ctx context.Context, now time.Time) time.Time {
 		ps.readNow = false
 		l.readHolders(ctx, now, false)
 		return wake
+	}
+	if held < quota && !ps.reading && l.a.n <= cheapReading {
+		wake = earliest(wake, l.lapseCheck(ctx, now))
 	}
 	if held >= quota || ps.reading {
 		return wake
@@ -330,9 +368,9 @@ func (l *loop) readHolders(ctx context.Context, now time.Time, probe bool) {
 		// A holder that could not be read counts as none: the placement
 		// may then place a held partition, whose campaign just waits.
 		if r.err == nil {
-			r.owners = make([]string, len(hs))
+			r.owners, r.ttls = make([]string, len(hs)), make([]time.Duration, len(hs))
 			for p, h := range hs {
-				r.owners[p] = h.Identity
+				r.owners[p], r.ttls[p] = h.Identity, h.TTL
 			}
 		}
 		l.plan.read <- r
@@ -363,6 +401,7 @@ func (l *loop) onHolders(ctx context.Context, r holdersRead) {
 	case r.err == nil && r.owners == nil: // a probe found the group starting
 	case r.err == nil:
 		ps.owners, ps.ownSeq, ps.replan = r.owners, r.seq, true
+		l.noteLapsing(r)
 		l.a.log.LogAttrs(ctx, slog.LevelDebug, "read the holders", slog.Int("held", len(l.parts)),
 			slog.Int("placed", len(l.placed)), slog.Int("campaigns", len(l.camps)), slog.Int("retries", len(l.retries)),
 			slog.Any("holders", r.owners))
@@ -464,5 +503,91 @@ func (l *loop) onCheck(ctx context.Context, r awaitCheck) {
 		ps.readNow = true
 		delete(ps.awaited, p) // expected from the reading's holder from now on
 		return
+	}
+}
+
+// noteLapsing records, from reading r, when to read again each partition
+// held by a departed member (see planState.lapsing).
+func (l *loop) noteLapsing(r holdersRead) {
+	ps := &l.plan
+	ps.lapsing = nil
+	me := l.a.opts.Identity
+	for p, id := range r.owners {
+		if id == "" || id == me || l.isMember(id) {
+			continue
+		}
+		if ps.lapsing == nil {
+			ps.lapsing = make(map[int]time.Time)
+		}
+		ps.lapsing[p] = ps.readAt.Add(l.lapseAfter(r.ttls[p]))
+	}
+}
+
+// lapseAfter returns how long after reading a departed member's partition
+// with a lease of ttl left (0: unknown) to read it again.
+func (l *loop) lapseAfter(ttl time.Duration) time.Duration {
+	poll := l.a.opts.PollInterval
+	return max(ttl+poll/lapseMargin, poll/lapseEvery)
+}
+
+// lapseCheck reads, in the background, the holders of the lapsing
+// partitions that are due and placed on another member (a campaign of this
+// member's waits for the others); the outcome comes back on
+// l.plan.lapsed. It returns when the next one falls due.
+func (l *loop) lapseCheck(ctx context.Context, now time.Time) time.Time {
+	ps := &l.plan
+	wake := now.Add(time.Hour)
+	if ps.lapseBusy {
+		return wake
+	}
+	var parts []int
+	for p, at := range ps.lapsing {
+		switch {
+		case l.placed[p] || l.parts[p] != nil:
+			delete(ps.lapsing, p)
+		case now.Before(at):
+			wake = earliest(wake, at)
+		default:
+			parts = append(parts, p)
+		}
+	}
+	if len(parts) == 0 {
+		return wake
+	}
+	ps.lapseBusy = true
+	group, out := l.a.group, ps.lapsed
+	go func() {
+		hs, errs := readHolders(ctx, l.a.b, len(parts), readParallelism, func(i int) string { return Election(group, parts[i]) })
+		out <- lapseRead{parts: parts, holders: hs, errs: errs}
+	}()
+	return wake
+}
+
+// onLapse handles a reading of lapsing partitions' holders. One found free
+// was left to a member that does not take it, as far as this member
+// knows: it reads every holder at once and places again from that.
+func (l *loop) onLapse(ctx context.Context, r lapseRead) {
+	ps := &l.plan
+	ps.lapseBusy = false
+	now, me := time.Now(), l.a.opts.Identity
+	for i, p := range r.parts {
+		if _, ok := ps.lapsing[p]; !ok {
+			continue
+		}
+		h := r.holders[i]
+		switch {
+		case r.errs[i] != nil:
+			ps.lapsing[p] = now.Add(l.lapseAfter(0))
+		case h.Identity == "":
+			delete(ps.lapsing, p)
+			if !ps.readNow {
+				l.a.log.LogAttrs(ctx, slog.LevelDebug, "a departed member's partition is free; reading the holders", slog.Int("partition", p))
+			}
+			ps.readNow = true
+		case h.Identity == me || l.isMember(h.Identity):
+			delete(ps.lapsing, p)
+		default:
+			ps.lapsing[p] = now.Add(l.lapseAfter(h.TTL))
+		}
 	}
 }
