@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -15,11 +16,45 @@ import (
 // acquireResult is the outcome of one acquire round.
 type acquireResult struct {
 	lease *lease
-	err   error         // too few nodes answered, or a late quorum
-	wait  time.Duration // held: when enough of the holder's keys can have expired to free a quorum
-	split bool          // lost, but no single holder has a quorum: rivals split the nodes
-	took  time.Duration // lost: how long the round took
-	slow  bool          // err: too few nodes answered in time (see gate)
+	err   error // too few nodes answered, or a late quorum
+	loss  loss  // why a round without lease or err lost
+	// wait is, for lostHeld, when enough of the holder's keys can have
+	// expired to free a quorum; for lostQuarantined, when the first node in
+	// its restart delay counts again.
+	wait   time.Duration
+	took   time.Duration // how long the round took
+	tally  tally         // the replies in when the round was decided
+	holder string        // lostHeld: the value of the holder's key on one of its nodes
+	slow   bool          // err: too few nodes answered in time (see gate)
+}
+
+// loss is why an acquire round that ended without a lease or an error was
+// lost; it chooses the wait before the next round, and the debug log names
+// it.
+type loss int8
+
+const (
+	notLost         loss = iota // the round won, failed, or its ctx ended
+	lostHeld                    // one holder has a quorum
+	lostSplit                   // no single holder has a quorum: rivals split the nodes
+	lostQuarantined             // too few answered, but nodes in their restart delay would have made up a quorum
+	lostSkipped                 // too few answered; the nodes left out of the round are about to be free
+)
+
+// String returns the outcome a debug log line names: "held", "split",
+// "quarantined" or "skipped".
+func (l loss) String() string {
+	switch l {
+	case lostHeld:
+		return "held"
+	case lostSplit:
+		return "split"
+	case lostQuarantined:
+		return "quarantined"
+	case lostSkipped:
+		return "skipped"
+	}
+	return "none"
 }
 
 // acquired is one node's reply to acquireScript.
@@ -28,6 +63,7 @@ type acquired struct {
 	token  uint64        // won: the node's counter, just INCRed
 	pttl   time.Duration // held: the key's PTTL; never for a key without expiry
 	holder string        // held: the first word of the key's value
+	value  string        // held: the key's value ("" for a key that is not a string)
 }
 
 func (a acquired) status() status {
@@ -37,7 +73,7 @@ func (a acquired) status() status {
 	return no
 }
 
-// parseAcquired reads acquireScript's reply: {1, token} or {0, pttl, holder}.
+// parseAcquired reads acquireScript's reply: {1, token} or {0, pttl, value}.
 func parseAcquired(v []any, err error) (acquired, error) {
 	if err != nil {
 		return acquired{}, err
@@ -55,7 +91,8 @@ func parseAcquired(v []any, err error) (acquired, error) {
 		a.pttl = time.Duration(n) * time.Millisecond
 	}
 	if len(v) > 2 {
-		a.holder, _ = v[2].(string)
+		a.value, _ = v[2].(string)
+		a.holder, _, _ = strings.Cut(a.value, " ")
 	}
 	return a, nil
 }
@@ -64,7 +101,7 @@ func parseAcquired(v []any, err error) (acquired, error) {
 // quorum within validity, the fencing write-back when the nodes' counters
 // disagree, and compare-and-delete everywhere after a failure.
 func (b *Backend) acquire(ctx context.Context, key, id string, c backend.Candidate) acquireResult {
-	n, q := len(b.clients), b.quorum
+	q := b.quorum
 	counter := key + counterSuffix
 	ttlArg := strconv.FormatInt(c.TTL.Milliseconds(), 10)
 	if b.restarts != nil {
@@ -80,25 +117,34 @@ func (b *Backend) acquire(ctx context.Context, key, id string, c backend.Candida
 	// or others hold one (failed nodes alone do not decide it, so that
 	// lost sees the holder's PTTLs).
 	got, t := r.collect(ctx, func(t tally) bool { return t.yes >= q || t.no >= q })
+	var res acquireResult
 	if t.yes >= q {
-		return b.win(ctx, r, got, start, id, c)
+		res = b.win(ctx, r, got, start, id, c)
+	} else {
+		b.cleanup(key, id, r)
+		res = lose(ctx, r, got, t, q)
 	}
-	b.cleanup(key, id, r)
+	res.took, res.tally = time.Since(start), t
+	return res
+}
+
+// lose reads a round that no quorum granted: lost (see [loss]), failed
+// because too few nodes answered, or ended by ctx. got and t are the
+// replies in and their tally.
+func lose(ctx context.Context, r *round[acquired], got []*reply[acquired], t tally, q int) acquireResult {
 	switch {
 	case ctx.Err() != nil:
 		return acquireResult{}
 	case t.yes+t.no < q:
 		if wait, ok := quarantineWait(got, q, t); ok {
-			return acquireResult{wait: wait} // as behind a holder
+			return acquireResult{loss: lostQuarantined, wait: wait} // as behind a holder
 		}
 		if r.skip != nil { // the nodes left out are about to be free: retry soon with them
-			return acquireResult{split: true, took: time.Since(start)}
+			return acquireResult{loss: lostSkipped}
 		}
-		return acquireResult{slow: true, err: fmt.Errorf("quorum unreachable: %d of %d nodes answered, need %d: %s", t.yes+t.no, n, q, t.nodeErr())}
+		return acquireResult{slow: true, err: fmt.Errorf("quorum unreachable: %d of %d nodes answered, need %d: %s", t.yes+t.no, t.nodes, q, t.nodeErr())}
 	}
-	r2 := lost(got, q)
-	r2.took = time.Since(start)
-	return r2
+	return lost(got, q)
 }
 
 // win makes a lease of a round that a quorum granted, unless the quorum
@@ -152,9 +198,9 @@ func countEqual(tokens []uint64, t uint64) int {
 
 // lost reads a round that others won: when one holder (one value's first
 // word) has a quorum, the wait until enough of its keys can have expired to
-// free a quorum; otherwise a split. Nodes that are ours or held by another
-// rival count as free at once (their keys are being deleted), nodes that
-// failed or did not reply as never free.
+// free a quorum, and the holder's value; otherwise a split. Nodes that are
+// ours or held by another rival count as free at once (their keys are being
+// deleted), nodes that failed or did not reply as never free.
 func lost(got []*reply[acquired], q int) acquireResult {
 	holders := make(map[string]int)
 	for _, g := range got {
@@ -169,8 +215,9 @@ func lost(got []*reply[acquired], q int) acquireResult {
 		}
 	}
 	if most < q {
-		return acquireResult{split: true}
+		return acquireResult{loss: lostSplit}
 	}
+	var value string
 	free := make([]time.Duration, 0, len(got))
 	for _, g := range got {
 		switch {
@@ -178,12 +225,13 @@ func lost(got []*reply[acquired], q int) acquireResult {
 			free = append(free, never)
 		case g.status() == no && g.val.holder == holder:
 			free = append(free, g.val.pttl)
+			value = g.val.value
 		default:
 			free = append(free, 0)
 		}
 	}
 	slices.Sort(free)
-	return acquireResult{wait: free[q-1]}
+	return acquireResult{loss: lostHeld, wait: free[q-1], holder: value}
 }
 
 // writeBack writes token back to the nodes (writeBackScript) and needs a

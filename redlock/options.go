@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/leaderkit/elector/backend"
@@ -89,6 +90,17 @@ type Options struct {
 	// delay restarts themselves. RestartDelay must then be 0. The default
 	// is false.
 	NoRestartDelay bool
+
+	// Logger receives, at level Debug, each acquire round of a Campaign
+	// that won no lease: why it was lost (another candidate holds the
+	// election, rivals split the nodes, nodes in their restart delay kept a
+	// quorum out of reach), how long it took, how many nodes answered yes,
+	// no or failed, the holder's identity, and how long the candidate waits
+	// before its next round (0 after its first lost round: it retries at
+	// once, listening for releases from then on); and each round that
+	// failed with the error Campaign returns for it. Nil discards them; the
+	// driver logs nothing else.
+	Logger *slog.Logger
 }
 
 // maxRestartDelay is the longest Options.RestartDelay: the longest TTL the
@@ -103,6 +115,7 @@ type config struct {
 	// restartDelay is Options.RestartDelay (0: the longest TTL).
 	restartDelay   time.Duration
 	noRestartDelay bool
+	logger         *slog.Logger // nil: discard
 }
 
 func (o *Options) config() (config, error) {
@@ -110,6 +123,7 @@ func (o *Options) config() (config, error) {
 	if o == nil {
 		return c, nil
 	}
+	c.logger = o.Logger
 	switch {
 	case o.NoKeyPrefix && o.KeyPrefix != "":
 		return c, fmt.Errorf("redlock: %w: Options.KeyPrefix is %q but Options.NoKeyPrefix is set; want one or the other", backend.ErrInvalid, o.KeyPrefix)

@@ -15,12 +15,12 @@ import "github.com/redis/go-redis/v9"
 
 // acquireScript is SET NX PX that also mints a fencing token: when the key is
 // free it stores "<id> <token> <identity>", token the counter just INCRed.
-// It replies {1, token} on success, or {0, pttl, holder} when the key is
-// held: pttl as PTTL reports it (-1 for a key without expiry), holder the
-// value's first word (the lease id of a value this package wrote, the whole
-// value of a redsync or node-redlock lock, "" for a key that is not a
-// string), so that the caller can tell one holder on a quorum from rivals
-// that split the nodes.
+// It replies {1, token} on success, or {0, pttl, value} when the key is
+// held: pttl as PTTL reports it (-1 for a key without expiry), value the
+// key's value ("" for a key that is not a string), whose first word (the
+// lease id of a value this package wrote, the whole value of a redsync or
+// node-redlock lock) tells one holder on a quorum from rivals that split
+// the nodes, and whose rest names the holder for [Options.Logger].
 //
 // The free key is the case to make cheap: the script INCRs first and lets
 // SET NX decide, two commands in all. When the key is held it DECRs the
@@ -51,7 +51,7 @@ end
 redis.call('DECR', KEYS[2])
 local v = redis.pcall('GET', KEYS[1])
 if type(v) ~= 'string' then v = '' end
-return {0, redis.call('PTTL', KEYS[1]), string.match(v, '^[^ ]*')}
+return {0, redis.call('PTTL', KEYS[1]), v}
 `
 
 // writeBackScript writes the agreed token m back: it raises the counter to

@@ -133,7 +133,7 @@ func open(driver string, addrs []string, nodeTimeout time.Duration) (backend.Bac
 				WriteTimeout: io, MaxRetries: -1, ContextTimeoutEnabled: true,
 			}))
 		}
-		b, err := redlock.New(clients, &redlock.Options{NodeTimeout: nodeTimeout})
+		b, err := redlock.New(clients, &redlock.Options{NodeTimeout: nodeTimeout, Logger: logger()})
 		closeAll := func() {
 			for _, c := range clients {
 				_ = c.Close()
