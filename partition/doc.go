@@ -36,8 +36,10 @@
 //     leave, an expired slot); free slots are not watched (on Redlock that
 //     is a poll), so a join is noticed at the next poll.
 //   - Placement: every member has a quota, n/members rounded up or down
-//     ([Quotas]), and computes [Place] from the member list and who owns
-//     what as it knows it: the placement it computed last, corrected by
+//     ([Quotas]) — or, when members set an [Options.Weight], its share in
+//     proportion to its weight ([QuotasWeighted]) — and computes [Place]
+//     ([PlaceWeighted]) from the member list and who owns what as it knows
+//     it: the placement it computed last, corrected by
 //     what it holds. When the member list changes it places at once from
 //     that, so that every member reaches the same placement without reading
 //     anything, and the partitions that move are awaited by their new
@@ -140,6 +142,15 @@
 // 10-20 % more than the mean at this size (a binomial spread); hence the
 // holders are read. Every member of a group must use the same n;
 // identities must be unique within the group.
+//
+// Members of different sizes set [Options.Weight]: each member's quota is
+// then its share n·w/W of the partitions (w its weight, W the sum of the
+// weights), rounded down or up by largest remainders ([QuotasWeighted]),
+// and [PlaceWeighted] keeps it sticky the same way. A member's weight
+// travels with its membership slot, held under Identity + ";weight=" + w
+// (under Identity alone for weight 1, as before weights), so every member
+// computes the same placement; a slot whose holder ends in a malformed
+// weight counts as a member of weight 1 named by the whole string.
 //
 // # Errors
 //

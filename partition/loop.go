@@ -282,7 +282,7 @@ func earliest(a, b time.Time) time.Time {
 // onView takes a new member list; the placement is recomputed from it at
 // the next reconcile (see replan).
 func (l *loop) onView(ctx context.Context, v view) {
-	same := slices.Equal(v.members, l.view.members) && v.joined == l.view.joined
+	same := slices.Equal(v.members, l.view.members) && slices.Equal(v.weights, l.view.weights) && v.joined == l.view.joined
 	if l.settled && same {
 		return
 	}
@@ -317,7 +317,7 @@ func (l *loop) settle(ctx context.Context) {
 	first := !l.settled
 	l.settled = true
 	v := l.view
-	l.a.log.LogAttrs(ctx, slog.LevelInfo, "members changed", slog.Any("members", v.members), slog.Bool("joined", v.joined))
+	l.a.log.LogAttrs(ctx, slog.LevelInfo, "members changed", slog.Any("members", v.members), slog.Any("weights", v.weights), slog.Bool("joined", v.joined))
 	l.a.setMembers(v.members)
 	ps := &l.plan
 	ps.seq++

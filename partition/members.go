@@ -36,6 +36,7 @@ const scanParallelism = 8
 // view is one reading of the member list.
 type view struct {
 	members  []string // sorted, without duplicates; holds self iff joined
+	weights  []int    // each member's weight, indexed like members (nil: all 1)
 	joined   bool
 	complete bool // every slot has been read once: no failed read hides a member
 }
@@ -45,8 +46,9 @@ type view struct {
 // every slot in use each PollInterval to learn the others.
 type membership struct {
 	a     *Assigner
+	self  seat      // this member, as its slot shows it
 	out   chan view // capacity 1; holds the latest view
-	slots []string  // identity holding each slot read, "" when free
+	slots []seat    // the holder of each slot read, the zero seat when free
 
 	known    []bool // whether each slot has been read at least once
 	complete bool   // every slot in slots has been read at least once
@@ -63,7 +65,7 @@ type membership struct {
 }
 
 func newMembership(a *Assigner) *membership {
-	m := &membership{a: a, out: make(chan view, 1), slot: -1}
+	m := &membership{a: a, self: seat{a.opts.Identity, a.opts.Weight}, out: make(chan view, 1), slot: -1}
 	m.ttl, m.renewEvery, m.margin = memberTiming(&a.opts)
 	return m
 }
@@ -174,9 +176,9 @@ func (m *membership) scan(ctx context.Context) error {
 	}
 	if m.slot >= 0 {
 		for len(slots) <= m.slot {
-			slots = append(slots, "")
+			slots = append(slots, seat{})
 		}
-		slots[m.slot] = m.a.opts.Identity
+		slots[m.slot] = m.self
 	}
 	m.slots = slots
 	return nil
@@ -185,12 +187,13 @@ func (m *membership) scan(ctx context.Context) error {
 // scanSlots reads the membership slots of group in chunks of spareSlots
 // until a whole chunk is free (joiners take one of the lowest free slots, so
 // no member lies beyond), or maxMembers slots are read. It returns the
-// identity holding each slot read, "" for a free one. When strict, every
-// failed read is an error; otherwise a slot whose read fails transiently
-// keeps its value in prev ("" beyond it), and only a permanent failure is an
-// error; which slots were read is returned too.
-func scanSlots(ctx context.Context, b backend.Backend, group string, maxMembers int, prev []string, strict bool) ([]string, []bool, error) {
-	var out []string
+// holder of each slot read, identity and weight (see parseSlot), the zero
+// seat for a free one. When strict, every failed read is an error;
+// otherwise a slot whose read fails transiently keeps its value in prev
+// (free beyond it), and only a permanent failure is an error; which slots
+// were read is returned too.
+func scanSlots(ctx context.Context, b backend.Backend, group string, maxMembers int, prev []seat, strict bool) ([]seat, []bool, error) {
+	var out []seat
 	var read []bool
 	for lo := 0; lo < maxMembers; lo += spareSlots {
 		n := min(spareSlots, maxMembers-lo)
@@ -207,7 +210,7 @@ func scanSlots(ctx context.Context, b backend.Backend, group string, maxMembers 
 				ids[k] = prev[lo+k]
 			}
 			read = append(read, err == nil)
-			taken = taken || ids[k] != ""
+			taken = taken || ids[k].identity != ""
 		}
 		out = append(out, ids...)
 		if !taken && lo+n >= len(prev) {
@@ -217,10 +220,10 @@ func scanSlots(ctx context.Context, b backend.Backend, group string, maxMembers 
 	return out, read, nil
 }
 
-// readSlots reads the holders of slots [lo, lo+n) of group: the identity,
-// or "" with a nil error when a slot is free.
-func readSlots(ctx context.Context, b backend.Backend, group string, lo, n int) ([]string, []error) {
-	ids, errs := make([]string, n), make([]error, n)
+// readSlots reads the holders of slots [lo, lo+n) of group: identity and
+// weight, or the zero seat with a nil error when a slot is free.
+func readSlots(ctx context.Context, b backend.Backend, group string, lo, n int) ([]seat, []error) {
+	ids, errs := make([]seat, n), make([]error, n)
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, scanParallelism)
 	for k := range n {
@@ -231,7 +234,7 @@ func readSlots(ctx context.Context, b backend.Backend, group string, lo, n int) 
 			if errors.Is(err, backend.ErrNoLeader) {
 				err = nil
 			}
-			ids[k], errs[k] = h.Identity, err
+			ids[k], errs[k] = parseSlot(h.Identity), err
 		})
 	}
 	wg.Wait()
@@ -244,8 +247,8 @@ func readSlots(ctx context.Context, b backend.Backend, group string, lo, n int) 
 // all join within a few round trips rather than a poll apart.
 func (m *membership) join(ctx context.Context) error {
 	var free []int
-	for k, id := range m.slots {
-		if id == "" && len(free) < joinChoices {
+	for k, s := range m.slots {
+		if s.identity == "" && len(free) < joinChoices {
 			free = append(free, k)
 		}
 	}
@@ -254,7 +257,6 @@ func (m *membership) join(ctx context.Context) error {
 			slog.Int("max_members", m.a.opts.MaxMembers))
 		return nil
 	}
-	o := &m.a.opts
 	for range joinAttempts {
 		if len(free) == 0 {
 			return nil
@@ -279,8 +281,8 @@ func (m *membership) join(ctx context.Context) error {
 			return nil
 		}
 		m.slot, m.lease, m.nextRenew = k, l, time.Now().Add(m.renewEvery)
-		m.slots[k] = o.Identity
-		m.a.log.LogAttrs(ctx, slog.LevelInfo, "joined", slog.Int("slot", k), slog.Uint64("token", l.Token()))
+		m.slots[k] = m.self
+		m.a.log.LogAttrs(ctx, slog.LevelInfo, "joined", slog.Int("slot", k), slog.Int("weight", m.self.weight), slog.Uint64("token", l.Token()))
 		return nil
 	}
 	return nil
@@ -293,6 +295,7 @@ func (m *membership) join(ctx context.Context) error {
 func (m *membership) campaignSlot(ctx context.Context, k int) (backend.Lease, error) {
 	o := &m.a.opts
 	name := memberElection(m.a.group, k)
+	me := slotIdentity(m.self.identity, m.self.weight)
 	jctx, cancel := context.WithTimeout(ctx, max(2*o.PollInterval, time.Second))
 	defer cancel()
 	var wg sync.WaitGroup
@@ -306,13 +309,13 @@ func (m *membership) campaignSlot(ctx context.Context, k int) (backend.Lease, er
 				return
 			case <-t.C:
 			}
-			if h, err := m.a.b.Leader(jctx, name); err == nil && h.Identity != o.Identity {
+			if h, err := m.a.b.Leader(jctx, name); err == nil && h.Identity != me {
 				cancel()
 				return
 			}
 		}
 	})
-	l, err := m.a.b.Campaign(jctx, backend.Candidate{Election: name, Identity: o.Identity, TTL: m.ttl})
+	l, err := m.a.b.Campaign(jctx, backend.Candidate{Election: name, Identity: me, TTL: m.ttl})
 	cancel()
 	return l, err
 }
@@ -352,20 +355,20 @@ func (m *membership) keep(ctx context.Context) {
 	}
 	m.a.log.LogAttrs(ctx, slog.LevelWarn, "membership lost; rejoining", slog.Int("slot", m.slot), slog.Any("error", cause))
 	m.release(ctx, m.lease)
-	m.slots[m.slot] = ""
+	m.slots[m.slot] = seat{}
 	m.slot, m.lease = -1, nil
 }
 
 // publish replaces the view waiting in out with the current one.
 func (m *membership) publish() {
 	v := view{joined: m.lease != nil, complete: m.complete}
-	for _, id := range m.slots {
-		if id != "" && (id != m.a.opts.Identity || v.joined) {
-			v.members = append(v.members, id)
+	var seats []seat
+	for _, s := range m.slots {
+		if s.identity != "" && (s.identity != m.self.identity || v.joined) {
+			seats = append(seats, s)
 		}
 	}
-	slices.Sort(v.members)
-	v.members = slices.Compact(v.members)
+	v.members, v.weights = roster(seats)
 	select {
 	case <-m.out:
 	default:

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/leaderkit/elector"
@@ -29,6 +30,9 @@ const (
 	// DefaultPollInterval is the longest [Options.PollInterval] chosen by
 	// default.
 	DefaultPollInterval = 500 * time.Millisecond
+	// MaxWeight is the largest [Options.Weight] New accepts: one member's
+	// share of the partitions is at most MaxWeight times another's.
+	MaxWeight = 1000
 )
 
 // Options configure an [Assigner]. A nil *Options means all defaults. Every
@@ -38,8 +42,24 @@ type Options struct {
 	// backends report it as the holder of the partitions it owns. It must be
 	// unique within the group: two members with one identity share one
 	// share of the partitions (each partition still has one owner).
-	// Default: "<hostname>-<pid>-<6 random hex digits>".
+	// Default: "<hostname>-<pid>-<6 random hex digits>". It must not
+	// contain ";weight=", which marks the weight in a membership slot (see
+	// Weight).
 	Identity string
+
+	// Weight is this member's capacity relative to the others': each
+	// member's share of the partitions is in proportion to its weight (see
+	// [QuotasWeighted]), so a member of weight 2 holds twice as many as one
+	// of weight 1, give or take one. A member of weight 1 holds its
+	// membership slot under Identity, as members always have; a heavier one
+	// holds it under Identity + ";weight=" + Weight, which is how the others
+	// learn its weight, and how `elect partitions` shows it. Partitions are
+	// held under Identity whatever the weight. Members of a release that
+	// knows no weights read such a slot as a member named so, which holds
+	// nothing: until every member knows weights, set none above 1 (mixed,
+	// the placements disagree, which costs balance and time, never
+	// safety). Default 1; between 1 and [MaxWeight].
+	Weight int
 
 	// TTL is how long a partition's lease lives at the backend without a
 	// renewal: after a member crashes, its partitions are owned again within
@@ -113,6 +133,18 @@ func (o *Options) resolve() (Options, error) {
 		r.Identity = defaultIdentity()
 	} else if err := backend.ValidateIdentity(r.Identity); err != nil {
 		return r, fmt.Errorf("partition: Options.Identity: %w", err)
+	}
+	if strings.Contains(r.Identity, weightMark) {
+		return r, fmt.Errorf("partition: %w: Options.Identity %q contains %q, which marks a member's weight in its membership slot; set Options.Weight instead", backend.ErrInvalid, r.Identity, weightMark)
+	}
+	switch {
+	case r.Weight == 0:
+		r.Weight = 1
+	case r.Weight < 1 || r.Weight > MaxWeight:
+		return r, invalid("Weight", r.Weight, fmt.Sprintf("in [1, %d] (or 0 for 1)", MaxWeight))
+	}
+	if err := backend.ValidateIdentity(slotIdentity(r.Identity, r.Weight)); err != nil {
+		return r, fmt.Errorf("partition: Options.Identity with %q appended, as its membership slot holds it (Options.Weight %d): %w", weightMark+strconv.Itoa(r.Weight), r.Weight, err)
 	}
 	switch {
 	case r.TTL == 0:

@@ -3,6 +3,7 @@ package partition
 import (
 	"cmp"
 	"hash/fnv"
+	"math/bits"
 	"slices"
 )
 
@@ -10,12 +11,57 @@ import (
 // rounded down, plus one for n mod m of them, chosen by a hash of group and
 // identity, so that every member computes the same quotas from the same
 // member list. The most loaded member holds ceil(n/m). members must be
-// sorted and free of duplicates; the result is indexed like members.
+// sorted and free of duplicates; the result is indexed like members. It is
+// [QuotasWeighted] with every weight 1.
 func Quotas(group string, n int, members []string) []int {
+	return QuotasWeighted(group, n, members, nil)
+}
+
+// QuotasWeighted returns how many partitions of n each of members is placed
+// when each member has a weight (its [Options.Weight]), weights[i] being
+// that of members[i]: member i's exact share is n·w_i/W, where W is the
+// sum of the weights. Each member gets its share rounded down; the
+// partitions the rounding leaves over (fewer than the members) go one each
+// to the members with the largest remainders, ties broken by a hash of
+// group and identity — the order [Quotas] uses. A caller can rely on this:
+//
+//   - the quotas sum to n (for n ≥ 0 and at least one member);
+//   - member i's quota is its share rounded down or up: at least
+//     floor(n·w_i/W), at most ceil(n·w_i/W);
+//   - every member computes the same quotas from the same members and
+//     weights;
+//   - with every weight equal — weights nil means every weight 1 — the
+//     result is exactly [Quotas]'s.
+//
+// A weight below 1 counts as 1, one above [MaxWeight] as MaxWeight, and a
+// missing one (weights shorter than members) as 1; extra weights are
+// ignored. With n ≤ 0 or no members every quota is 0. members must be sorted
+// and free of duplicates; the result is indexed like members.
+//
+// Largest remainders can give a member one partition more after another
+// member joins (or one fewer after one leaves) when the others' weights
+// differ: the rounding shifts. [PlaceWeighted] then moves a partition
+// between two of the others.
+func QuotasWeighted(group string, n int, members []string, weights []int) []int {
 	m := len(members)
 	q := make([]int, m)
-	if m == 0 {
+	if m == 0 || n <= 0 {
 		return q
+	}
+	w := make([]uint64, m)
+	var total uint64
+	for i := range w {
+		w[i] = uint64(weightOf(weights, i))
+		total += w[i]
+	}
+	rem := make([]uint64, m)
+	left := n
+	for i := range q {
+		// n·w_i needs up to 73 bits when n is near the top of int.
+		hi, lo := bits.Mul64(uint64(n), w[i])
+		quo, r := bits.Div64(hi, lo, total) // quo ≤ n: no overflow
+		q[i], rem[i] = int(quo), r
+		left -= q[i]
 	}
 	order := make([]int, m)
 	for i := range order {
@@ -23,13 +69,13 @@ func Quotas(group string, n int, members []string) []int {
 	}
 	seeds := seedsOf(group, members)
 	slices.SortFunc(order, func(x, y int) int {
-		return cmp.Or(cmp.Compare(mix(seeds[y]), mix(seeds[x])), cmp.Compare(x, y))
+		return cmp.Or(cmp.Compare(rem[y], rem[x]), cmp.Compare(mix(seeds[y]), mix(seeds[x])), cmp.Compare(x, y))
 	})
-	for k, i := range order {
-		q[i] = n / m
-		if k < n%m {
-			q[i]++
-		}
+	// The remainders sum to left·W, each below W: left < the number of
+	// members with a remainder, so nobody gets more than its share rounded
+	// up.
+	for _, i := range order[:left] {
+		q[i]++
 	}
 	return q
 }
@@ -50,9 +96,34 @@ func Quotas(group string, n int, members []string) []int {
 // loaded member holds ceil(n/m); a member joining takes its quota from the
 // others and nothing moves between them; a member leaving hands its own
 // partitions to the others and nothing else moves. With nobody holding
-// anything (a cold start) it is rendezvous hashing with a load cap.
+// anything (a cold start) it is rendezvous hashing with a load cap. It is
+// [PlaceWeighted] with every weight 1.
 func Place(group string, n int, members []string, owners []string) []int {
-	out := make([]int, n)
+	return PlaceWeighted(group, n, members, nil, owners)
+}
+
+// PlaceWeighted is [Place] with weighted members: weights[i] is the weight
+// of members[i] (its [Options.Weight]; nil means every weight 1, and
+// weights count as in [QuotasWeighted]), and each member's load cap is its
+// quota from QuotasWeighted rather than [Quotas]. A caller can rely on
+// this:
+//
+//   - every partition is placed on exactly one member (on -1 when members
+//     is empty), and member i is placed exactly its quota of them: at most
+//     ceil(n·w_i/W), W being the sum of the weights;
+//   - it is sticky as Place is: each member keeps what it holds up to its
+//     quota, and placing a placement again moves nothing;
+//   - a member joining takes its quota from the others, and a member leaving
+//     hands over only its own partitions; nothing moves between the others
+//     when their weights are all equal. When they differ, the rounding of
+//     [QuotasWeighted] can raise one's quota by one as another member joins
+//     (or lower it as one leaves): one partition then moves to (or from)
+//     that member, from (or to) one whose quota went the other way;
+//   - with every weight equal the result is exactly Place's.
+//
+// members must be sorted and free of duplicates; owners is as for Place.
+func PlaceWeighted(group string, n int, members []string, weights []int, owners []string) []int {
+	out := make([]int, max(n, 0))
 	for p := range out {
 		out[p] = -1
 	}
@@ -60,7 +131,7 @@ func Place(group string, n int, members []string, owners []string) []int {
 	if m == 0 {
 		return out
 	}
-	quota := Quotas(group, n, members)
+	quota := QuotasWeighted(group, n, members, weights)
 	seeds := seedsOf(group, members)
 	score := func(i, p int) uint64 { return mix(seeds[i] ^ mix(uint64(p)+0x9e3779b97f4a7c15)) }
 	held := make([][]int, m)

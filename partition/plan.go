@@ -160,11 +160,11 @@ func (l *loop) replan(ctx context.Context, now time.Time) time.Time {
 			held++
 		}
 	}
-	quota := Quotas(l.a.group, l.a.n, v.members)[i]
+	quota := QuotasWeighted(l.a.group, l.a.n, v.members, v.weights)[i]
 	if ps.replan {
 		ps.replan = false
 		owners, claimed := l.ownersNow(held, quota)
-		at := Place(l.a.group, l.a.n, v.members, owners)
+		at := PlaceWeighted(l.a.group, l.a.n, v.members, v.weights, owners)
 		believed := make([]string, l.a.n)
 		l.placed = make(map[int]bool)
 		ps.elsewhere = make(map[int]bool)

@@ -25,7 +25,7 @@ type slotWatch struct {
 }
 
 type slotWatcher struct {
-	id     string // the holder the scan read
+	holder seat // the holder the scan read
 	cancel context.CancelFunc
 }
 
@@ -40,27 +40,27 @@ func newSlotWatch(b backend.Backend, group string) *slotWatch {
 
 // sync watches the slots that slots (a scan) shows held by an identity
 // other than me, and stops watching the others.
-func (s *slotWatch) sync(ctx context.Context, slots []string, me string) {
+func (s *slotWatch) sync(ctx context.Context, slots []seat, me string) {
 	for k, sw := range s.live {
-		if k >= len(slots) || slots[k] != sw.id {
+		if k >= len(slots) || slots[k] != sw.holder {
 			sw.cancel()
 			delete(s.live, k)
 		}
 	}
-	for k, id := range slots {
-		if id == "" || id == me {
+	for k, held := range slots {
+		if held.identity == "" || held.identity == me {
 			continue
 		}
 		if _, ok := s.live[k]; ok {
 			continue
 		}
 		wctx, cancel := context.WithCancel(ctx)
-		s.live[k] = slotWatcher{id: id, cancel: cancel}
+		s.live[k] = slotWatcher{holder: held, cancel: cancel}
 		name := memberElection(s.group, k)
 		s.wg.Go(func() {
 			// An error ends the watch; the polls still notice changes.
 			_ = s.w.Watch(wctx, name, func(h backend.Holder) {
-				if h.Identity != id {
+				if parseSlot(h.Identity) != held {
 					select {
 					case s.poke <- struct{}{}:
 					default:

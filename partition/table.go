@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 
 	"github.com/leaderkit/elector/backend"
@@ -32,9 +31,9 @@ type Owner struct {
 	Owner string `json:"owner"`
 	// Token is the holder's fencing token, or 0.
 	Token uint64 `json:"token"`
-	// Placed is the member [Place] puts the partition on, computed from
-	// Members and the holders read, or "" when there are no members. It
-	// differs from Owner only while partitions move.
+	// Placed is the member [PlaceWeighted] puts the partition on, computed
+	// from Members, their weights and the holders read, or "" when there
+	// are no members. It differs from Owner only while partitions move.
 	Placed string `json:"placed"`
 }
 
@@ -44,15 +43,21 @@ type MemberLoad struct {
 	Identity string `json:"identity"`
 	// Slot is the membership slot the member holds.
 	Slot int `json:"slot"`
+	// Weight is the member's weight as its slot carries it (see
+	// [Options.Weight]): 1 for a member that sets none. Where one identity
+	// holds two slots, placement counts the larger weight.
+	Weight int `json:"weight"`
 	// Owned is how many partitions the member holds.
 	Owned int `json:"owned"`
 	// Placed is how many partitions the placement puts on it: its quota
-	// (see [Quotas]).
+	// (see [QuotasWeighted]).
 	Placed int `json:"placed"`
 }
 
 // ReadTable reads the holders of the n partitions of group and of its
-// membership slots from b, with up to 8 reads in flight. Partitions held by
+// membership slots from b, with up to 8 reads in flight; each member's
+// weight is read off its slot's holder (see [Options.Weight]), and the
+// placement is computed with the weights. Partitions held by
 // an identity that holds no slot (a member that just left, or crashed) are
 // reported with that owner; it has no line in Members. An error is returned
 // when any read fails for another reason than an election without holder.
@@ -65,13 +70,12 @@ func ReadTable(ctx context.Context, b backend.Backend, group string, n int) (*Ta
 	if err != nil {
 		return nil, err
 	}
-	var ids []string
-	for k, id := range slots {
-		if id != "" {
-			t.Members = append(t.Members, MemberLoad{Identity: id, Slot: k})
-			ids = append(ids, id)
+	for k, s := range slots {
+		if s.identity != "" {
+			t.Members = append(t.Members, MemberLoad{Identity: s.identity, Slot: k, Weight: s.weight})
 		}
 	}
+	ids, weights := roster(slots)
 	holders, errs := readHolders(ctx, b, n, scanParallelism, func(p int) string { return Election(group, p) })
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -79,13 +83,11 @@ func ReadTable(ctx context.Context, b backend.Backend, group string, n int) (*Ta
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("partition: read partitions of %q: %w", group, err)
 	}
-	slices.Sort(ids)
-	ids = slices.Compact(ids)
 	owners := make([]string, n)
 	for p, h := range holders {
 		owners[p] = h.Identity
 	}
-	placed := Place(group, n, ids, owners)
+	placed := PlaceWeighted(group, n, ids, weights, owners)
 	load := map[string]*MemberLoad{}
 	for i := range t.Members {
 		load[t.Members[i].Identity] = &t.Members[i]

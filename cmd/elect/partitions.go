@@ -18,10 +18,10 @@ import (
 const partitionsHead = `Usage: elect partitions [flags]
 
 Print who owns what in a group of partitions shared with package
-github.com/leaderkit/elector/partition: each member with the partitions it
-owns and the number placement gives it, then each partition with its owner,
-fencing token and placed member. Exit 0 when every partition is owned, 1 when
-some are not, 3 when the backend cannot be read.
+github.com/leaderkit/elector/partition: each member with its weight, the
+partitions it owns and the number placement gives it, then each partition
+with its owner, fencing token and placed member. Exit 0 when every
+partition is owned, 1 when some are not, 3 when the backend cannot be read.
 `
 
 // partitionsConfig holds the settings of elect partitions.
@@ -95,11 +95,12 @@ func printTable(w io.Writer, t *partition.Table, asJSON bool) int {
 	}
 	fmt.Fprintf(w, "group %q: %d members, %d partitions, %d unowned\n\n", t.Group, len(t.Members), len(t.Partitions), unowned)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "member\tslot\towned\tplaced\t")
+	fmt.Fprintln(tw, "member\tslot\tweight\towned\tplaced\t")
 	for _, m := range t.Members {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t\n", m.Identity, m.Slot, m.Owned, m.Placed)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t\n", m.Identity, m.Slot, m.Weight, m.Owned, m.Placed)
 	}
-	fmt.Fprintln(tw, "\t\t\t\t")
+	_ = tw.Flush()
+	fmt.Fprintln(w)
 	fmt.Fprintln(tw, "partition\towner\ttoken\tplaced\t")
 	for _, o := range t.Partitions {
 		owner := o.Owner

@@ -101,3 +101,40 @@ func settledTable(t *partition.Table) bool {
 	}
 	return true
 }
+
+// TestPartitionsWeight: elect partitions shows each member's weight, as
+// text and as JSON.
+func TestPartitionsWeight(t *testing.T) {
+	tab := &partition.Table{
+		Group: "w",
+		Members: []partition.MemberLoad{
+			{Identity: "small", Slot: 0, Weight: 1, Owned: 1, Placed: 1},
+			{Identity: "large", Slot: 1, Weight: 3, Owned: 3, Placed: 3},
+		},
+	}
+	for p := range 4 {
+		id := "large"
+		if p == 0 {
+			id = "small"
+		}
+		tab.Partitions = append(tab.Partitions, partition.Owner{Partition: p, Owner: id, Token: uint64(p + 1), Placed: id})
+	}
+	var out bytes.Buffer
+	if unowned := printTable(&out, tab, false); unowned != 0 {
+		t.Errorf("printTable: %d unowned; want 0", unowned)
+	}
+	for _, want := range []string{"member  slot  weight  owned  placed", "large     1       3      3       3", "partition  owner  token  placed"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("text output lacks %q:\n%s", want, out.String())
+		}
+	}
+	out.Reset()
+	printTable(&out, tab, true)
+	var back partition.Table
+	if err := json.Unmarshal(out.Bytes(), &back); err != nil {
+		t.Fatalf("--json output %q: %v", out.String(), err)
+	}
+	if len(back.Members) != 2 || back.Members[1].Weight != 3 || !strings.Contains(out.String(), `"weight":3`) {
+		t.Errorf("--json output %s; want each member's weight", out.String())
+	}
+}
