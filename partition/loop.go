@@ -40,6 +40,11 @@ type camp struct {
 	cancel    context.CancelFunc
 	cancelled bool
 	free      bool // counted in the window: no other member was known to hold the partition
+	// behind is the departed member whose lease the campaign waits out,
+	// "" for none; keepUntil, while the partition is placed on another
+	// member, when the campaign is cancelled after all (see keeps).
+	behind    string
+	keepUntil time.Time
 }
 
 type campResult struct {
@@ -247,7 +252,13 @@ func (l *loop) reconcile(ctx context.Context, now time.Time) time.Time {
 		}
 	}
 	for p, c := range l.camps {
-		if !c.cancelled && !l.placed[p] {
+		switch {
+		case c.cancelled:
+		case l.placed[p]:
+			c.keepUntil = time.Time{}
+		case l.keeps(c, now):
+			wake = earliest(wake, c.keepUntil)
+		default:
 			c.cancel()
 			c.cancelled = true
 		}
@@ -341,7 +352,11 @@ func (l *loop) settle(ctx context.Context) {
 // in the window.
 func (l *loop) campaign(ctx context.Context, p int, free bool) {
 	cctx, cancel := context.WithCancel(ctx)
-	l.camps[p] = &camp{cancel: cancel, free: free}
+	behind := ""
+	if id, ok := l.plan.awaited[p]; ok && !l.isMember(id) {
+		behind = id
+	}
+	l.camps[p] = &camp{cancel: cancel, free: free, behind: behind}
 	if free {
 		l.win.active++
 	}
@@ -358,6 +373,28 @@ func (l *loop) campaign(ctx context.Context, p int, free bool) {
 	}()
 }
 
+// keeps reports whether campaign c, for a partition no longer placed on
+// this member, goes on: a campaign waiting out a departed member's lease
+// is kept until that lease must have ended (a TTL and a poll after the
+// partition was first placed elsewhere), unless this member stops or is
+// out of the member list. The member the partition is now placed on may
+// not campaign for it: its own view of the member list can place it on
+// yet another, or it is still joining; without the kept campaign nobody
+// would take the partition when the lease lapses, until some member short
+// of its quota read it free (takeovers 0.2 s over TTL + 1 s on etcd in the
+// partition chaos, amid a join and two leaves). When both campaign, the
+// first in line wins and, if the placement says so, hands it over: an
+// extra move, never an orphan.
+func (l *loop) keeps(c *camp, now time.Time) bool {
+	if c.behind == "" || l.stopping || !l.view.joined || l.isMember(c.behind) {
+		return false
+	}
+	if c.keepUntil.IsZero() {
+		c.keepUntil = now.Add(l.a.opts.TTL + l.a.opts.PollInterval)
+	}
+	return now.Before(c.keepUntil)
+}
+
 // onCampaign handles a campaign's outcome.
 func (l *loop) onCampaign(ctx context.Context, r campResult) {
 	c := l.camps[r.p]
@@ -371,6 +408,15 @@ func (l *loop) onCampaign(ctx context.Context, r campResult) {
 	}
 	o := &l.a.opts
 	now := time.Now()
+	if r.err == nil && !c.cancelled && !l.placed[r.p] && !c.keepUntil.IsZero() {
+		// A kept campaign won: hold the partition, and place again with
+		// it counted as held. The placement is sticky: this member keeps
+		// it within its quota, and hands it over like any other beyond.
+		l.a.log.LogAttrs(ctx, slog.LevelDebug, "won a partition placed on another member, behind a departed member",
+			slog.Int("partition", r.p), slog.String("departed", c.behind))
+		l.placed[r.p] = true
+		l.plan.replan = true
+	}
 	switch {
 	case r.err == nil && (c.cancelled || !l.placed[r.p]):
 		l.releaseStray(ctx, r.lease)
