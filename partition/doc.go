@@ -122,6 +122,16 @@
 //     its partitions, which they win as the leases expire — within TTL of
 //     the crash, plus the store's own expiry granularity (etcd revokes
 //     expired leases every 500 ms; ZooKeeper expires sessions per tick).
+//     Under churn the members' lists can disagree, and each can leave a
+//     dead member's partition to another that does not take it. So a
+//     campaign waiting out a dead member's lease is kept, until that lease
+//     must have ended (TTL + PollInterval), when a later change of the
+//     member list places the partition elsewhere; a win is then held and
+//     placed again like any held partition (kept within the quota, handed
+//     over beyond). And a member short of its quota, up to 256 partitions,
+//     reads a dead member's partition placed on another member again when
+//     its lease ends (the TTL the driver reports; every PollInterval/4 when
+//     it cannot tell), and reads every holder once it is free.
 //   - Each lease is renewed every RenewInterval (default TTL/3); renewals
 //     falling due within RenewInterval/4 of each other go out together. How
 //     many requests that costs depends on the driver: etcd renews one lease
