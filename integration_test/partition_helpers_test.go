@@ -117,6 +117,17 @@ type partLedger struct {
 	revoked map[string]bool
 }
 
+// forgetTokens drops the tokens seen so far: from now on each partition's
+// tokens must increase from its next assignment on. A majority of Redis
+// masters restarting empty loses the token counter, so the next token may
+// be lower than the last (redlock package doc, # Safety); exclusion, which
+// the ledger still checks, holds.
+func (g *partLedger) forgetTokens() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	clear(g.last)
+}
+
 func newPartLedger(tb testing.TB) *partLedger {
 	return &partLedger{tb: tb, active: map[int]string{}, last: map[int]uint64{}, ended: map[string]bool{}, revoked: map[string]bool{}}
 }
