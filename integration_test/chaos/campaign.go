@@ -159,6 +159,7 @@ func Run(ctx context.Context, cfg Config) (events []Event, err error) {
 	for s := range cfg.Candidates {
 		c.wg.Go(func() { c.slot(s, election) })
 	}
+	c.wg.Go(func() { c.probeStore(runCtx) })
 	if cfg.Mode == ModeMigrate {
 		c.wg.Go(func() { c.runbook(election) })
 	}
