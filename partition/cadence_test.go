@@ -68,14 +68,7 @@ func TestShortMemberReadsEveryPoll(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		l := newLoop(a)
-		l.settled, l.plan.probed = true, true
-		l.plan.owners = owners
-		views := make(chan view, 1)
-		views <- view{members: members, joined: true, complete: true}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- l.run(ctx, views, nil, func() {}) }()
+		_, cancel, done := startLoop(a, owners, members)
 
 		// a reads every holder a poll after the member list changed; b
 		// lets x go half a poll after that, between a's readings.
@@ -174,14 +167,7 @@ func TestLapsedPartitionReadAtLeaseEnd(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			l := newLoop(a)
-			l.settled, l.plan.probed = true, true
-			l.plan.owners = owners
-			views := make(chan view, 1)
-			views <- view{members: members, joined: true, complete: true}
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() { done <- l.run(ctx, views, nil, func() {}) }()
+			_, cancel, done := startLoop(a, owners, members)
 
 			until(t, time.Minute, func() bool { return lastRead.Load() >= lapse.UnixNano() })
 			late := time.Duration(lastRead.Load() - lapse.UnixNano())

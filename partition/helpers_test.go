@@ -229,3 +229,18 @@ func ids(ms []*member) []string {
 }
 
 func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// startLoop runs a's member loop as settled, with owners as its belief of
+// who owns what and members as its first member list, until the returned
+// cancel; views takes later member lists, and done gets run's error.
+func startLoop(a *Assigner, owners, members []string) (views chan view, cancel context.CancelFunc, done chan error) {
+	l := newLoop(a)
+	l.settled, l.plan.probed = true, true
+	l.plan.owners = owners
+	views = make(chan view, 1)
+	views <- view{members: members, joined: true, complete: true}
+	ctx, cancel := context.WithCancel(context.Background())
+	done = make(chan error, 1)
+	go func() { done <- l.run(ctx, views, nil, func() {}) }()
+	return views, cancel, done
+}

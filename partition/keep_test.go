@@ -47,14 +47,7 @@ func TestKeepsCampaignBehindDeparted(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		l := newLoop(a)
-		l.settled, l.plan.probed = true, true
-		l.plan.owners = []string{"", "", "b", "b", "b", "d"}
-		views := make(chan view, 1)
-		views <- view{members: []string{"a", "b"}, joined: true, complete: true}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- l.run(ctx, views, nil, func() {}) }()
+		views, cancel, done := startLoop(a, []string{"", "", "b", "b", "b", "d"}, []string{"a", "b"})
 
 		until(t, time.Second, func() bool { o := g.owners(n); return o[0] == "a" && o[1] == "a" })
 		// c joins: quotas fall to 2, a holds 2, and y goes to c, which
