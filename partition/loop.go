@@ -116,7 +116,7 @@ func newLoop(a *Assigner) *loop {
 		renewed:    make(chan renewResult),
 		strayDone:  make(chan struct{}),
 		lost:       newLostWatcher(),
-		plan:       planState{read: make(chan holdersRead), checked: make(chan awaitCheck), lapsed: make(chan lapseRead), replan: true},
+		plan:       planState{read: make(chan holdersRead), checked: make(chan partsRead), lapsed: make(chan partsRead), replan: true},
 	}
 }
 

@@ -70,7 +70,7 @@ type planState struct {
 	seen     map[int]uint64 // token of each awaited partition's expected holder, as first checked
 	checkAt  time.Time      // when the awaited partitions' holders are next read
 	checking bool           // such a reading is in flight
-	checked  chan awaitCheck
+	checked  chan partsRead
 	readNow  bool // a check found a wrong belief: read every holder at once
 	// raceWon: a partition awaited from a departed member was won, so the
 	// departed member's leases are expiring. A member still short once it
@@ -92,14 +92,7 @@ type planState struct {
 	// way in the partition chaos on etcd).
 	lapsing   map[int]time.Time
 	lapseBusy bool // a reading of lapsing partitions is in flight
-	lapsed    chan lapseRead
-}
-
-// lapseRead is the outcome of one reading of lapsing partitions' holders.
-type lapseRead struct {
-	parts   []int
-	holders []backend.Holder // zero for none
-	errs    []error
+	lapsed    chan partsRead
 }
 
 // lapseEvery is, as a fraction of PollInterval, how often a member short
@@ -114,11 +107,13 @@ const lapseEvery = 4
 // 500 ms; it is then read every PollInterval/lapseEvery).
 const lapseMargin = 20
 
-// awaitCheck is the outcome of one reading of the awaited partitions'
-// holders.
-type awaitCheck struct {
-	parts   []int            // those read successfully
-	holders []backend.Holder // zero for none
+// partsRead is the outcome of one reading of some partitions' holders
+// (see readParts): holders[i] is the holder of parts[i] (zero for none),
+// unless errs[i] is set.
+type partsRead struct {
+	parts   []int
+	holders []backend.Holder
+	errs    []error
 }
 
 // holdersRead is the outcome of one reading of the partitions' holders.
@@ -450,16 +445,16 @@ func (l *loop) check(ctx context.Context, now time.Time) {
 		return
 	}
 	ps.checking = true
-	group, out := l.a.group, ps.checked
+	l.readParts(ctx, parts, ps.checked)
+}
+
+// readParts reads the holders of parts in the background and sends the
+// outcome on out.
+func (l *loop) readParts(ctx context.Context, parts []int, out chan<- partsRead) {
+	group := l.a.group
 	go func() {
 		hs, errs := readHolders(ctx, l.a.b, len(parts), readParallelism, func(i int) string { return Election(group, parts[i]) })
-		r := awaitCheck{}
-		for i, p := range parts {
-			if errs[i] == nil {
-				r.parts, r.holders = append(r.parts, p), append(r.holders, hs[i])
-			}
-		}
-		out <- r
+		out <- partsRead{parts: parts, holders: hs, errs: errs}
 	}()
 }
 
@@ -469,7 +464,7 @@ func (l *loop) check(ctx context.Context, now time.Time) {
 // partition rather than hand it over), means this member's belief was
 // wrong, and what its placement left to that member may be placed on
 // nobody: it reads every holder at once and places again from that.
-func (l *loop) onCheck(ctx context.Context, r awaitCheck) {
+func (l *loop) onCheck(ctx context.Context, r partsRead) {
 	ps := &l.plan
 	ps.checking = false
 	if ps.seen == nil {
@@ -479,7 +474,7 @@ func (l *loop) onCheck(ctx context.Context, r awaitCheck) {
 	for i, p := range r.parts {
 		h := r.holders[i]
 		want, ok := ps.awaited[p]
-		if !ok || h.Identity == me {
+		if !ok || r.errs[i] != nil || h.Identity == me {
 			continue
 		}
 		if h.Identity == "" || !l.isMember(h.Identity) {
@@ -555,18 +550,14 @@ func (l *loop) lapseCheck(ctx context.Context, now time.Time) time.Time {
 		return wake
 	}
 	ps.lapseBusy = true
-	group, out := l.a.group, ps.lapsed
-	go func() {
-		hs, errs := readHolders(ctx, l.a.b, len(parts), readParallelism, func(i int) string { return Election(group, parts[i]) })
-		out <- lapseRead{parts: parts, holders: hs, errs: errs}
-	}()
+	l.readParts(ctx, parts, ps.lapsed)
 	return wake
 }
 
 // onLapse handles a reading of lapsing partitions' holders. One found free
 // was left to a member that does not take it, as far as this member
 // knows: it reads every holder at once and places again from that.
-func (l *loop) onLapse(ctx context.Context, r lapseRead) {
+func (l *loop) onLapse(ctx context.Context, r partsRead) {
 	ps := &l.plan
 	ps.lapseBusy = false
 	now, me := time.Now(), l.a.opts.Identity
