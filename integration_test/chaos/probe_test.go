@@ -21,7 +21,8 @@ func TestProbeRecordsStalls(t *testing.T) {
 			delays <- d
 		}
 		dials := 0
-		quit := make(chan struct{}) // ends the servers' pending answers
+		pinged := make(chan struct{}, 64) // one per PING a server read
+		quit := make(chan struct{})       // ends the servers' pending answers
 		var servers sync.WaitGroup
 		dial := func(context.Context) (net.Conn, error) {
 			dials++
@@ -38,6 +39,7 @@ func TestProbeRecordsStalls(t *testing.T) {
 						t.Errorf("probe sent %q; want PING", line)
 						return
 					}
+					pinged <- struct{}{}
 					var d time.Duration
 					select {
 					case d = <-delays:
@@ -60,9 +62,11 @@ func TestProbeRecordsStalls(t *testing.T) {
 		done := make(chan struct{})
 		go func() { probePath(ctx, h, "direct n1", dial); close(done) }()
 		// Six requests, one every probeEvery, the fifth timing out after
-		// probeLimit; then a few more answered at once.
-		time.Sleep(5*probeEvery + probeLimit + 5*probeEvery)
-		synctest.Wait()
+		// probeLimit; the sixth, on a new connection, answered at once.
+		for range 6 {
+			<-pinged
+		}
+		synctest.Wait() // the probe has handled the sixth answer
 		cancel()
 		<-done
 		close(quit)
