@@ -188,3 +188,76 @@ func TestLapsedPartitionReadAtLeaseEnd(t *testing.T) {
 		t.Fatal("no placement leaves one of the departed member's partitions to b")
 	})
 }
+
+// TestShortAfterLeaveReadsSoon: a member made short by a leave reads every
+// holder a quarter of a poll after the member list changed (groups of at
+// most 256 partitions), not a whole poll. When the survivors' readings
+// placed a free partition on the member that then left, nobody campaigns
+// for it and only such a reading finds it: a takeover 85 ms over its TTL +
+// 1 s bound on etcd in the partition chaos came from the poll-long wait.
+func TestShortAfterLeaveReadsSoon(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const group, n = "settle", 6
+		const poll = DefaultPollInterval
+		before, after := []string{"a", "b", "c"}, []string{"a", "b"}
+		store := memory.New()
+		defer store.Close()
+
+		// b and c hold every partition on hour-long leases: a stays short
+		// before and after c leaves, its campaigns waiting behind them.
+		owners := make([]string, n)
+		for p := range n {
+			owners[p] = before[1+p%2]
+		}
+		// x, held by b and placed on b in both lists, is read only by a
+		// reading of every holder (not by the check of awaited or lapsing
+		// partitions).
+		x := -1
+		pb, pa := Place(group, n, before, owners), Place(group, n, after, owners)
+		for p := range n {
+			if owners[p] == "b" && pb[p] == 1 && pa[p] == 1 {
+				x = p
+			}
+		}
+		if x < 0 {
+			t.Fatalf("placements %v, %v: no partition of b's stays b's", pb, pa)
+		}
+		peers := map[string]*memory.Backend{"b": store.Peer(), "c": store.Peer()}
+		for p, id := range owners {
+			if _, err := peers[id].Campaign(context.Background(), backend.Candidate{Election: Election(group, p), Identity: id, TTL: time.Hour}); err != nil {
+				t.Fatal(err)
+			}
+		}
+
+		g := newLedger(t)
+		lastRead := new(atomic.Int64)
+		a, err := New(electionReads{store.Peer(), Election(group, x), lastRead}, group, n, g.options("a"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		views, cancel, done := startLoop(a, owners, before)
+
+		// c leaves just after one of a's readings (a short member reads
+		// every poll): the next comes a quarter of a poll later.
+		start := time.Now()
+		until(t, time.Minute, func() bool { return lastRead.Load() > start.UnixNano() })
+		synctest.Wait()
+		read := lastRead.Load()
+		views <- view{members: after, joined: true, complete: true}
+		changed := time.Now()
+		until(t, time.Minute, func() bool { return lastRead.Load() > read })
+		took := time.Duration(lastRead.Load() - changed.UnixNano())
+		t.Logf("a read every holder %v after c left (poll %v)", took, poll)
+		if took > poll/changeEvery {
+			t.Errorf("a read every holder %v after c left; want within %v: a member short after a leave reads soon", took, poll/changeEvery)
+		}
+		if g.count() != 0 {
+			t.Errorf("a was assigned %d partitions; want none (its campaigns wait behind hour-long leases)", g.count())
+		}
+		cancel()
+		if err := <-done; err != context.Canceled {
+			t.Errorf("loop returned %v; want context.Canceled", err)
+		}
+		g.checkRevoked()
+	})
+}

@@ -19,6 +19,11 @@ const probeReads = 8
 // campaigns wait (see replan).
 const cheapReading = 256
 
+// changeEvery divides PollInterval into the wait, after a change of the
+// member list, before a member short of its quota reads every holder, in
+// groups of at most cheapReading partitions (see replan).
+const changeEvery = 4
+
 // readParallelism bounds the concurrent Leader reads of a member reading
 // every partition's holder.
 const readParallelism = 32
@@ -30,8 +35,9 @@ const readParallelism = 32
 // shedding to a joiner, agree on who takes which without reading anything
 // first; and the partitions that move are awaited by their new owners'
 // campaigns before their old owners release them. A member short of its
-// quota then reads every partition's holder in the background, after each
-// change of the member list and again while it stays short (every
+// quota then reads every partition's holder in the background, a poll
+// after each change of the member list (a quarter of a poll up to
+// cheapReading partitions) and again while it stays short (every
 // PollInterval up to cheapReading partitions, else every 2 × PollInterval,
 // 4 × while campaigns wait), and places again from that reading, counting
 // as its own the partitions it is campaigning for that the reading shows
@@ -246,8 +252,16 @@ func (l *loop) replan(ctx context.Context, now time.Time) time.Time {
 	// reads. Every member reading n holders at once as it applied a leave
 	// (10 × 1,024 reads) took seconds on a loaded store, and the reading
 	// that mattered — the one finding a partition the beliefs placed on
-	// nobody — came last.
-	if due := ps.changedAt.Add(l.a.opts.PollInterval); ps.ownSeq != ps.seq && now.Before(due) {
+	// nobody — came last. A group of at most cheapReading partitions
+	// waits a quarter of a poll: a reading there is cheap, and a member
+	// made short by a leave learns within it of a partition the others'
+	// readings placed on the leaver (a takeover 85 ms over its TTL + 1 s
+	// bound on etcd in the partition chaos, from the poll-long wait).
+	settle := l.a.opts.PollInterval
+	if l.a.n <= cheapReading {
+		settle /= changeEvery
+	}
+	if due := ps.changedAt.Add(settle); ps.ownSeq != ps.seq && now.Before(due) {
 		return earliest(wake, due)
 	}
 	// Campaigns failing (the window was cut) mean a loaded store: a
