@@ -217,6 +217,9 @@ func lost(got []*reply[acquired], q int) acquireResult {
 	if most < q {
 		return acquireResult{loss: lostSplit}
 	}
+	// The holder's value as most of its nodes have it: a node that missed
+	// the fencing write-back keeps its own counter's token in the value.
+	values := make(map[string]int)
 	var value string
 	free := make([]time.Duration, 0, len(got))
 	for _, g := range got {
@@ -225,7 +228,10 @@ func lost(got []*reply[acquired], q int) acquireResult {
 			free = append(free, never)
 		case g.status() == no && g.val.holder == holder:
 			free = append(free, g.val.pttl)
-			value = g.val.value
+			values[g.val.value]++
+			if k := values[g.val.value]; k > values[value] || k == values[value] && g.val.value < value {
+				value = g.val.value
+			}
 		default:
 			free = append(free, 0)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -61,7 +62,7 @@ func TestDebugLogsLostRound(t *testing.T) {
 	// Nodes just (re)started by servers.sh or an earlier test would be in
 	// their restart delay, and the rounds quarantined, not held.
 	const delay = time.Millisecond
-	a, _ := newBackend(t, &Options{RestartDelay: delay})
+	a, an := newBackend(t, &Options{RestartDelay: delay})
 	out := newLineWriter("campaign round lost")
 	b, _ := newBackend(t, &Options{RestartDelay: delay, Logger: debugLogger(out)})
 	ctx := testCtx(t)
@@ -70,6 +71,17 @@ func TestDebugLogsLostRound(t *testing.T) {
 	l, err := a.Campaign(ctx, backend.Candidate{Election: e, Identity: "alice", TTL: ttl})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Campaign returns at the first quorum; alice's request to the other
+	// nodes may still be on its way, and bob would win those nodes (a
+	// split, or a node whose counter bob raised first).
+	for i, c := range an.clients {
+		for c.Exists(ctx, a.lockKey(e)).Val() != 1 {
+			if ctx.Err() != nil {
+				t.Fatalf("alice's key never reached node %d", i+1)
+			}
+			runtime.Gosched()
+		}
 	}
 	bctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -167,6 +179,8 @@ func replies(nodes ...any) ([]*reply[acquired], tally) {
 func TestLoseOutcomes(t *testing.T) {
 	alice := encodeValue(leaseID(newCampaignID(), 0), 41, "alice w/ space")
 	bob := encodeValue(leaseID(newCampaignID(), 2), 42, "bob")
+	aliceID := leaseID(newCampaignID(), 0)
+	alice7, alice8 := encodeValue(aliceID, 7, "alice"), encodeValue(aliceID, 8, "alice")
 	down := errors.New("connection refused")
 	q3 := &quarantined{left: 3 * time.Second, runID: "r3"}
 	q2 := &quarantined{left: 2 * time.Second, runID: "r2"}
@@ -181,6 +195,10 @@ func TestLoseOutcomes(t *testing.T) {
 	}{
 		{"held on three of five", []any{alice, down, alice, nil, alice}, nil, lostHeld, 500 * time.Millisecond, alice, false},
 		{"held, a rival's key counts as free", []any{bob, alice, alice, alice, "ours"}, nil, lostHeld, 200 * time.Millisecond, alice, false},
+		// A node whose counter a rival raised first holds the lease with a
+		// token of its own: the value most nodes hold is the lease's.
+		{"held, one node with another token", []any{alice8, alice7, alice7, nil, nil}, nil, lostHeld, 300 * time.Millisecond, alice7, false},
+		{"held, the other token on the last node", []any{alice7, alice7, nil, nil, alice8}, nil, lostHeld, 500 * time.Millisecond, alice7, false},
 		{"foreign lock", []any{"Zm9yZWlnbg==", "Zm9yZWlnbg==", "Zm9yZWlnbg==", nil, nil}, nil, lostHeld, 300 * time.Millisecond, "Zm9yZWlnbg==", false},
 		{"split", []any{alice, alice, bob, bob, "ours"}, nil, lostSplit, 0, "", false},
 		{"quarantined", []any{alice, alice, q3, q2, down}, nil, lostQuarantined, 2 * time.Second, "", false},
