@@ -159,6 +159,20 @@ type Holder struct {
 // leader".
 func (h Holder) IsZero() bool { return h == Holder{} }
 
+// BatchReader is an optional interface a [Backend] implements when it reads
+// the holders of many elections in fewer requests than one
+// [Backend.Leader] call each (a Redlock node answers one script for all of
+// them). Callers that read many elections at once, such as a partition
+// group reading its member list and its partitions' holders, use it when
+// the Backend has it.
+type BatchReader interface {
+	// Leaders reports, for elections[i], what Leader(ctx, elections[i])
+	// would: holders[i], or errs[i] (wrapping [ErrNoLeader] when there is
+	// no holder). Both slices have len(elections) entries. When ctx ends
+	// first, every errs[i] not yet known is ctx.Err().
+	Leaders(ctx context.Context, elections []string) (holders []Holder, errs []error)
+}
+
 // Watcher is an optional interface a [Backend] implements when its store can
 // push leader changes (an etcd watch, ZooKeeper watches, Redis keyspace
 // notifications) instead of being polled.

@@ -3,7 +3,6 @@ package redlock
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -27,7 +26,6 @@ func (b *Backend) Leader(ctx context.Context, election string) (backend.Holder, 
 		return backend.Holder{}, err
 	}
 	key := b.lockKey(election)
-	q := b.quorum
 	r := startRound(ctx, b, nil, func(ctx context.Context, cl redis.UniversalClient, _ int) (observed, error) {
 		return parseObserved(readScript.Run(ctx, cl, []string{key}).Slice())
 	})
@@ -35,34 +33,13 @@ func (b *Backend) Leader(ctx context.Context, election string) (backend.Holder, 
 	if err := ctx.Err(); err != nil {
 		return backend.Holder{}, err
 	}
-	pttls := make(map[string][]time.Duration)
-	for _, g := range got {
-		if g != nil && g.status() == no {
-			pttls[g.val.value] = append(pttls[g.val.value], g.val.pttl)
+	obs := make([]*observed, len(got))
+	for n, g := range got {
+		if g != nil && g.err == nil {
+			obs[n] = &g.val
 		}
 	}
-	best, most := "", 0
-	for v, p := range pttls {
-		if len(p) > most {
-			best, most = v, len(p)
-		}
-	}
-	if most < q {
-		if most+t.nodes-t.answered() >= q {
-			return backend.Holder{}, fmt.Errorf("redlock: leader %q: %d of %d nodes answered, too few to tell: %s", election, t.answered(), t.nodes, t.nodeErr())
-		}
-		return backend.Holder{}, fmt.Errorf("redlock: leader %q: %w", election, backend.ErrNoLeader)
-	}
-	p := pttls[best]
-	slices.Sort(p)
-	h := backend.Holder{Election: election, TTL: p[len(p)-q]} // until fewer than q keys remain
-	if pv, ok := parseValue(best); ok {
-		if pv.token == 0 {
-			return backend.Holder{}, fmt.Errorf("redlock: leader %q: %w (a term is starting)", election, backend.ErrNoLeader)
-		}
-		h.Identity, h.Token = pv.identity, pv.token
-	}
-	return h, nil
+	return b.holder(election, obs, t)
 }
 
 // observed is one node's reply to readScript.

@@ -440,12 +440,48 @@ func testStaleLease(e *env) {
 
 func testLeaderReports(e *env) {
 	a, b := e.backend(), e.backend()
-	name := e.election("leader")
+	name, free := e.election("leader"), e.election("leader-free")
 	e.noLeader(b, name, "a new election has no leader")
+	e.batchAgrees(b, []string{name, free}, "a new election has no leader")
 	l := e.acquire(a, e.candidate(name, "alice"))
 	e.leaderIs(b, name, "alice", l.Token(), "Leader reports the holder seen from another Backend")
+	e.batchAgrees(b, []string{free, name, "", name}, "Leaders reports each election as Leader does")
 	e.release(l)
 	e.noLeader(b, name, "a released election has no leader")
+	e.batchAgrees(b, []string{name, free}, "a released election has no leader")
+}
+
+// batchAgrees asserts, when b implements [backend.BatchReader], that
+// Leaders reports each of elections as Leader does: the same holder, or an
+// error of the same kind (ErrNoLeader, ErrInvalid).
+func (e *env) batchAgrees(b backend.Backend, elections []string, rule string) {
+	e.Helper()
+	br, ok := b.(backend.BatchReader)
+	if !ok {
+		return
+	}
+	hs, errs := br.Leaders(e.ctx, elections)
+	if len(hs) != len(elections) || len(errs) != len(elections) {
+		e.Fatalf("Leaders(%q): got %d holders and %d errors, want %d of each", elections, len(hs), len(errs), len(elections))
+	}
+	for i, name := range elections {
+		want, werr := b.Leader(e.ctx, name)
+		for _, kind := range []error{backend.ErrNoLeader, backend.ErrInvalid} {
+			if errors.Is(werr, kind) != errors.Is(errs[i], kind) {
+				e.Fatalf("Leaders(%q)[%d]: got error %v, Leader(%q) got %v: %s", elections, i, errs[i], name, werr, rule)
+			}
+		}
+		if (werr == nil) != (errs[i] == nil) {
+			e.Fatalf("Leaders(%q)[%d]: got error %v, Leader(%q) got %v: %s", elections, i, errs[i], name, werr, rule)
+		}
+		got := hs[i]
+		if got.Election != want.Election || got.Identity != want.Identity || got.Token != want.Token {
+			e.Fatalf("Leaders(%q)[%d]: got %+v, Leader(%q) got %+v: %s", elections, i, got, name, want, rule)
+		}
+		if got.TTL < 0 || got.TTL > e.ttl+time.Second {
+			e.Fatalf("Leaders(%q)[%d]: got TTL %v, want 0 (unknown) or at most the lease TTL %v", elections, i, got.TTL, e.ttl)
+		}
+	}
 }
 
 func testCanceledCampaign(e *env) {
