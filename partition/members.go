@@ -184,21 +184,30 @@ func (m *membership) scan(ctx context.Context) error {
 	return nil
 }
 
-// scanSlots reads the membership slots of group in chunks of spareSlots
-// until a whole chunk is free (joiners take one of the lowest free slots, so
-// no member lies beyond), or maxMembers slots are read. It returns the
-// holder of each slot read, identity and weight (see parseSlot), the zero
-// seat for a free one. When strict, every failed read is an error;
-// otherwise a slot whose read fails transiently keeps its value in prev
-// (free beyond it), and only a permanent failure is an error; which slots
-// were read is returned too.
+// scanSlots reads the membership slots of group up to spareSlots past the
+// highest one taken (joiners take one of the lowest free slots, so no
+// member lies beyond), or maxMembers slots. The first read covers the
+// slots up to the highest taken in prev and spareSlots more, so a scan of a
+// settled group is one read of every slot (one request per node, on a
+// [backend.BatchReader]); each read that finds a slot taken among its last
+// spareSlots reads spareSlots more. It returns the holder of each slot
+// read, identity and weight (see parseSlot), the zero seat for a free one.
+// When strict, every failed read is an error; otherwise a slot whose read
+// fails transiently keeps its value in prev (free beyond it), and only a
+// permanent failure is an error; which slots were read is returned too.
 func scanSlots(ctx context.Context, b backend.Backend, group string, maxMembers int, prev []seat, strict bool) ([]seat, []bool, error) {
 	var out []seat
 	var read []bool
-	for lo := 0; lo < maxMembers; lo += spareSlots {
-		n := min(spareSlots, maxMembers-lo)
+	top := -1 // the highest slot taken
+	for k, s := range prev {
+		if s.identity != "" {
+			top = k
+		}
+	}
+	n := min(top+1+spareSlots, maxMembers)
+	top = -1
+	for lo := 0; lo < maxMembers; lo, n = lo+n, min(spareSlots, maxMembers-lo-n) {
 		ids, errs := readSlots(ctx, b, group, lo, n)
-		taken := false
 		for k, err := range errs {
 			switch {
 			case err == nil:
@@ -210,10 +219,12 @@ func scanSlots(ctx context.Context, b backend.Backend, group string, maxMembers 
 				ids[k] = prev[lo+k]
 			}
 			read = append(read, err == nil)
-			taken = taken || ids[k].identity != ""
+			if ids[k].identity != "" {
+				top = lo + k
+			}
 		}
 		out = append(out, ids...)
-		if !taken && lo+n >= len(prev) {
+		if len(out)-(top+1) >= spareSlots {
 			break
 		}
 	}
@@ -223,21 +234,11 @@ func scanSlots(ctx context.Context, b backend.Backend, group string, maxMembers 
 // readSlots reads the holders of slots [lo, lo+n) of group: identity and
 // weight, or the zero seat with a nil error when a slot is free.
 func readSlots(ctx context.Context, b backend.Backend, group string, lo, n int) ([]seat, []error) {
-	ids, errs := make([]seat, n), make([]error, n)
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, scanParallelism)
-	for k := range n {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			h, err := b.Leader(ctx, memberElection(group, lo+k))
-			if errors.Is(err, backend.ErrNoLeader) {
-				err = nil
-			}
-			ids[k], errs[k] = parseSlot(h.Identity), err
-		})
+	hs, errs := readHolders(ctx, b, n, scanParallelism, func(k int) string { return memberElection(group, lo+k) })
+	ids := make([]seat, n)
+	for k, h := range hs {
+		ids[k] = parseSlot(h.Identity)
 	}
-	wg.Wait()
 	return ids, errs
 }
 

@@ -106,10 +106,24 @@ func ReadTable(ctx context.Context, b backend.Backend, group string, n int) (*Ta
 	return t, nil
 }
 
-// readHolders reads the holders of the n elections name(0) … name(n-1),
-// par at a time: the zero Holder and a nil error for an election without
-// holder.
+// readHolders reads the holders of the n elections name(0) … name(n-1):
+// the zero Holder and a nil error for an election without holder. A
+// [backend.BatchReader] reads them in one call (a Redlock node answers one
+// request for all); otherwise they are read par at a time.
 func readHolders(ctx context.Context, b backend.Backend, n, par int, name func(int) string) ([]backend.Holder, []error) {
+	if br, ok := b.(backend.BatchReader); ok {
+		names := make([]string, n)
+		for p := range n {
+			names[p] = name(p)
+		}
+		hs, errs := br.Leaders(ctx, names)
+		for p, err := range errs {
+			if errors.Is(err, backend.ErrNoLeader) {
+				hs[p], errs[p] = backend.Holder{}, nil
+			}
+		}
+		return hs, errs
+	}
 	hs, errs := make([]backend.Holder, n), make([]error, n)
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, par)
