@@ -29,8 +29,10 @@
 //     so that a crashed member leaves the list before its partitions'
 //     leases expire. Every member reads the slots in use each
 //     [Options.PollInterval]; the contract has no way to list elections, so
-//     slots stand in for a directory. A poll costs about (members + 16)
-//     Leader reads, whatever the number of partitions. On a backend that
+//     slots stand in for a directory. A poll reads the slots up to the
+//     highest taken plus 16, whatever the number of partitions: as many
+//     Leader reads, or one request per node on a [backend.BatchReader]
+//     (Redlock). On a backend that
 //     implements [backend.Watcher] every member also watches the slots the
 //     others hold, and reads the slots at once when one changes holder (a
 //     leave, an expired slot); free slots are not watched (on Redlock that
@@ -44,8 +46,9 @@
 //     that, so that every member reaches the same placement without reading
 //     anything, and the partitions that move are awaited by their new
 //     owners before their old owners let them go. A member still short of
-//     its quota a PollInterval after the change then reads every
-//     partition's holder (n Leader reads, in the background, every
+//     its quota a PollInterval after the change (a quarter of one up to 256
+//     partitions) then reads every partition's holder (n Leader reads, or
+//     one request per node on a BatchReader, in the background, every
 //     PollInterval while it stays short up to 256 partitions, every 2-4
 //     above, none while its campaigns fail)
 //     and places again from that reading, counting as its own the free
