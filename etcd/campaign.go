@@ -93,6 +93,7 @@ func (b *Backend) campaign(ctx context.Context, l *lease, dir, identity string) 
 	// in a txn see its earlier writes). Put keeps the create revision of a
 	// key already there, which can only be an orphan of this session.
 	rk, ropts := candidateRange(dir, clientv3.WithKeysOnly())
+	l.put = true
 	resp, err := bounded(b, ctx, func(ctx context.Context) (*clientv3.TxnResponse, error) {
 		return b.cli.Txn(ctx).Then(
 			clientv3.OpPut(l.key, identity, clientv3.WithLease(s.id)),
@@ -242,7 +243,14 @@ func (l *lease) waitDelete(ctx context.Context, pred *mvccpb.KeyValue) error {
 // abandon removes a candidate that did not win: it deletes its key (with a
 // fresh context bounded by Options.CleanupTimeout, since ctx may be done)
 // and frees its slot. A key it cannot delete is left to the session's later
-// keepalives, and the session takes no new candidates.
+// keepalives, and the session takes no new candidates. So is a key whose
+// put was sent but not answered (the Campaign was cancelled, or the request
+// failed, in flight): the put may be applied after this delete (the client
+// sends them as two requests, possibly to two members), and the key would
+// then sit first in the election's queue, keeping every candidate out, for
+// as long as the session lives (an etcd partition unowned 11 s after a
+// pause-majority healed, in the partition chaos). The session's keepalives
+// delete it until a delete finds it.
 func (l *lease) abandon(ctx context.Context) {
 	if l.s.isLost() || l.b.clientClosed() != nil {
 		l.finish()
@@ -250,7 +258,11 @@ func (l *lease) abandon(ctx context.Context) {
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.b.set.cleanup)
 	defer cancel()
-	if err := deleteKey(cctx, l.b.cli, l.key, l.rev); err != nil {
+	deleted, err := deleteKey(cctx, l.b.cli, l.key, l.rev)
+	switch {
+	case l.rev == 0 && l.put && !deleted:
+		l.s.orphan(l.key, orphanUnapplied)
+	case err != nil:
 		l.s.orphan(l.key, l.rev)
 	}
 	l.finish()

@@ -19,6 +19,9 @@ type lease struct {
 	election string
 	key      string
 	rev      int64 // create revision of key: the token
+	// put is set once the put of key was sent: until rev is known, the
+	// put may still be applied after the Campaign gave up.
+	put bool
 
 	lost     chan struct{}
 	lostOnce sync.Once

@@ -48,8 +48,13 @@ type session struct {
 	// any more: the raft leader changed while earlyRevoke holds.
 	distrust error
 	inflight *keepalive
-	orphans  map[string]int64 // key → create revision of keys to delete
+	orphans  map[string]int64 // key → create revision of keys to delete (0: any; orphanUnapplied)
 }
+
+// orphanUnapplied, as an orphan's revision, marks a key whose put was sent
+// but not answered: it may not exist yet. Keepalives delete whatever key
+// is there, and forget the orphan only once a delete found one.
+const orphanUnapplied = -1
 
 // reuseFraction: a renewal reuses an acknowledgement sent within the last
 // TTL/reuseFraction instead of sending its own.
@@ -308,7 +313,12 @@ func (s *session) deleteOrphans(ctx context.Context) {
 	}
 	s.mu.Unlock()
 	for i, k := range keys {
-		if deleteKey(ctx, s.cli, k, revs[i]) == nil {
+		rev := revs[i]
+		if rev == orphanUnapplied {
+			rev = 0
+		}
+		deleted, err := deleteKey(ctx, s.cli, k, rev)
+		if err == nil && (deleted || revs[i] != orphanUnapplied) {
 			s.mu.Lock()
 			delete(s.orphans, k)
 			s.mu.Unlock()
@@ -318,13 +328,21 @@ func (s *session) deleteOrphans(ctx context.Context) {
 
 // deleteKey deletes key if its create revision is rev, or whatever key is
 // there if rev is 0.
-func deleteKey(ctx context.Context, cli *clientv3.Client, key string, rev int64) error {
+func deleteKey(ctx context.Context, cli *clientv3.Client, key string, rev int64) (deleted bool, err error) {
 	txn := cli.Txn(ctx)
 	if rev != 0 {
 		txn = txn.If(clientv3.Compare(clientv3.CreateRevision(key), "=", rev))
 	}
-	_, err := txn.Then(clientv3.OpDelete(key)).Commit()
-	return err
+	resp, err := txn.Then(clientv3.OpDelete(key)).Commit()
+	if err != nil {
+		return false, err
+	}
+	for _, r := range resp.Responses {
+		if d := r.GetResponseDeleteRange(); d != nil && d.Deleted > 0 {
+			deleted = true
+		}
+	}
+	return deleted, nil
 }
 
 // isLeaseNotFound reports whether err says the server does not know the
