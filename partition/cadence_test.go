@@ -175,14 +175,7 @@ func TestLapsedPartitionReadAtLeaseEnd(t *testing.T) {
 			if late > poll/lapseEvery {
 				t.Errorf("a read the holders %v after partition %d's lease ended; want within %v: a short member reads a departed member's partition when its lease ends", late, y, poll/lapseEvery)
 			}
-			if g.count() != 0 {
-				t.Errorf("a was assigned %d partitions; want none (its campaigns wait behind hour-long leases)", g.count())
-			}
-			cancel()
-			if err := <-done; err != context.Canceled {
-				t.Errorf("loop returned %v; want context.Canceled", err)
-			}
-			g.checkRevoked()
+			stopWaiting(t, g, cancel, done)
 			return
 		}
 		t.Fatal("no placement leaves one of the departed member's partitions to b")
@@ -251,13 +244,21 @@ func TestShortAfterLeaveReadsSoon(t *testing.T) {
 		if took > poll/changeEvery {
 			t.Errorf("a read every holder %v after c left; want within %v: a member short after a leave reads soon", took, poll/changeEvery)
 		}
-		if g.count() != 0 {
-			t.Errorf("a was assigned %d partitions; want none (its campaigns wait behind hour-long leases)", g.count())
-		}
-		cancel()
-		if err := <-done; err != context.Canceled {
-			t.Errorf("loop returned %v; want context.Canceled", err)
-		}
-		g.checkRevoked()
+		stopWaiting(t, g, cancel, done)
 	})
+}
+
+// stopWaiting checks that a member whose campaigns wait behind hour-long
+// leases was assigned nothing, then stops its loop and checks that it
+// returned context.Canceled and revoked whatever it was assigned.
+func stopWaiting(t *testing.T, g *ledger, cancel context.CancelFunc, done <-chan error) {
+	t.Helper()
+	if g.count() != 0 {
+		t.Errorf("a was assigned %d partitions; want none (its campaigns wait behind hour-long leases)", g.count())
+	}
+	cancel()
+	if err := <-done; err != context.Canceled {
+		t.Errorf("loop returned %v; want context.Canceled", err)
+	}
+	g.checkRevoked()
 }
