@@ -198,14 +198,7 @@ func (m *membership) scan(ctx context.Context) error {
 func scanSlots(ctx context.Context, b backend.Backend, group string, maxMembers int, prev []seat, strict bool) ([]seat, []bool, error) {
 	var out []seat
 	var read []bool
-	top := -1 // the highest slot taken
-	for k, s := range prev {
-		if s.identity != "" {
-			top = k
-		}
-	}
-	n := min(top+1+spareSlots, maxMembers)
-	top = -1
+	n := min(highestTaken(prev)+1+spareSlots, maxMembers)
 	for lo := 0; lo < maxMembers; lo, n = lo+n, min(spareSlots, maxMembers-lo-n) {
 		ids, errs := readSlots(ctx, b, group, lo, n)
 		for k, err := range errs {
@@ -219,16 +212,24 @@ func scanSlots(ctx context.Context, b backend.Backend, group string, maxMembers 
 				ids[k] = prev[lo+k]
 			}
 			read = append(read, err == nil)
-			if ids[k].identity != "" {
-				top = lo + k
-			}
 		}
 		out = append(out, ids...)
-		if len(out)-(top+1) >= spareSlots {
+		if len(out)-(highestTaken(out)+1) >= spareSlots {
 			break
 		}
 	}
 	return out, read, nil
+}
+
+// highestTaken returns the index of the last slot in slots with a holder,
+// or -1 when none has one.
+func highestTaken(slots []seat) int {
+	for k := len(slots) - 1; k >= 0; k-- {
+		if slots[k].identity != "" {
+			return k
+		}
+	}
+	return -1
 }
 
 // readSlots reads the holders of slots [lo, lo+n) of group: identity and

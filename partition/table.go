@@ -111,33 +111,31 @@ func ReadTable(ctx context.Context, b backend.Backend, group string, n int) (*Ta
 // [backend.BatchReader] reads them in one call (a Redlock node answers one
 // request for all); otherwise they are read par at a time.
 func readHolders(ctx context.Context, b backend.Backend, n, par int, name func(int) string) ([]backend.Holder, []error) {
+	var hs []backend.Holder
+	var errs []error
 	if br, ok := b.(backend.BatchReader); ok {
 		names := make([]string, n)
 		for p := range n {
 			names[p] = name(p)
 		}
-		hs, errs := br.Leaders(ctx, names)
-		for p, err := range errs {
-			if errors.Is(err, backend.ErrNoLeader) {
-				hs[p], errs[p] = backend.Holder{}, nil
-			}
+		hs, errs = br.Leaders(ctx, names)
+	} else {
+		hs, errs = make([]backend.Holder, n), make([]error, n)
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, par)
+		for p := range n {
+			sem <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				hs[p], errs[p] = b.Leader(ctx, name(p))
+			})
 		}
-		return hs, errs
+		wg.Wait()
 	}
-	hs, errs := make([]backend.Holder, n), make([]error, n)
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, par)
-	for p := range n {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			h, err := b.Leader(ctx, name(p))
-			if errors.Is(err, backend.ErrNoLeader) {
-				h, err = backend.Holder{}, nil
-			}
-			hs[p], errs[p] = h, err
-		})
+	for p, err := range errs {
+		if errors.Is(err, backend.ErrNoLeader) {
+			hs[p], errs[p] = backend.Holder{}, nil
+		}
 	}
-	wg.Wait()
 	return hs, errs
 }
