@@ -14,7 +14,8 @@ import (
 
 // Backend runs elections on an etcd cluster through a client the caller
 // configured (endpoints, TLS, username and password). It implements
-// [backend.Backend] and [backend.Watcher]. Create it with [New].
+// [backend.Backend], [backend.Watcher] and [backend.BatchReader]. Create it
+// with [New].
 //
 // All candidates of one Backend with the same TTL share one etcd lease, so
 // hundreds of elections cost one keepalive per renewal period. Two
@@ -51,8 +52,9 @@ type heldKey struct {
 }
 
 var (
-	_ backend.Backend = (*Backend)(nil)
-	_ backend.Watcher = (*Backend)(nil)
+	_ backend.Backend     = (*Backend)(nil)
+	_ backend.Watcher     = (*Backend)(nil)
+	_ backend.BatchReader = (*Backend)(nil)
 )
 
 // New returns a Backend using cli. opts may be nil for the defaults.

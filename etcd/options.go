@@ -46,7 +46,7 @@ type Options struct {
 	// [DefaultCleanupTimeout] (2s); negative values are refused.
 	CleanupTimeout time.Duration
 
-	// RequestTimeout bounds each request of Campaign, Leader, Watch and
+	// RequestTimeout bounds each request of Campaign, Leader, Leaders, Watch and
 	// Renew whose ctx would last longer. The etcd client waits for a
 	// connection as long as its context allows, so without it a cluster
 	// that cannot be reached (a refused connection, a name that does not

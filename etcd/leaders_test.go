@@ -1,0 +1,195 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/leaderkit/elector/backend"
+)
+
+// readCounter counts the read requests that reach the client: Txns, Gets
+// and TimeToLives. With tooMany set, every Txn fails as on a cluster whose
+// --max-txn-ops is below maxTxnRanges.
+type readCounter struct {
+	clientv3.KV
+	clientv3.Lease
+	txns, gets, ttls atomic.Int64
+	tooMany          bool
+}
+
+func (c *readCounter) Txn(ctx context.Context) clientv3.Txn {
+	c.txns.Add(1)
+	if c.tooMany {
+		return failedTxn{}
+	}
+	return c.KV.Txn(ctx)
+}
+
+func (c *readCounter) Get(ctx context.Context, key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
+	c.gets.Add(1)
+	return c.KV.Get(ctx, key, opts...)
+}
+
+func (c *readCounter) TimeToLive(ctx context.Context, id clientv3.LeaseID, opts ...clientv3.LeaseOption) (*clientv3.LeaseTimeToLiveResponse, error) {
+	c.ttls.Add(1)
+	return c.Lease.TimeToLive(ctx, id, opts...)
+}
+
+func (c *readCounter) reset() { c.txns.Store(0); c.gets.Store(0); c.ttls.Store(0) }
+
+// failedTxn is a Txn the cluster refuses for its number of operations.
+type failedTxn struct{}
+
+func (t failedTxn) If(...clientv3.Cmp) clientv3.Txn  { return t }
+func (t failedTxn) Then(...clientv3.Op) clientv3.Txn { return t }
+func (t failedTxn) Else(...clientv3.Op) clientv3.Txn { return t }
+func (failedTxn) Commit() (*clientv3.TxnResponse, error) {
+	return nil, rpctypes.ErrTooManyOps
+}
+
+// countedClient returns a client on the test cluster whose reads the
+// returned counter counts.
+func countedClient(t *testing.T) (*clientv3.Client, *readCounter) {
+	cli := testClient(t)
+	c := &readCounter{KV: cli.KV, Lease: cli.Lease}
+	cli.KV, cli.Lease = c, c
+	return cli, c
+}
+
+// TestLeadersOneTxnPer128: Leaders reads 200 elections in two Txns and one
+// TimeToLive per distinct lease, and reports what Leader reports for each:
+// held on two leases (two Backends), free, and an invalid name.
+func TestLeadersOneTxnPer128(t *testing.T) {
+	setup := testClient(t)
+	alice, bob := testBackend(t, setup, nil), testBackend(t, testClient(t), nil)
+	cli, count := countedClient(t)
+	b := testBackend(t, cli, nil)
+	ctx := testCtx(t)
+	base := testName(t)
+
+	elections := make([]string, 200)
+	for i := range elections {
+		elections[i] = fmt.Sprintf("%s/%d", base, i)
+		switch i % 4 {
+		case 0: // long enough to read a TTL of whole seconds
+			mustCampaign(t, alice, backend.Candidate{Election: elections[i], Identity: "alice", TTL: 5 * time.Second})
+		case 1:
+			mustCampaign(t, bob, cand(elections[i], "bob"))
+		}
+	}
+	elections[7] = "bad\x00name"
+	count.reset()
+	holders, errs := b.Leaders(ctx, elections)
+	if got := count.txns.Load(); got != 2 {
+		t.Errorf("Leaders of 200 elections sent %d Txns; want 2 (128 ranges each)", got)
+	}
+	if got := count.gets.Load(); got != 0 {
+		t.Errorf("Leaders sent %d Gets; want 0", got)
+	}
+	if got := count.ttls.Load(); got != 2 {
+		t.Errorf("Leaders sent %d TimeToLives; want 2 (alice's and bob's shared leases)", got)
+	}
+	for i, e := range elections {
+		want, wantErr := b.Leader(ctx, e)
+		switch {
+		case wantErr != nil && errs[i] == nil, wantErr == nil && errs[i] != nil:
+			t.Errorf("%q: Leaders gave (%+v, %v); Leader (%+v, %v)", e, holders[i], errs[i], want, wantErr)
+		case errors.Is(wantErr, backend.ErrNoLeader) != errors.Is(errs[i], backend.ErrNoLeader),
+			errors.Is(wantErr, backend.ErrInvalid) != errors.Is(errs[i], backend.ErrInvalid):
+			t.Errorf("%q: Leaders failed with %v; Leader with %v", e, errs[i], wantErr)
+		case holders[i].Identity != want.Identity || holders[i].Token != want.Token || (holders[i].TTL > 0) != (want.TTL > 0):
+			t.Errorf("%q: Leaders gave %+v; Leader %+v", e, holders[i], want)
+		}
+	}
+	if !errors.Is(errs[7], backend.ErrInvalid) {
+		t.Errorf("the invalid name: got %v; want ErrInvalid", errs[7])
+	}
+	if holders[0].Identity != "alice" || holders[1].Identity != "bob" || !errors.Is(errs[2], backend.ErrNoLeader) || holders[0].TTL <= 0 {
+		t.Errorf("got %+v, %+v, %v; want alice (with a TTL), bob, no leader", holders[0], holders[1], errs[2])
+	}
+}
+
+// TestLeadersTooManyOps: on a cluster allowing fewer operations per Txn
+// than maxTxnRanges, Leaders reads each election with a Get instead.
+func TestLeadersTooManyOps(t *testing.T) {
+	alice := testBackend(t, testClient(t), nil)
+	cli, count := countedClient(t)
+	count.tooMany = true
+	b := testBackend(t, cli, nil)
+	ctx := testCtx(t)
+	base := testName(t)
+	elections := []string{base + "/held", base + "/free"}
+	mustCampaign(t, alice, cand(elections[0], "alice"))
+
+	holders, errs := b.Leaders(ctx, elections)
+	if errs[0] != nil || holders[0].Identity != "alice" || !errors.Is(errs[1], backend.ErrNoLeader) {
+		t.Errorf("Leaders: got (%+v, %v), (%+v, %v); want alice, then no leader", holders[0], errs[0], holders[1], errs[1])
+	}
+	if got := count.gets.Load(); got != 2 {
+		t.Errorf("Leaders sent %d Gets after the Txn was refused; want 2", got)
+	}
+}
+
+// TestLeadersEnded: Leaders reports ctx.Err() for every election when ctx
+// has ended, and ErrClosed after Close.
+func TestLeadersEnded(t *testing.T) {
+	b := testBackend(t, testClient(t), nil)
+	base := testName(t)
+	elections := []string{base + "/a", base + "/b"}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, errs := b.Leaders(ctx, elections)
+	for i, err := range errs {
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("election %d with ctx cancelled: got %v; want context.Canceled", i, err)
+		}
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, errs = b.Leaders(testCtx(t), elections)
+	for i, err := range errs {
+		if !errors.Is(err, backend.ErrClosed) {
+			t.Errorf("election %d after Close: got %v; want ErrClosed", i, err)
+		}
+	}
+}
+
+// TestLeadersCutOff: with etcd unreachable, Leaders fails every election
+// within RequestTimeout, naming it, instead of waiting for ctx.
+func TestLeadersCutOff(t *testing.T) {
+	cli := testClient(t)
+	base := testName(t)
+	elections := []string{base + "/held", base + "/free"}
+	mustCampaign(t, testBackend(t, cli, nil), cand(elections[0], "alice"))
+	p := newProxy(t, cli.Endpoints()[0])
+	defer p.Close()
+	pcli := newClient(t, []string{p.Addr()})
+	defer func() { _ = pcli.Close() }()
+	const bound = 300 * time.Millisecond
+	b := testBackend(t, pcli, &Options{RequestTimeout: bound})
+	if _, errs := b.Leaders(testCtx(t), elections); errs[0] != nil {
+		t.Fatalf("Leaders before the cut: %v", errs[0])
+	}
+	p.Cut()
+	began := time.Now()
+	_, errs := b.Leaders(testCtx(t), elections)
+	took := time.Since(began)
+	for i, err := range errs {
+		if err == nil || errors.Is(err, backend.ErrNoLeader) || !strings.Contains(err.Error(), elections[i]) {
+			t.Errorf("election %d while cut off: got %v; want an error naming %q", i, err, elections[i])
+		}
+	}
+	if took > 10*bound {
+		t.Errorf("Leaders took %v while cut off; want about RequestTimeout (%v)", took, bound)
+	}
+	p.Heal()
+}
