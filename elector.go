@@ -29,6 +29,11 @@ type Elector struct {
 	mu      sync.Mutex
 	term    *termState // the current or ending term; nil between terms
 	failing streak     // campaign attempts failing in a row
+
+	// beforeElected, when set (by tests), runs in OnElected's goroutine
+	// before it checks the lease's deadline: as a process stopped at that
+	// point would.
+	beforeElected func()
 }
 
 // termState is a term as the Elector tracks it.

@@ -192,6 +192,7 @@ type term struct {
 	r        *renewer
 	stepDown *time.Timer   // fires at the lease's deadline minus SafetyMargin; re-armed if the Deadline moved meanwhile
 	running  chan struct{} // closed when OnElected returns; nil once seen
+	late     *bool         // OnElected was not called (see lead); read once running is closed
 	stepDone bool          // stepDown has fired
 	resign   *resignRequest
 }
@@ -218,9 +219,23 @@ func (e *Elector) lead(ctx context.Context, l backend.Lease) (resigned bool) {
 		slog.Uint64("token", ts.term.Token), slog.Duration("deadline_in", time.Until(l.Deadline())))
 
 	callback := make(chan struct{}) // closed when OnElected returns
+	late := false                   // OnElected was not called; set before callback closes
 	go func() {
 		defer close(callback)
-		if o.OnElected != nil {
+		if e.beforeElected != nil {
+			e.beforeElected()
+		}
+		// The process may have stopped between the win and now (SIGSTOP, a
+		// paused VM, a long GC pause) for longer than the lease lasts:
+		// OnElected would then start while another candidate may lead (a
+		// partition owner did so in the partition chaos on ZooKeeper, 2 ms
+		// after it resumed from 3.5 s). Checked here, the window is the
+		// moment between this check and OnElected's first action; the
+		// fencing token covers that.
+		switch {
+		case time.Until(l.Deadline()) <= o.SafetyMargin:
+			late = true
+		case o.OnElected != nil:
 			o.OnElected(tctx, ts.term)
 		}
 	}()
@@ -230,7 +245,7 @@ func (e *Elector) lead(ctx context.Context, l backend.Lease) (resigned bool) {
 		r.trails = tl.DeadlineTrails()
 	}
 	r.timer = time.NewTimer(r.next())
-	t := &term{e: e, ts: ts, l: l, running: callback, r: r}
+	t := &term{e: e, ts: ts, l: l, running: callback, late: &late, r: r}
 	t.stepDown = time.NewTimer(time.Until(t.stepDownAt()))
 	defer t.stepDown.Stop()
 	defer t.r.stop()
@@ -259,7 +274,7 @@ func (e *Elector) lead(ctx context.Context, l backend.Lease) (resigned bool) {
 	e.mu.Unlock()
 	e.log.LogAttrs(ctx, slog.LevelInfo, "revoked", slog.Uint64("token", ts.term.Token), slog.Any("reason", reason))
 	e.observe(Event{Kind: EventRevoked, Term: ts.term, Err: reason})
-	if o.OnRevoked != nil {
+	if o.OnRevoked != nil && !late {
 		o.OnRevoked(ts.term, reason)
 	}
 	if t.resign != nil {
@@ -303,6 +318,10 @@ func (t *term) serve(ctx context.Context) (reason error) {
 			}
 		case <-t.running:
 			t.running = nil
+			if *t.late {
+				reason = fmt.Errorf("%w: the step-down point passed before OnElected could start", ErrLeaseLost)
+				continue
+			}
 			e.log.LogAttrs(ctx, slog.LevelInfo, "OnElected returned; still leading until the term ends",
 				slog.Uint64("token", t.ts.term.Token))
 		}

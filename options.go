@@ -62,7 +62,10 @@ type Options struct {
 	// reason; OnElected must then stop acting as leader and return promptly.
 	// If it returns before the term ends, the elector keeps leading
 	// (renewing the lease) until the term ends; call [Elector.Resign] to
-	// hand over instead. Nil means nothing runs while leading.
+	// hand over instead. Nil means nothing runs while leading. It is not
+	// called (nor is OnRevoked) when the lease reaches its step-down point
+	// before OnElected can start, as when the process was stopped between
+	// winning and the call.
 	OnElected func(ctx context.Context, t Term)
 
 	// OnRevoked is called exactly once after each OnElected, once OnElected

@@ -1,0 +1,75 @@
+package partition
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"testing/synctest"
+
+	"github.com/leaderkit/elector/backend"
+	"github.com/leaderkit/elector/backend/memory"
+)
+
+// TestNoAssignmentPastStepDown: a member stopped between winning a
+// partition and starting its OnAssigned (SIGSTOP, a paused VM) for longer
+// than the lease lasts does not start OnAssigned when it resumes: another
+// member owns the partition by then. In the partition chaos on ZooKeeper
+// such a member started OnAssigned 2 ms after it resumed, 1.5 s after
+// another member had won the partition with a higher token; the fence
+// refused its write, the checker counted two owners at once. Neither is
+// OnRevoked called, as OnAssigned was not.
+func TestNoAssignmentPastStepDown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const group = "late"
+		store := memory.New()
+		defer store.Close()
+		ab := store.Peer()
+		g := newLedger(t)
+		a, err := New(ab, group, 1, g.options("a"))
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		// a's loop stops in its OnAssigned's goroutine, before the
+		// deadline check, until resumed.
+		stopped, resume := make(chan struct{}), make(chan struct{})
+		l := newLoop(a)
+		l.settled, l.plan.probed, l.plan.owners = true, true, []string{""}
+		l.beforeAssigned = func(int) {
+			close(stopped)
+			<-resume
+		}
+		views := make(chan view, 1)
+		views <- view{members: []string{"a"}, joined: true, complete: true}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- l.run(ctx, views, nil, func() {}) }()
+
+		<-stopped
+		// Stopped, a renews nothing: its lease lapses and b wins.
+		ab.Isolate()
+		won, err := store.Peer().Campaign(ctx, backend.Candidate{Election: Election(group, 0), Identity: "b", TTL: a.opts.TTL})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.assigned("b", Assignment{Group: group, Partition: 0, Token: won.Token()})
+		close(resume)
+		synctest.Wait()
+
+		g.mu.Lock()
+		for _, line := range g.log {
+			if strings.HasPrefix(line, "assigned a ") {
+				t.Errorf("a's OnAssigned ran after a resumed past its lease's step-down point, while b owned the partition: %q", line)
+			}
+		}
+		g.mu.Unlock()
+		if owned := a.Owned(); len(owned) != 0 {
+			t.Errorf("a reports owning %v after resuming past the step-down point; want nothing", owned)
+		}
+		ab.Heal()
+		cancel()
+		if err := <-done; err != context.Canceled {
+			t.Errorf("loop returned %v; want context.Canceled", err)
+		}
+	})
+}
