@@ -69,9 +69,10 @@ func TestReadsInBatches(t *testing.T) {
 		}
 	}
 
-	// A first scan knows no slot: it reads a chunk, finds members in it,
-	// and reads another. A scan knowing the list reads it in one call: the
-	// slots up to the highest taken and spareSlots more.
+	// A first scan knows no slot: it reads two chunks, finds members in
+	// the first, none in the second, and stops. A scan knowing the list
+	// reads it in one call: the chunk holding the highest slot taken and
+	// one more.
 	prev, _, err := scanSlots(ctx, b, group, DefaultMaxMembers, nil, true)
 	if err != nil {
 		t.Fatal(err)
@@ -84,8 +85,8 @@ func TestReadsInBatches(t *testing.T) {
 	if got, single := b.batches.Load(), b.singles.Load(); got != 1 || single != 0 {
 		t.Errorf("scanning the member list: %d batched and %d single reads; want 1 and 0", got, single)
 	}
-	if want := 3 + spareSlots; len(slots) != want || len(read) != want {
-		t.Fatalf("scan read %d slots (%d marked); want %d: up to the highest taken and %d more", len(slots), len(read), want, spareSlots)
+	if want := 2 * spareSlots; len(slots) != want || len(read) != want {
+		t.Fatalf("scan read %d slots (%d marked); want %d: the chunk of %d holding the highest taken, and the next", len(slots), len(read), want, spareSlots)
 	}
 	for k := range 3 {
 		if slots[k].identity != fmt.Sprint("m", k) || !read[k] {

@@ -29,14 +29,16 @@
 //     so that a crashed member leaves the list before its partitions'
 //     leases expire. Every member reads the slots in use each
 //     [Options.PollInterval]; the contract has no way to list elections, so
-//     slots stand in for a directory. A poll reads the slots up to the
-//     highest taken plus 16, whatever the number of partitions: as many
-//     Leader reads, or one request per node on a [backend.BatchReader]
-//     (Redlock). On a backend that
-//     implements [backend.Watcher] every member also watches the slots the
-//     others hold, and reads the slots at once when one changes holder (a
-//     leave, an expired slot); free slots are not watched (on Redlock that
-//     is a poll), so a join is noticed at the next poll.
+//     slots stand in for a directory. A poll reads the slots in chunks of
+//     16 up to the first chunk wholly free after the highest slot taken,
+//     whatever the number of partitions: as many
+//     Leader reads, or a few requests on a [backend.BatchReader] (Redlock:
+//     one per node; etcd: one Txn, plus one per distinct lease). On a
+//     backend that implements [backend.Watcher] every member also watches
+//     the slots the others hold, and reads the slots at once when one
+//     changes holder (a leave, an expired slot); free slots are not
+//     watched (on Redlock that is a poll), so a join is noticed at the
+//     next poll.
 //   - Placement: every member has a quota, n/members rounded up or down
 //     ([Quotas]) — or, when members set an [Options.Weight], its share in
 //     proportion to its weight ([QuotasWeighted]) — and computes [Place]
@@ -48,7 +50,7 @@
 //     owners before their old owners let them go. A member still short of
 //     its quota a PollInterval after the change (a quarter of one up to 256
 //     partitions) then reads every partition's holder (n Leader reads, or
-//     one request per node on a BatchReader, in the background, every
+//     a few requests on a BatchReader, in the background, every
 //     PollInterval while it stays short up to 256 partitions, every 2-4
 //     above, none while its campaigns fail)
 //     and places again from that reading, counting as its own the free

@@ -184,13 +184,17 @@ func (m *membership) scan(ctx context.Context) error {
 	return nil
 }
 
-// scanSlots reads the membership slots of group up to spareSlots past the
-// highest one taken (joiners take one of the lowest free slots, so no
-// member lies beyond), or maxMembers slots. The first read covers the
-// slots up to the highest taken in prev and spareSlots more, so a scan of a
-// settled group is one read of every slot (one request per node, on a
-// [backend.BatchReader]); each read that finds a slot taken among its last
-// spareSlots reads spareSlots more. It returns the holder of each slot
+// scanSlots reads the membership slots of group in chunks of spareSlots
+// until a whole chunk is free (joiners take one of the lowest free slots, so
+// no member lies beyond), or maxMembers slots are read. The first read
+// covers every chunk up to the one holding the highest slot taken in prev,
+// and the chunk after it (two chunks when prev has none), so a scan of a
+// settled group is one read (one request per node, on a
+// [backend.BatchReader]); each read whose last chunk has a slot taken reads
+// one more chunk. A member past a run of more than spareSlots free slots
+// (members between them left) is seen when the run does not fill a whole
+// chunk: reading only spareSlots past the highest slot taken missed a
+// member 18 free slots further. It returns the holder of each slot
 // read, identity and weight (see parseSlot), the zero seat for a free one.
 // When strict, every failed read is an error; otherwise a slot whose read
 // fails transiently keeps its value in prev (free beyond it), and only a
@@ -198,7 +202,7 @@ func (m *membership) scan(ctx context.Context) error {
 func scanSlots(ctx context.Context, b backend.Backend, group string, maxMembers int, prev []seat, strict bool) ([]seat, []bool, error) {
 	var out []seat
 	var read []bool
-	n := min(highestTaken(prev)+1+spareSlots, maxMembers)
+	n := min((highestTaken(prev)/spareSlots+2)*spareSlots, maxMembers)
 	for lo := 0; lo < maxMembers; lo, n = lo+n, min(spareSlots, maxMembers-lo-n) {
 		ids, errs := readSlots(ctx, b, group, lo, n)
 		for k, err := range errs {

@@ -83,7 +83,7 @@ type Options struct {
 	// PollInterval is how often the member list is read from the backend.
 	// A join or a graceful leave is noticed within it, a crash within TTL/2
 	// plus it. Each poll reads about as many membership elections as there
-	// are members, plus 16. Default min(RenewInterval, [DefaultPollInterval]);
+	// are members, rounded up to a multiple of 16, plus 16. Default min(RenewInterval, [DefaultPollInterval]);
 	// at most RenewInterval.
 	PollInterval time.Duration
 
@@ -97,7 +97,10 @@ type Options struct {
 	// (the partition is placed elsewhere, its lease is lost, or Run stops);
 	// OnAssigned must then stop acting on the partition and return. If it
 	// returns earlier, the member keeps the partition until ctx ends: work
-	// can run elsewhere, watching ctx. Nil means nothing runs.
+	// can run elsewhere, watching ctx. Nil means nothing runs. It is not
+	// called (nor is OnRevoked) when the partition's lease reaches its
+	// step-down point before OnAssigned can start, as when the process was
+	// stopped between winning and the call.
 	OnAssigned func(ctx context.Context, a Assignment)
 
 	// OnRevoked is called exactly once after each OnAssigned, once
