@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -44,6 +45,11 @@ type Backend struct {
 	// wait for it instead of granting one session each.
 	granting map[int64]chan struct{}
 	held     map[heldKey]*lease // won and not yet finished, for Guard
+
+	// txnRanges is how many elections Leaders reads in one Txn:
+	// maxTxnRanges until the cluster refuses that many operations, then
+	// halved until it accepts them (see Leaders).
+	txnRanges atomic.Int64
 }
 
 type heldKey struct {
@@ -81,6 +87,7 @@ func New(cli *clientv3.Client, opts *Options) (*Backend, error) {
 		held:     make(map[heldKey]*lease),
 	}
 	b.own.b = b
+	b.txnRanges.Store(maxTxnRanges)
 	return b, nil
 }
 

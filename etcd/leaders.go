@@ -15,10 +15,11 @@ import (
 )
 
 const (
-	// maxTxnRanges is the number of elections read in one Txn: etcd's
+	// maxTxnRanges is the most elections Leaders reads in one Txn: etcd's
 	// default limit on a Txn's operations (--max-txn-ops, 128). A cluster
-	// configured below it answers ErrTooManyOps, and those elections are
-	// read one Get each.
+	// configured below it refuses such a Txn (ErrTooManyOps); Leaders then
+	// halves the number until the cluster accepts it, and keeps it for the
+	// Backend's later calls.
 	maxTxnRanges = 128
 	// ttlParallelism bounds the TimeToLive requests in flight for one
 	// Leaders call.
@@ -46,12 +47,17 @@ func (b *Backend) Leaders(ctx context.Context, elections []string) ([]backend.Ho
 		at = append(at, i)
 	}
 	firsts := make([]*mvccpb.KeyValue, len(elections))
-	for lo := 0; lo < len(at); lo += maxTxnRanges {
-		chunk := at[lo:min(lo+maxTxnRanges, len(at))]
+	for lo := 0; lo < len(at); {
+		size := int(b.txnRanges.Load())
+		chunk := at[lo:min(lo+size, len(at))]
 		kvs, err := b.readFirsts(ctx, elections, chunk)
+		if errors.Is(err, rpctypes.ErrTooManyOps) && size > 1 {
+			b.txnRanges.CompareAndSwap(int64(size), int64(size/2))
+			continue
+		}
 		for j, i := range chunk {
 			switch {
-			case ctx.Err() != nil:
+			case err != nil && ctx.Err() != nil:
 				errs[i] = ctx.Err()
 			case err != nil:
 				errs[i] = fmt.Errorf("etcd: leader %q: %w", elections[i], err)
@@ -61,14 +67,15 @@ func (b *Backend) Leaders(ctx context.Context, elections []string) ([]backend.Ho
 				firsts[i] = kvs[j]
 			}
 		}
+		lo += len(chunk)
 	}
 	ttls := b.leaseTTLs(ctx, firsts)
 	for i, kv := range firsts {
 		if kv == nil {
 			continue
 		}
-		if err := ctx.Err(); err != nil {
-			errs[i] = err
+		if _, ok := ttls[kv.Lease]; !ok && kv.Lease != 0 && ctx.Err() != nil {
+			errs[i] = ctx.Err() // its TTL was not read, as in Leader
 			continue
 		}
 		holders[i] = backend.Holder{Election: elections[i], Identity: string(kv.Value), Token: uint64(kv.CreateRevision), TTL: ttls[kv.Lease]}
@@ -76,11 +83,9 @@ func (b *Backend) Leaders(ctx context.Context, elections []string) ([]backend.Ho
 	return holders, errs
 }
 
-// readFirsts reads the first candidate (nil for none) of elections[i] for
-// each i in chunk, in one Txn; or in one Get each when the cluster allows
-// fewer operations per Txn.
+// readFirsts reads, in one Txn, the first candidate (nil for none) of
+// elections[i] for each i in chunk.
 func (b *Backend) readFirsts(ctx context.Context, elections []string, chunk []int) ([]*mvccpb.KeyValue, error) {
-	out := make([]*mvccpb.KeyValue, len(chunk))
 	ops := make([]clientv3.Op, len(chunk))
 	for j, i := range chunk {
 		key, opts := candidateRange(b.electionDir(elections[i]))
@@ -89,25 +94,13 @@ func (b *Backend) readFirsts(ctx context.Context, elections []string, chunk []in
 	resp, err := bounded(b, ctx, func(ctx context.Context) (*clientv3.TxnResponse, error) {
 		return b.cli.Txn(ctx).Then(ops...).Commit()
 	})
-	if errors.Is(err, rpctypes.ErrTooManyOps) {
-		for j, i := range chunk {
-			key, opts := candidateRange(b.electionDir(elections[i]))
-			r, err := bounded(b, ctx, func(ctx context.Context) (*clientv3.GetResponse, error) {
-				return b.cli.Get(ctx, key, opts...)
-			})
-			if err != nil {
-				return nil, err
-			}
-			out[j] = readQueue(b.electionDir(elections[i]), r.Kvs, "").first
-		}
-		return out, nil
-	}
 	if err != nil {
 		return nil, err
 	}
 	if len(resp.Responses) != len(chunk) {
 		return nil, fmt.Errorf("a Txn of %d ranges answered %d responses", len(chunk), len(resp.Responses))
 	}
+	out := make([]*mvccpb.KeyValue, len(chunk))
 	for j, i := range chunk {
 		r := resp.Responses[j].GetResponseRange()
 		if r == nil {

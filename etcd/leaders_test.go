@@ -16,21 +16,18 @@ import (
 )
 
 // readCounter counts the read requests that reach the client: Txns, Gets
-// and TimeToLives. With tooMany set, every Txn fails as on a cluster whose
-// --max-txn-ops is below maxTxnRanges.
+// and TimeToLives. With maxOps set, a Txn of more operations fails as on a
+// cluster whose --max-txn-ops is maxOps.
 type readCounter struct {
 	clientv3.KV
 	clientv3.Lease
 	txns, gets, ttls atomic.Int64
-	tooMany          bool
+	maxOps           int
 }
 
 func (c *readCounter) Txn(ctx context.Context) clientv3.Txn {
 	c.txns.Add(1)
-	if c.tooMany {
-		return failedTxn{}
-	}
-	return c.KV.Txn(ctx)
+	return &limitedTxn{Txn: c.KV.Txn(ctx), max: c.maxOps}
 }
 
 func (c *readCounter) Get(ctx context.Context, key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
@@ -45,14 +42,24 @@ func (c *readCounter) TimeToLive(ctx context.Context, id clientv3.LeaseID, opts 
 
 func (c *readCounter) reset() { c.txns.Store(0); c.gets.Store(0); c.ttls.Store(0) }
 
-// failedTxn is a Txn the cluster refuses for its number of operations.
-type failedTxn struct{}
+// limitedTxn is a Txn that the cluster refuses, as etcd does, when it has
+// more than max operations (max 0: no limit).
+type limitedTxn struct {
+	clientv3.Txn
+	max, ops int
+}
 
-func (t failedTxn) If(...clientv3.Cmp) clientv3.Txn  { return t }
-func (t failedTxn) Then(...clientv3.Op) clientv3.Txn { return t }
-func (t failedTxn) Else(...clientv3.Op) clientv3.Txn { return t }
-func (failedTxn) Commit() (*clientv3.TxnResponse, error) {
-	return nil, rpctypes.ErrTooManyOps
+func (t *limitedTxn) Then(ops ...clientv3.Op) clientv3.Txn {
+	t.ops += len(ops)
+	t.Txn = t.Txn.Then(ops...)
+	return t
+}
+
+func (t *limitedTxn) Commit() (*clientv3.TxnResponse, error) {
+	if t.max > 0 && t.ops > t.max {
+		return nil, rpctypes.ErrTooManyOps
+	}
+	return t.Txn.Commit()
 }
 
 // countedClient returns a client on the test cluster whose reads the
@@ -118,23 +125,42 @@ func TestLeadersOneTxnPer128(t *testing.T) {
 }
 
 // TestLeadersTooManyOps: on a cluster allowing fewer operations per Txn
-// than maxTxnRanges, Leaders reads each election with a Get instead.
+// than maxTxnRanges, Leaders halves its Txns until the cluster accepts them,
+// and keeps that size for later calls.
 func TestLeadersTooManyOps(t *testing.T) {
 	alice := testBackend(t, testClient(t), nil)
 	cli, count := countedClient(t)
-	count.tooMany = true
+	count.maxOps = 50
 	b := testBackend(t, cli, nil)
 	ctx := testCtx(t)
 	base := testName(t)
-	elections := []string{base + "/held", base + "/free"}
-	mustCampaign(t, alice, cand(elections[0], "alice"))
-
-	holders, errs := b.Leaders(ctx, elections)
-	if errs[0] != nil || holders[0].Identity != "alice" || !errors.Is(errs[1], backend.ErrNoLeader) {
-		t.Errorf("Leaders: got (%+v, %v), (%+v, %v); want alice, then no leader", holders[0], errs[0], holders[1], errs[1])
+	elections := make([]string, 200)
+	for i := range elections {
+		elections[i] = fmt.Sprintf("%s/%d", base, i)
 	}
-	if got := count.gets.Load(); got != 2 {
-		t.Errorf("Leaders sent %d Gets after the Txn was refused; want 2", got)
+	mustCampaign(t, alice, cand(elections[150], "alice"))
+
+	check := func(call string) {
+		t.Helper()
+		holders, errs := b.Leaders(ctx, elections)
+		for i := range elections {
+			switch {
+			case i == 150 && (errs[i] != nil || holders[i].Identity != "alice"):
+				t.Errorf("%s: election %d: got (%+v, %v); want alice", call, i, holders[i], errs[i])
+			case i != 150 && !errors.Is(errs[i], backend.ErrNoLeader):
+				t.Errorf("%s: election %d: got (%+v, %v); want no leader", call, i, holders[i], errs[i])
+			}
+		}
+	}
+	check("first call")
+	// 128 and 64 refused, then 7 of 32.
+	if got := count.txns.Load(); got != 9 {
+		t.Errorf("first call: %d Txns; want 9 (128 and 64 refused, then 7 of 32)", got)
+	}
+	count.reset()
+	check("second call")
+	if got := count.txns.Load(); got != 7 {
+		t.Errorf("second call: %d Txns; want 7 (32 elections each, the size that worked)", got)
 	}
 }
 

@@ -3,6 +3,7 @@ package partition
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 
@@ -35,9 +36,12 @@ func TestNoAssignmentPastStepDown(t *testing.T) {
 		stopped, resume := make(chan struct{}), make(chan struct{})
 		l := newLoop(a)
 		l.settled, l.plan.probed, l.plan.owners = true, true, []string{""}
+		var once sync.Once // later wins run on
 		l.beforeAssigned = func(int) {
-			close(stopped)
-			<-resume
+			once.Do(func() {
+				close(stopped)
+				<-resume
+			})
 		}
 		views := make(chan view, 1)
 		views <- view{members: []string{"a"}, joined: true, complete: true}
@@ -70,6 +74,13 @@ func TestNoAssignmentPastStepDown(t *testing.T) {
 		cancel()
 		if err := <-done; err != context.Canceled {
 			t.Errorf("loop returned %v; want context.Canceled", err)
+		}
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		for _, line := range g.log {
+			if strings.HasPrefix(line, "revoked a ") {
+				t.Errorf("OnRevoked ran for a term whose OnAssigned did not: %q", line)
+			}
 		}
 	})
 }
