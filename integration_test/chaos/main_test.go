@@ -21,6 +21,15 @@ func TestMain(m *testing.M) {
 		// the proxy is stopped. Seen in long campaigns (seeds 424242 and 1)
 		// whose histories were clean.
 		goleak.IgnoreAnyFunction("github.com/Shopify/toxiproxy/v2/toxics.(*ToxicStub).Run"),
+		// The same at the other end of a link: its reader (link.go, read)
+		// sends each chunk it reads from the client into the first toxic's
+		// input channel (stream/io_chan.go, ChanWriter.Write) without
+		// watching for an interruption; when that toxic has stopped reading,
+		// the reader stays blocked after the proxy is stopped. Closing the
+		// connection does not free it. Seen once, 29 minutes after it
+		// began, at the end of run P (seed 5210, eb8fac3), whose three
+		// partition campaigns had passed.
+		goleak.IgnoreTopFunction("github.com/Shopify/toxiproxy/v2/stream.(*ChanWriter).Write"),
 	)
 }
 
