@@ -71,6 +71,15 @@ func countedClient(t *testing.T) (*clientv3.Client, *readCounter) {
 	return cli, c
 }
 
+// numbered returns n election names: base/0, base/1, …
+func numbered(base string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s/%d", base, i)
+	}
+	return out
+}
+
 // TestLeadersOneTxnPer128: Leaders reads 200 elections in two Txns and one
 // TimeToLive per distinct lease, and reports what Leader reports for each:
 // held on two leases (two Backends), free, and an invalid name.
@@ -82,9 +91,8 @@ func TestLeadersOneTxnPer128(t *testing.T) {
 	ctx := testCtx(t)
 	base := testName(t)
 
-	elections := make([]string, 200)
+	elections := numbered(base, 200)
 	for i := range elections {
-		elections[i] = fmt.Sprintf("%s/%d", base, i)
 		switch i % 4 {
 		case 0: // long enough to read a TTL of whole seconds
 			mustCampaign(t, alice, backend.Candidate{Election: elections[i], Identity: "alice", TTL: 5 * time.Second})
@@ -134,10 +142,7 @@ func TestLeadersTooManyOps(t *testing.T) {
 	b := testBackend(t, cli, nil)
 	ctx := testCtx(t)
 	base := testName(t)
-	elections := make([]string, 200)
-	for i := range elections {
-		elections[i] = fmt.Sprintf("%s/%d", base, i)
-	}
+	elections := numbered(base, 200)
 	mustCampaign(t, alice, cand(elections[150], "alice"))
 
 	check := func(call string) {
