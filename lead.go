@@ -192,7 +192,7 @@ type term struct {
 	r        *renewer
 	stepDown *time.Timer   // fires at the lease's deadline minus SafetyMargin; re-armed if the Deadline moved meanwhile
 	running  chan struct{} // closed when OnElected returns; nil once seen
-	late     *bool         // OnElected was not called (see lead); read once running is closed
+	late     bool          // OnElected was not called (see lead); set before running closes
 	stepDone bool          // stepDown has fired
 	resign   *resignRequest
 }
@@ -218,8 +218,14 @@ func (e *Elector) lead(ctx context.Context, l backend.Lease) (resigned bool) {
 	e.log.LogAttrs(ctx, slog.LevelInfo, "elected",
 		slog.Uint64("token", ts.term.Token), slog.Duration("deadline_in", time.Until(l.Deadline())))
 
+	r := &renewer{e: e, l: l, term: ts.term, proved: ts.term.Start}
+	if tl, ok := l.(trailingLease); ok {
+		r.trails = tl.DeadlineTrails()
+	}
+	r.timer = time.NewTimer(r.next())
 	callback := make(chan struct{}) // closed when OnElected returns
-	late := false                   // OnElected was not called; set before callback closes
+	t := &term{e: e, ts: ts, l: l, running: callback, r: r}
+	deadline := l.Deadline() // as won; read here, not behind a renewal holding the lease
 	go func() {
 		defer close(callback)
 		if e.beforeElected != nil {
@@ -233,19 +239,12 @@ func (e *Elector) lead(ctx context.Context, l backend.Lease) (resigned bool) {
 		// moment between this check and OnElected's first action; the
 		// fencing token covers that.
 		switch {
-		case time.Until(l.Deadline()) <= o.SafetyMargin:
-			late = true
+		case time.Until(deadline) <= o.SafetyMargin:
+			t.late = true
 		case o.OnElected != nil:
 			o.OnElected(tctx, ts.term)
 		}
 	}()
-
-	r := &renewer{e: e, l: l, term: ts.term, proved: ts.term.Start}
-	if tl, ok := l.(trailingLease); ok {
-		r.trails = tl.DeadlineTrails()
-	}
-	r.timer = time.NewTimer(r.next())
-	t := &term{e: e, ts: ts, l: l, running: callback, late: &late, r: r}
 	t.stepDown = time.NewTimer(time.Until(t.stepDownAt()))
 	defer t.stepDown.Stop()
 	defer t.r.stop()
@@ -274,7 +273,7 @@ func (e *Elector) lead(ctx context.Context, l backend.Lease) (resigned bool) {
 	e.mu.Unlock()
 	e.log.LogAttrs(ctx, slog.LevelInfo, "revoked", slog.Uint64("token", ts.term.Token), slog.Any("reason", reason))
 	e.observe(Event{Kind: EventRevoked, Term: ts.term, Err: reason})
-	if o.OnRevoked != nil && !late {
+	if o.OnRevoked != nil && !t.late {
 		o.OnRevoked(ts.term, reason)
 	}
 	if t.resign != nil {
@@ -318,7 +317,7 @@ func (t *term) serve(ctx context.Context) (reason error) {
 			}
 		case <-t.running:
 			t.running = nil
-			if *t.late {
+			if t.late {
 				reason = fmt.Errorf("%w: the step-down point passed before OnElected could start", ErrLeaseLost)
 				continue
 			}

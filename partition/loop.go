@@ -497,7 +497,7 @@ func (l *loop) hold(ctx context.Context, p int, ls backend.Lease, deadline time.
 		// the window is the moment between this check and OnAssigned's
 		// first action; the fencing token covers that.
 		switch {
-		case time.Until(ls.Deadline()) <= o.SafetyMargin:
+		case time.Until(deadline) <= o.SafetyMargin: // as won: Deadline may wait behind a renewal
 			pt.late = true
 		case o.OnAssigned != nil:
 			o.OnAssigned(actx, as)
