@@ -25,11 +25,11 @@
 // its own with the term in its environment: ELECT_TERM_ELECTION,
 // ELECT_TERM_IDENTITY, ELECT_TERM_TOKEN (the fencing token: pass it with
 // every write, and have the store refuse lower tokens) and ELECT_TERM_START.
-// elect's own ELECT_* settings, which may hold credentials, are removed
-// from it.
+// Every other ELECT_* variable of elect's environment, any of which may
+// hold credentials, is removed from it.
 //
-// When the term ends, COMMAND's tree (see below) gets SIGTERM, then SIGKILL
-// after --grace. When elect gives the lease up (it was stopped, or COMMAND
+// When the term ends, each process of COMMAND's tree (see below) gets one
+// SIGTERM, then SIGKILL after --grace. When elect gives the lease up (it was stopped, or COMMAND
 // exited) the lease is kept renewed meanwhile and released afterwards, so
 // another replica takes over at once. When the lease is lost (the backend
 // says so, or no renewal succeeded in time) the term ends --safety-margin

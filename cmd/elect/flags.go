@@ -207,15 +207,11 @@ func parse(fs *flag.FlagSet, args []string, stdout io.Writer, head string) error
 	return err
 }
 
-// configEnv lists the environment variables that configure elect; they
-// are removed from the command's environment (they may hold credentials).
-func configEnv() []string {
-	var names []string
-	for _, fs := range []*flag.FlagSet{runFlags(new(runConfig)), statusFlags(new(statusConfig), "status")} {
-		fs.VisitAll(func(f *flag.Flag) { names = append(names, envName(f.Name)) })
-	}
-	return names
-}
+// isElectEnv reports whether kv, an environment entry, is an ELECT_*
+// variable. None of them reaches the command: any subcommand's flag may be
+// set by one (ELECT_BACKEND, ELECT_OLD and ELECT_NEW hold URLs with
+// credentials), and an inherited ELECT_TERM_* would describe another term.
+func isElectEnv(kv string) bool { return strings.HasPrefix(kv, "ELECT_") }
 
 // durationValue is a time.Duration flag whose parse error names the format,
 // for the command line and the environment alike.

@@ -19,15 +19,15 @@ import (
 const runHead = `Usage: elect run [flags] -- COMMAND [ARGS...]
 
 Campaign for the election and, while leading, run COMMAND. When the term
-ends (the lease is lost or cannot be renewed, or elect is stopped), COMMAND's
-process group gets SIGTERM, then SIGKILL after --grace. If the lease is lost
+ends (the lease is lost or cannot be renewed, or elect is stopped), each
+process of COMMAND's tree gets one SIGTERM, then SIGKILL after --grace. If the lease is lost
 rather than given up, the grace is cut short so that COMMAND is dead before
 the lease can expire at the backend: at most half of --safety-margin.
 
 COMMAND runs in its own process group, with the term in its environment:
 ELECT_TERM_ELECTION, ELECT_TERM_IDENTITY, ELECT_TERM_TOKEN (the fencing
-token: pass it with every write) and ELECT_TERM_START. elect's own ELECT_*
-settings are removed from it. SIGHUP, SIGUSR1, SIGUSR2 and SIGWINCH are
+token: pass it with every write) and ELECT_TERM_START. Every other ELECT_*
+variable is removed from it (they may hold credentials). SIGHUP, SIGUSR1, SIGUSR2 and SIGWINCH are
 forwarded to COMMAND; SIGINT and SIGTERM stop elect (a second one kills
 COMMAND at once). On Linux, if elect itself is killed (even by SIGKILL),
 every process COMMAND started dies with it, setsid'd ones included.

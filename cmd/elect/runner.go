@@ -10,7 +10,6 @@ import (
 	"os/signal"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -249,14 +248,10 @@ func (r *runner) grace(cause error) time.Duration {
 	return min(r.cfg.grace, r.e.Options().SafetyMargin/2)
 }
 
-// env is the command's environment: elect's, without elect's own settings,
-// with the term's.
+// env is the command's environment: elect's, without any ELECT_* variable,
+// with the term's ELECT_TERM_* variables.
 func (r *runner) env(t elector.Term) []string {
-	drop := configEnv()
-	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
-		k, _, _ := strings.Cut(kv, "=")
-		return slices.Contains(drop, k) || strings.HasPrefix(k, "ELECT_TERM_")
-	})
+	env := slices.DeleteFunc(os.Environ(), isElectEnv)
 	return append(env,
 		"ELECT_TERM_ELECTION="+t.Election,
 		"ELECT_TERM_IDENTITY="+t.Identity,

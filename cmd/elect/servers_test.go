@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -103,6 +104,44 @@ func TestOnceExitStatus(t *testing.T) {
 		"--election="+election(t), "--", "sh", "-c", "kill -USR1 $$")
 	if code != 128+int(syscall.SIGUSR1) {
 		t.Errorf("exit %d, want 128+SIGUSR1 = %d:\n%s", code, 128+int(syscall.SIGUSR1), out)
+	}
+}
+
+// TestCommandEnvironmentHasNoElectSettings: no ELECT_* variable of elect's
+// environment other than the term's reaches the command, whichever
+// subcommand's flag it sets: ELECT_OLD and ELECT_NEW carry URLs with
+// passwords just as ELECT_BACKEND does. An inherited ELECT_TERM_* is
+// replaced by the term's own.
+func TestCommandEnvironmentHasNoElectSettings(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "env")
+	secret := "redis://admin:s3cret@127.0.0.1:1"
+	env := []string{"OUT=" + out, "ELECT_OLD=" + secret, "ELECT_NEW=" + secret, "ELECT_PHASE=both",
+		"ELECT_GROUP=g", "ELECT_PARTITIONS=4", "ELECT_TRIALS=3", "ELECT_HTML=/tmp/x.html",
+		"ELECT_SOMETHING_ELSE=" + secret, "ELECT_TERM_TOKEN=999999", "ELECT_TERM_EXTRA=stale"}
+	code, log := runElect(t, env, "run", "--once", "--wait=2s", "--hold=2s", "--identity=env-test",
+		"--backend="+backendURL(t, "redis", nil), "--election="+election(t), "--", "sh", "-c", `env > "$OUT"`)
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, log)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var term []string
+	for l := range strings.Lines(string(b)) {
+		l = strings.TrimSuffix(l, "\n")
+		switch k, v, _ := strings.Cut(l, "="); {
+		case k == "ELECT_TERM_TOKEN" && v == "999999", k == "ELECT_TERM_EXTRA":
+			t.Errorf("the command's environment holds the inherited %s: want only the term's own ELECT_TERM_*", l)
+		case strings.HasPrefix(k, "ELECT_TERM_"):
+			term = append(term, k)
+		case strings.HasPrefix(k, "ELECT_"), strings.Contains(v, "s3cret"):
+			t.Errorf("the command's environment holds %s: want no ELECT_* but the term's", l)
+		}
+	}
+	slices.Sort(term)
+	if want := []string{"ELECT_TERM_ELECTION", "ELECT_TERM_IDENTITY", "ELECT_TERM_START", "ELECT_TERM_TOKEN"}; !slices.Equal(term, want) {
+		t.Errorf("the command's ELECT_TERM_* variables: got %v, want %v", term, want)
 	}
 }
 
