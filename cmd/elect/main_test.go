@@ -19,6 +19,9 @@ func TestMain(m *testing.M) {
 	if addr := os.Getenv(childAddrEnv); addr != "" {
 		os.Exit(childMain(addr)) // this process is a command run by elect
 	}
+	if dir := os.Getenv(termsDirEnv); dir != "" {
+		os.Exit(termsMain(dir)) // a SIGTERM-counting command run by elect
+	}
 	dir, err := os.MkdirTemp("", "elect-test")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

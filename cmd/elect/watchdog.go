@@ -31,10 +31,12 @@ func init() {
 
 // watch is the watchdog's view of the command's tree.
 type watch struct {
-	pgid    int                     // the command's PID and process group ID
-	exited  chan syscall.WaitStatus // the command's status, once reaped
-	reaped  chan struct{}           // another child was reaped (buffered, coalescing)
-	noChild chan struct{}           // closed when the watchdog has no child left
+	pgid    int                                     // the command's PID and process group ID
+	root    int                                     // the watchdog's PID: the tree is its descendants
+	kill    func(pid int, sig syscall.Signal) error // syscall.Kill
+	exited  chan syscall.WaitStatus                 // the command's status, once reaped
+	reaped  chan struct{}                           // another child was reaped (buffered, coalescing)
+	noChild chan struct{}                           // closed when the watchdog has no child left
 }
 
 // watchdog runs argv, the command, as its child and stays between elect and
@@ -85,7 +87,7 @@ func watchdog(argv []string) int {
 	// whoever reads elect's output sees its end when elect and the tree
 	// are done, not when the watchdog is.
 	detachStdio()
-	w := &watch{pgid: pid, exited: make(chan syscall.WaitStatus, 1), reaped: make(chan struct{}, 1), noChild: make(chan struct{})}
+	w := &watch{pgid: pid, root: os.Getpid(), kill: syscall.Kill, exited: make(chan syscall.WaitStatus, 1), reaped: make(chan struct{}, 1), noChild: make(chan struct{})}
 	go w.reap()
 	go func() {
 		sc := bufio.NewScanner(ctl)
@@ -113,20 +115,41 @@ func (w *watch) serve(req string) {
 	}
 	switch sig := syscall.Signal(n); kind {
 	case "signal":
-		_ = syscall.Kill(-w.pgid, sig)
+		_ = w.kill(-w.pgid, sig)
 	case "tree":
 		w.signalTree(sig)
 	}
 }
 
-// signalTree sends sig to the command's process group and to every
-// descendant of the watchdog. Errors are ignored: ESRCH means the process
-// has just exited, EPERM that it changed its credentials, and nothing more
-// can be done for it either way.
+// signalTree sends sig once to each process of the command's tree: to the
+// command's process group with one kill(2), which reaches every member
+// together (a member forking at that moment has its fork restarted after
+// the signal), then to each descendant of the watchdog outside that group.
+// A member must not get sig a second time: a standard signal that arrives
+// after the first was delivered counts twice, and many programs take a
+// second SIGTERM as "stop now, skip the cleanup". A process that moves
+// into or out of the group between the two steps may get sig twice or
+// not at all; the SIGKILL at the end of the grace reaches it either way.
+// Errors are ignored: ESRCH means the process has just exited, EPERM that
+// it changed its credentials, and nothing more can be done for it either
+// way.
 func (w *watch) signalTree(sig syscall.Signal) {
-	_ = syscall.Kill(-w.pgid, sig)
-	for _, pid := range descendants(os.Getpid()) {
-		_ = syscall.Kill(pid, sig)
+	_ = w.kill(-w.pgid, sig)
+	for _, pid := range descendants(w.root) {
+		if pgid, err := syscall.Getpgid(pid); err == nil && pgid != w.pgid {
+			_ = w.kill(pid, sig)
+		}
+	}
+}
+
+// killTree sends SIGKILL to the command's process group and to every
+// descendant of the watchdog, whatever its group: a second SIGKILL does no
+// harm, and a process that joined the group just after the group's was
+// sent is not missed.
+func (w *watch) killTree() {
+	_ = w.kill(-w.pgid, syscall.SIGKILL)
+	for _, pid := range descendants(w.root) {
+		_ = w.kill(pid, syscall.SIGKILL)
 	}
 }
 
@@ -136,7 +159,7 @@ func (w *watch) signalTree(sig syscall.Signal) {
 // dies, and each child reaped starts another round.
 func (w *watch) killAll() {
 	for {
-		w.signalTree(syscall.SIGKILL)
+		w.killTree()
 		select {
 		case <-w.noChild:
 			return
