@@ -57,15 +57,24 @@
 // election. Without user and password the znodes are world:anyone with all
 // permissions (Curator's default): any client of the ensemble can delete
 // the leader's znode and so end its term. See the Security section of
-// package zookeeper. Write secrets percent-encoded; they never appear in errors, which show
-// the URL redacted.
+// package zookeeper.
+//
+// Credentials: percent-encode '/', '?', '#' and '@' in a user name or
+// password (%2F, %3F, %23, %40). Unencoded, they end the host list early
+// (RFC 3986), and the rest of the password would be read as the host,
+// path or query; so a URL with an '@' after its host list is refused, and
+// so is a '@' in a path or query value that is not encoded as %40.
+// Errors never show a byte of the credentials, whatever their length:
+// they quote the URL with its user name and password, and those of the
+// URLs nested in its query, replaced by xxxxx.
 //
 // # Errors
 //
 // Open refuses, with an error naming the problem: an unknown scheme (listing
 // the known ones), an unknown or repeated query parameter (listing the
 // scheme's parameters), a value that does not parse, a missing host, a path
-// where none is allowed, TLS parameters on a scheme without TLS. Open does
+// where none is allowed, TLS parameters on a scheme without TLS, an '@'
+// after the host list (see Credentials above). Open does
 // not contact the servers (except a zk URL with credentials, whose session
 // must accept them), so unreachable servers show up as errors from the
 // backend's calls, which the elector retries.

@@ -84,44 +84,48 @@ func (m *Mux) ValidScheme(scheme string) bool {
 // Open parses rawURL and opens the backend it describes with the [Opener]
 // registered for its scheme. Close the returned io.Closer when done: it
 // closes the backend and the clients Open created. Errors name the problem
-// and never show the URL's credentials: not the password, not the user
-// name, not any run of four or more of their bytes, however malformed the
-// URL.
+// and never show the URL's credentials, however short and however
+// malformed the URL: not a byte of the user name or password, nor of those
+// of a URL nested in its query. A URL whose credentials cannot be told
+// apart from the rest (an unencoded '/', '?', '#' or '@' in a password, so
+// that an '@' follows the host list) is refused without being quoted.
 func (m *Mux) Open(ctx context.Context, rawURL string) (backend.Backend, io.Closer, error) {
-	b, c, err := m.open(ctx, rawURL)
-	return b, c, redact(err, allSecretsOf(rawURL))
-}
-
-func (m *Mux) open(ctx context.Context, rawURL string) (backend.Backend, io.Closer, error) {
 	scheme, rest, ok := strings.Cut(rawURL, "://")
 	switch {
 	case !ok:
 		// The input is not echoed: without "://" nothing tells where its
-		// credentials end, so no redaction could be sure to hide them.
+		// credentials end.
 		return nil, nil, fmt.Errorf("backendurl: the URL has no \"://\", so it is not a backend URL; want scheme://host:port[,host:port...] with a scheme among %s", m.schemeList())
+	case !schemeRE.MatchString(strings.ToLower(scheme)) && strings.ContainsAny(scheme, ":/@"):
+		// Credentials typed before a stray "://" would be in it.
+		return nil, nil, fmt.Errorf("backendurl: the scheme, before \"://\", is malformed (a ':', '/' or '@' in it); want one of %s", m.schemeList())
 	case !schemeRE.MatchString(strings.ToLower(scheme)):
 		return nil, nil, fmt.Errorf("backendurl: scheme %q is malformed (a space or a stray character?); want one of %s", scheme, m.schemeList())
 	case strings.Contains(rest, "#"):
-		return nil, nil, fmt.Errorf("backendurl: %q has a '#': a backend URL has no fragment; percent-encode '#' in a password as %%23 ('/' as %%2F, '?' as %%3F)", rawURL)
+		return nil, nil, errors.New("backendurl: the URL has a '#': a backend URL has no fragment; percent-encode '#' in a password as %23 ('/' as %2F, '?' as %3F, '@' as %40)")
 	}
-	// net/url refuses a list of hosts with ports ("h1:1,h2:2"): parse the
-	// URL with a placeholder host, then put the list back.
+	// The authority ends at the first '/', '?' or '#' (RFC 3986); an '@'
+	// after it may end credentials that hold one of those unencoded.
 	end := strings.IndexAny(rest, "/?#")
 	if end < 0 {
 		end = len(rest)
 	}
+	if strings.Contains(rest[end:], "@") {
+		return nil, nil, errStrayAt
+	}
+	// net/url refuses a list of hosts with ports ("h1:1,h2:2"): parse the
+	// URL with a placeholder host, then put the list back.
 	authority := rest[:end]
 	userinfo, hostList := "", authority
 	if i := strings.LastIndex(authority, "@"); i >= 0 {
 		userinfo, hostList = authority[:i+1], authority[i+1:]
-	} else if path, _, _ := strings.Cut(rest[end:], "?"); strings.Contains(path, "@") {
-		return nil, nil, errors.New("backendurl: an '@' after the host: percent-encode '/' and '?' in a user name or password as %2F and %3F")
 	}
 	u, err := url.Parse(scheme + "://" + userinfo + "placeholder" + rest[end:])
-	if err == nil {
-		u.Host = hostList
-	}
 	if err != nil {
+		if _, nerr := url.Parse(scheme + "://placeholder" + rest[end:]); nerr == nil {
+			// The error is about the userinfo: its message would quote it.
+			return nil, nil, errors.New("backendurl: malformed user name or password: percent-encode '%' as %25, and any character other than letters, digits and -._~!$&'()*+,;=: as %XX")
+		}
 		// url.Error quotes the whole URL, password included: report the cause only.
 		var ue *url.Error
 		if errors.As(err, &ue) {
@@ -129,26 +133,21 @@ func (m *Mux) open(ctx context.Context, rawURL string) (backend.Backend, io.Clos
 		}
 		return nil, nil, fmt.Errorf("backendurl: malformed URL: %w", err)
 	}
+	u.Host = hostList
 	return m.openURL(ctx, u)
 }
 
-// OpenURL is [Mux.Open] for a parsed URL.
+// OpenURL is [Mux.Open] for a parsed URL. It refuses u if it has an '@'
+// outside its userinfo (in the host, path, query or fragment): u may then
+// come from a URL whose password held an unencoded '/', '?' or '#'.
 func (m *Mux) OpenURL(ctx context.Context, u *url.URL) (backend.Backend, io.Closer, error) {
-	b, c, err := m.openURL(ctx, u)
-	var secrets []string
-	if u.User != nil {
-		secrets = []string{u.User.String(), u.User.Username()}
-		if p, ok := u.User.Password(); ok {
-			secrets = append(secrets, p)
-		}
-	}
-	if u.RawQuery != "" {
-		secrets = append(secrets, allSecretsOf("?"+u.RawQuery)...)
-	}
-	return b, c, redact(err, secrets)
+	return m.openURL(ctx, u)
 }
 
 func (m *Mux) openURL(ctx context.Context, u *url.URL) (backend.Backend, io.Closer, error) {
+	if strayAt(u) {
+		return nil, nil, errStrayAt
+	}
 	if u.Scheme == "" {
 		return nil, nil, fmt.Errorf("backendurl: %q has no scheme; want one of %s", redacted(u), m.schemeList())
 	}
@@ -163,7 +162,7 @@ func (m *Mux) openURL(ctx context.Context, u *url.URL) (backend.Backend, io.Clos
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			return nil, nil, ctx.Err()
 		}
-		return nil, nil, fmt.Errorf("backendurl: %q: %w", redacted(u), err)
+		return nil, nil, hideNested(fmt.Errorf("backendurl: %q: %w", redacted(u), err), u)
 	}
 	return b, c, nil
 }
@@ -234,15 +233,4 @@ func (cs Closers) Close() error {
 		}
 	}
 	return first
-}
-
-// redacted is u as a string with the whole userinfo, user name included,
-// replaced by "xxxxx".
-func redacted(u *url.URL) string {
-	if u.User == nil {
-		return u.String()
-	}
-	v := *u
-	v.User = url.User("xxxxx")
-	return v.String()
 }

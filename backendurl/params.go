@@ -25,13 +25,36 @@ type Params struct {
 	err   error
 }
 
-// NewParams parses u's query. It fails on a malformed query.
+// NewParams parses u's query. It fails on a malformed query, naming the
+// parameter but quoting no value: a value may be a URL with credentials.
 func NewParams(u *url.URL) (*Params, error) {
 	q, err := url.ParseQuery(u.RawQuery)
-	if err != nil {
-		return nil, fmt.Errorf("malformed query: %w", err)
+	if err == nil {
+		return &Params{q: q}, nil
 	}
-	return &Params{q: q}, nil
+	var esc url.EscapeError
+	if !errors.As(err, &esc) {
+		return nil, fmt.Errorf("malformed query: %w", err) // quotes nothing of the query
+	}
+	for kv := range strings.SplitSeq(u.RawQuery, "&") {
+		k, v, _ := strings.Cut(kv, "=")
+		name, kerr := url.QueryUnescape(k)
+		if _, verr := url.QueryUnescape(v); verr != nil && kerr == nil && validParamName(name) {
+			return nil, fmt.Errorf("malformed query: the value of parameter %q has a '%%' that starts no %%XX escape; percent-encode '%%' as %%25", name)
+		}
+	}
+	return nil, errors.New("malformed query: a '%' that starts no %XX escape; percent-encode '%' as %25")
+}
+
+// validParamName reports whether name looks like a parameter name, which
+// an error may quote: letters, digits and '_' only.
+func validParamName(name string) bool {
+	for _, r := range name {
+		if !(r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return false
+		}
+	}
+	return name != ""
 }
 
 // get returns the value of name and whether it was given.

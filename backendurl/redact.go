@@ -7,114 +7,169 @@ import (
 	"strings"
 )
 
-// minSecretRun is the shortest run of a URL's userinfo that redaction hides
-// wherever it appears in an error. Shorter runs cannot be told apart from
-// ordinary words ("h1", ":"); longer ones are hidden even when they also
-// occur elsewhere, so a message may lose a few harmless bytes.
-const minSecretRun = 4
+// How errors keep a URL's credentials hidden. The credentials are the
+// userinfo: what lies between "//" and the '@' that ends the authority.
+// An error never quotes them, nor anything taken from them, so that it is
+// the same whatever their letters and digits:
+//
+//   - Open refuses without quoting it a URL whose credentials could be read
+//     two ways: one with an '@' after the authority (an unencoded '/', '?'
+//     or '#' in a password ends the authority early, and the rest of the
+//     password would be read as the host, port, path or query), with a
+//     '#', or whose userinfo does not parse.
+//   - Past that check, the userinfo is the text before the authority's
+//     last '@', which url.Parse puts in URL.User; Openers never quote
+//     URL.User, and an error quotes the URL only as redacted shows it.
+//   - A URL nested in another one's path or query, percent-encoded (as
+//     migrate+<phase>:// URLs hold theirs), has its credentials hidden
+//     wherever the outer URL or an Opener's message quotes it (see
+//     hideNested).
 
-// secretsOf returns what must never appear in an error about rawURL: the
-// text between where credentials could start and the last '@', as typed
-// and percent-decoded. It does not parse rawURL, so a mistyped URL
-// ("redis//:pw@h", a password with an unescaped '/', '#' or '?') is covered
-// as well as a well-formed one. A URL without '@' has no secret.
-func secretsOf(rawURL string) []string {
-	at := strings.LastIndexByte(rawURL, '@')
-	if at < 0 {
-		return nil
-	}
-	start := 0
-	if i := strings.Index(rawURL, "//"); i >= 0 && i < at {
-		start = i + 2
-	} else if i := strings.IndexByte(rawURL, ':'); i >= 0 && i < at {
-		start = i + 1
-	}
-	s := rawURL[start:at]
-	out := []string{s}
-	if t := strings.TrimLeft(s, "/"); t != s && t != "" {
-		out = append(out, t) // "scheme:/user@h": the userinfo may start after the '/'
-	}
-	if d, err := url.PathUnescape(s); err == nil && d != s {
-		out = append(out, d)
-	}
-	for _, sec := range out {
-		if q := strconv.Quote(sec); q[1:len(q)-1] != sec {
-			out = append(out, q[1:len(q)-1]) // as %q prints it
-		}
-	}
-	return out
+// credentialsMark replaces hidden credentials.
+const credentialsMark = "xxxxx"
+
+// errStrayAt is the error for a URL with an '@' after its authority.
+var errStrayAt = errors.New("backendurl: an '@' after the host list: a backend URL has '@' only to end its user name and password; " +
+	"percent-encode '/', '?', '#' and '@' in a user name or password as %2F, %3F, %23 and %40, and '@' in a path or query value as %40")
+
+// strayAt reports whether u has an '@' outside its userinfo. Parsed from
+// text, such a URL was either written with an unencoded '/', '?', '#' or
+// '@' in its credentials, or has an '@' in its path or query: nothing
+// tells which, so it is refused.
+func strayAt(u *url.URL) bool {
+	return strings.Contains(u.Opaque+u.Host+u.EscapedPath()+u.RawQuery+u.Fragment, "@")
 }
 
-// allSecretsOf is secretsOf(rawURL) plus the secrets of every URL nested
-// in its query as a value (as migrate+<phase>://?old=URL&new=URL has them),
-// in the forms the value may take in a message: decoded, and re-encoded as
-// a query value or a path segment. A percent-encoded inner URL has no '@'
-// of its own, so secretsOf alone would find nothing.
-func allSecretsOf(rawURL string) []string {
-	out := secretsOf(rawURL)
-	_, query, ok := strings.Cut(rawURL, "?")
-	if !ok {
-		return out
+// redacted is u as a string for an error message: the userinfo replaced by
+// credentialsMark, and so the credentials of URLs nested in its path or
+// query (see redactText). It keeps the "//" of a URL without a host
+// (migrate+both://?old=…), which url.URL.String drops.
+func redacted(u *url.URL) string {
+	v := *u
+	if v.User != nil {
+		v.User = url.User(credentialsMark)
 	}
-	for kv := range strings.SplitSeq(query, "&") {
-		_, v, _ := strings.Cut(kv, "=")
-		d, err := url.QueryUnescape(v)
-		if err != nil || !strings.Contains(d, "@") || d == rawURL {
-			continue
-		}
-		for _, sec := range allSecretsOf(d) {
-			out = append(out, sec, url.QueryEscape(sec), url.PathEscape(sec))
-		}
+	v.RawQuery = redactQuery(v.RawQuery)
+	if p := v.Path; strings.Contains(p, "@") {
+		v.Path, v.RawPath = redactText(p), ""
 	}
-	return out
+	s := v.String()
+	if v.Scheme != "" && v.Opaque == "" && !strings.HasPrefix(s, v.Scheme+"://") {
+		s = v.Scheme + "://" + strings.TrimPrefix(s, v.Scheme+":")
+	}
+	return s
 }
 
-// scrub replaces, until none is left, every run of msg that occurs in one
-// of secrets and is at least minSecretRun bytes long (or a whole shorter
-// secret) with "*". Each pass shortens msg, so it ends.
-func scrub(msg string, secrets []string) string {
-	for changed := true; changed; {
-		changed = false
-		var b strings.Builder
-		for i := 0; i < len(msg); {
-			if n := longestSecretRun(msg[i:], secrets); n > 0 {
-				b.WriteByte('*')
-				i += n
-				changed = true
-				continue
-			}
-			b.WriteByte(msg[i])
-			i++
+// redactText hides the credentials in s, the text of a URL that may be
+// malformed or not a URL at all: everything from where credentials could
+// start (after "//", or else after the first ':') to the last '@' is
+// replaced by credentialsMark, and so are the credentials of the URLs in
+// its query. Text without '@', as typed or percent-encoded, is returned
+// as is.
+func redactText(s string) string {
+	if at := strings.LastIndexByte(s, '@'); at >= 0 {
+		start := 0
+		if i := strings.Index(s, "//"); i >= 0 && i < at {
+			start = i + 2
+		} else if i := strings.IndexByte(s, ':'); i >= 0 && i < at {
+			start = i + 1
 		}
-		msg = b.String()
+		s = s[:start] + credentialsMark + s[at:]
 	}
-	return msg
+	if base, query, ok := strings.Cut(s, "?"); ok {
+		s = base + "?" + redactQuery(query)
+	}
+	return s
 }
 
-// longestSecretRun returns the length of the longest prefix of s that is
-// long enough to hide — at least minSecretRun bytes, or a whole secret
-// shorter than that — and occurs in one of secrets; 0 if there is none.
-func longestSecretRun(s string, secrets []string) int {
-	best := 0
-	for _, sec := range secrets {
-		if len(sec) < 2 {
-			continue // a single byte cannot be hidden without hiding that letter everywhere
-		}
-		n := 0
-		for n < len(s) && strings.Contains(sec, s[:n+1]) {
-			n++
-		}
-		if n >= min(minSecretRun, len(sec)) && n > best {
-			best = n
+// redactQuery applies redactText to each name and value of query, a raw
+// query string, that holds an '@' once decoded, and encodes the result
+// back. Names and values without one keep their bytes.
+func redactQuery(query string) string {
+	if !strings.Contains(query, "@") && !strings.Contains(strings.ToUpper(query), "%40") {
+		return query
+	}
+	parts := strings.Split(query, "&")
+	for i, kv := range parts {
+		k, v, hasV := strings.Cut(kv, "=")
+		k, v = redactComponent(k), redactComponent(v)
+		if parts[i] = k; hasV {
+			parts[i] += "=" + v
 		}
 	}
-	return best
+	return strings.Join(parts, "&")
 }
 
-// redactedError is an error whose message was scrubbed of a URL's
-// credentials. It answers errors.Is for the error it replaces (so
-// backend.ErrInvalid and the like still classify it) but does not unwrap to
-// it: the original message would show the credentials.
+// redactComponent is redactText for one encoded name or value of a query.
+// One with a malformed escape is replaced whole: encoded again, the
+// escape would show as another one.
+func redactComponent(enc string) string {
+	d := lenientUnescape(enc)
+	switch _, err := url.QueryUnescape(enc); {
+	case !strings.Contains(d, "@"):
+		return enc
+	case err != nil:
+		return credentialsMark
+	}
+	return url.QueryEscape(redactText(d))
+}
+
+// lenientUnescape decodes s as a query component: '+' is a space, %XX the
+// byte XX; a '%' that starts no escape is kept as it is, where
+// url.QueryUnescape would give up on the whole text.
+func lenientUnescape(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '+':
+			b.WriteByte(' ')
+		case c == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]):
+			n, _ := strconv.ParseUint(s[i+1:i+3], 16, 8)
+			b.WriteByte(byte(n))
+			i += 2
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// hideNested returns err with the credentials of the URLs nested in u's
+// path, query names and query values hidden wherever err's message quotes
+// one of those whole, decoded (as an Opener does: unknown query parameter
+// "…", epoch="…"). It answers errors.Is as err does.
+func hideNested(err error, u *url.URL) error {
+	msg := err.Error()
+	hide := func(s string) {
+		if !strings.Contains(s, "@") {
+			return
+		}
+		r := redactText(s)
+		if q, qr := strconv.Quote(s), strconv.Quote(r); q[1:len(q)-1] != s {
+			msg = strings.ReplaceAll(msg, q[1:len(q)-1], qr[1:len(qr)-1])
+		}
+		msg = strings.ReplaceAll(msg, s, r)
+	}
+	hide(u.Path)
+	for kv := range strings.SplitSeq(u.RawQuery, "&") {
+		k, v, _ := strings.Cut(kv, "=")
+		hide(lenientUnescape(k))
+		hide(lenientUnescape(v))
+	}
+	if msg == err.Error() {
+		return err
+	}
+	return &redactedError{msg: msg, err: err}
+}
+
+// redactedError is an error whose message had credentials hidden. It
+// answers errors.Is for the error it replaces (so backend.ErrInvalid and
+// the like still classify it) but does not unwrap to it: the original
+// message would show the credentials.
 type redactedError struct {
 	msg string
 	err error
@@ -124,16 +179,3 @@ func (e *redactedError) Error() string { return e.msg }
 
 // Is reports whether the replaced error matches target.
 func (e *redactedError) Is(target error) bool { return errors.Is(e.err, target) }
-
-// redact returns err with every run of secrets hidden, or err itself when
-// there is nothing to hide.
-func redact(err error, secrets []string) error {
-	if err == nil || len(secrets) == 0 {
-		return err
-	}
-	msg := scrub(err.Error(), secrets)
-	if msg == err.Error() {
-		return err
-	}
-	return &redactedError{msg: msg, err: err}
-}
