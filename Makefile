@@ -41,6 +41,6 @@ fuzz:
 	scripts/fuzz.sh
 
 # One full `elect compare --markdown` over the test servers, pasted into
-# README.md's which-backend section (see scripts/compare-readme.sh).
+# docs/benchmarks.md (see scripts/compare-readme.sh).
 compare-readme:
 	scripts/compare-readme.sh
