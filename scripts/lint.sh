@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # lint.sh — no tracked binary or large file; gofmt, go vet and staticcheck
 # over every module; the exported API against the snapshot in api/
-# (scripts/apicheck.sh). What `make lint` runs.
+# (scripts/apicheck.sh); no commit hashes, dates, times of day or run
+# letters in docs and comments (scripts/doclint.sh). What `make lint` runs.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -36,4 +37,6 @@ for mod in "${MODULES[@]}"; do
 	(cd "$mod" && go run "$STATICCHECK" ./...) || status=1
 done
 scripts/apicheck.sh || status=1
+echo "=== doclint: docs and comments state behaviour, not run logs" >&2
+scripts/doclint.sh || status=1
 exit "$status"
