@@ -13,10 +13,9 @@ import (
 //
 //   - PhaseOld reports the old store's holder, which may be the marker.
 //   - PhaseBoth reports the leader as [Backend.Status] reads it: the old
-//     store's holder while the old store is unmarked (unless the new store
-//     names another holder), the new store's once it carries the marker,
-//     and an error wrapping [backend.ErrNoLeader] otherwise (no holder, or
-//     a candidate holds the old side while waiting for the new).
+//     store's holder while the old store is unmarked, the new store's once
+//     it carries the marker, and an error wrapping [backend.ErrNoLeader]
+//     when that store has no holder.
 //   - PhaseNew and PhaseDone report the new store's holder.
 func (b *Backend) Leader(ctx context.Context, election string) (backend.Holder, error) {
 	if err := b.check("leader", election); err != nil {
@@ -93,9 +92,12 @@ type Status struct {
 	//   - in PhaseDone, and in every phase once Marked, the new store's
 	//     holder: only the new store orders terms from step 3 on;
 	//   - otherwise the old store's holder, which orders every term of
-	//     steps 1 and 2, whether it runs on the old store alone or on both
-	//     (when the new store names another holder, the old holder is a
-	//     candidate waiting for the new side, and there is no leader yet).
+	//     steps 1 and 2, whether it runs on the old store alone or on both.
+	//     The new store may name another holder meanwhile: a PhaseBoth
+	//     candidate that won the new side first and gives it back within
+	//     [Options.RenewInterval], or a leader whose release of the new side
+	//     has not landed yet, in which case the old holder, a PhaseBoth
+	//     candidate, starts its term as soon as it has.
 	//
 	// It is the zero Holder when there is none, or when a store it needs
 	// could not be read (see [Status.Err]).
@@ -154,7 +156,7 @@ func (b *Backend) Status(ctx context.Context, election string) (Status, error) {
 	case s.New.IsZero() && (s.Marked || b.phase == PhaseDone):
 	case s.Marked || b.phase == PhaseDone:
 		s.Leader, _ = withEpoch(s.New, b.newEpoch())
-	case !s.Old.IsZero() && (s.New.IsZero() || s.New.Identity == s.Old.Identity):
+	case !s.Old.IsZero():
 		s.Leader, _ = withEpoch(s.Old, b.oldEpoch())
 	}
 	return s, nil

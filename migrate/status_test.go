@@ -11,9 +11,9 @@ import (
 
 // TestStatusEveryPhase: Status reports the leader whichever phase's URL
 // reads it, at each point of the runbook: an old-only replica leading
-// (steps 1 and 2), a PhaseBoth leader, a candidate holding the old side
-// while another holds the new (no leader yet), a PhaseNew leader after the
-// marker, and a PhaseDone leader before and after Cleanup.
+// (steps 1 and 2), also while a PhaseBoth candidate holds the new side, a
+// PhaseBoth leader, a PhaseNew leader after the marker, and a PhaseDone
+// leader before and after Cleanup.
 func TestStatusEveryPhase(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		old, new := newMarkStore(), memory.New()
@@ -50,8 +50,11 @@ func TestStatusEveryPhase(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		check("old and new held by two candidates", early, backend.Holder{}, false)
+		// A PhaseBoth candidate holds the new side while waiting for the
+		// old one, held by an old-only leader: that one still leads.
+		check("an old-only replica leads, another candidate holds the new side", early, backend.Holder{Identity: "old-only", Token: lo.Token()}, false)
 		_ = lo.Release(t.Context())
+		check("only the new side held, unmarked", early, backend.Holder{}, false)
 		_ = ln.Release(t.Context())
 
 		lb, err := readers[migrate.PhaseBoth].Campaign(t.Context(), cand)

@@ -63,6 +63,12 @@ func TestMigrateURLChecks(t *testing.T) {
 	}
 }
 
+// slowRedis is the test Redis URL with a node timeout for a loaded
+// machine: elect status reads the nodes with the URL's timeout, and the
+// default 100 ms is short when every test of the repository shares two
+// cores.
+func slowRedis(t *testing.T) string { return backendURL(t, "redis", nil) + "&node_timeout=500ms" }
+
 // openBackend opens raw with the drivers elect registers, closed with t.
 func openBackend(t *testing.T, raw string) backend.Backend {
 	t.Helper()
@@ -80,7 +86,7 @@ func openBackend(t *testing.T, raw string) backend.Backend {
 // the next leader's token is above it. With no holder and no marker it
 // exits 2 saying there is nothing to remove.
 func TestMigrateCleanupRefusesUnmigrated(t *testing.T) {
-	redis, etcd := backendURL(t, "redis", nil), backendURL(t, "etcd", nil)
+	redis, etcd := slowRedis(t), backendURL(t, "etcd", nil)
 	elec := election(t)
 	rb := openBackend(t, redis)
 	ctx := t.Context()
@@ -257,6 +263,12 @@ var leaderLine = regexp.MustCompile(`(?m)^leader of "[^"]+": (\S+) \(token (\d+)
 func (r *runbook) status(url string, want hubEvent, more ...string) string {
 	r.t.Helper()
 	code, out := runElect(r.t, nil, "status", "--backend="+url, "--election="+r.elec)
+	for try := 1; code == exitBackend && try < 5; try++ {
+		// A store that does not answer within the node timeout is what
+		// exit 3 reports; on a loaded machine that is no finding: ask again.
+		r.t.Logf("status try %d: exit 3 (a store did not answer), asking again:\n%s", try, out)
+		code, out = runElect(r.t, nil, "status", "--backend="+url, "--election="+r.elec)
+	}
 	m := leaderLine.FindStringSubmatch(out)
 	if code != 0 || m == nil || m[1] != want.identity || m[2] != strconv.FormatUint(want.token, 10) {
 		r.t.Errorf("status with %s: got exit %d and\n%s\nwant exit 0 and leader %s (token %d)", url[:strings.Index(url, "?")], code, out, want.identity, want.token)
@@ -276,7 +288,7 @@ func (r *runbook) status(url string, want hubEvent, more ...string) string {
 // Redis. At every point one command runs at a time, tokens rise, status
 // names the leader (exit 0), and no replica exits on its own.
 func TestMigrationRunbook(t *testing.T) {
-	redis, etcd := backendURL(t, "redis", nil), backendURL(t, "etcd", nil)
+	redis, etcd := slowRedis(t), backendURL(t, "etcd", nil)
 	r := &runbook{t: t, h: newHub(t), elec: election(t), replicas: make([]*proc, 3), ids: make([]string, 3),
 		alive: map[string]bool{}, hellos: make(chan hubEvent, 100)}
 	stop := make(chan struct{})
