@@ -96,3 +96,42 @@ func TestCheckURL(t *testing.T) {
 		t.Errorf("phase done without old: got %v; want accepted", err)
 	}
 }
+
+// FuzzCheckURLRedacts: CheckURL's errors never show four bytes in a row of
+// an inner URL's password, however malformed the URL around it. The
+// password carries a distinctive run, so that a match cannot come from the
+// URL's other parts, which errors may name.
+func FuzzCheckURLRedacts(f *testing.F) {
+	for _, seed := range [][5]string{
+		{"redis", "admin", "k9?", "", "h:7706"},
+		{"redis", "admin", "", "?x", "h:7706"},
+		{"etcd", "u", "pa#", "ss", "h1,h2"},
+		{"zk", "user", "pa/", "ss", "z1/root"},
+		{"redis", "u", "", "", "h1:99999"},
+		{"consul", "u", "", "x", "h"},
+		{"migrate+both", "u", "", "", "?old=x"},
+	} {
+		f.Add(seed[0], seed[1], seed[2], seed[3], seed[4])
+	}
+	const secret = "Pw7Qx9Zk"
+	f.Fuzz(func(t *testing.T, scheme, user, pre, post, tail string) {
+		password := pre + secret + post
+		userinfo := user + ":" + password
+		if strings.Contains(userinfo, "@") || strings.Contains(userinfo, "//") || strings.HasPrefix(userinfo, "/") {
+			return // the userinfo ends at its '@' and starts after the "//"
+		}
+		others := scheme + user + tail
+		inner := scheme + "://" + userinfo + "@" + tail
+		for _, raw := range []string{murl("both", inner, "etcd://e1"), murl("new", "redis://h1", inner)} {
+			err := migrate.CheckURL(raw)
+			if err == nil {
+				continue
+			}
+			for i := 0; i+4 <= len(secret); i++ {
+				if run := secret[i : i+4]; strings.Contains(err.Error(), run) && !strings.Contains(others, run) {
+					t.Fatalf("CheckURL(%q): got %q, which shows %q of the password", raw, err, run)
+				}
+			}
+		}
+	})
+}
