@@ -7,15 +7,6 @@ import (
 	"github.com/leaderkit/elector/backend"
 )
 
-// heldLease is a lease the marker is told the caller holds.
-type heldLease struct {
-	backend.Lease
-	token uint64
-}
-
-func (h heldLease) Token() uint64       { return h.token }
-func (h heldLease) Deadline() time.Time { return time.Now().Add(time.Minute) }
-
 // TestUnmarkKeepsCounter: Unmark on an election that was never marked, while
 // it has a live leader, removes nothing, and after Mark it removes the
 // marker only: the fencing counter stays on every node, so the next
