@@ -281,14 +281,23 @@ func (r *runbook) status(url string, want hubEvent, more ...string) string {
 	return out
 }
 
-// TestMigrationRunbook runs the README's runbook with `elect run` replicas,
-// Redis to etcd: three replicas on Redis alone, each restarted into phase
+// TestMigrationRunbook runs the runbook of docs/migration.md with `elect
+// run` replicas, Redis to etcd and Redis to ZooKeeper: three replicas on
+// Redis alone, each restarted into phase
 // both, new and done, `elect status` after each restart, cleanup, then
 // every replica restarted again with the phase-done URL that still names
 // Redis. At every point one command runs at a time, tokens rise, status
 // names the leader (exit 0), and no replica exits on its own.
 func TestMigrationRunbook(t *testing.T) {
-	redis, etcd := slowRedis(t), backendURL(t, "etcd", nil)
+	for _, to := range []string{"etcd", "zk"} {
+		t.Run(to, func(t *testing.T) { runRunbook(t, to) })
+	}
+}
+
+// runRunbook is TestMigrationRunbook from Redis to the backend named to.
+func runRunbook(t *testing.T, to string) {
+	redis, nw := slowRedis(t), backendURL(t, to, nil)
+	marker := migrate.MarkerPrefix + to
 	r := &runbook{t: t, h: newHub(t), elec: election(t), replicas: make([]*proc, 3), ids: make([]string, 3),
 		alive: map[string]bool{}, hellos: make(chan hubEvent, 100)}
 	stop := make(chan struct{})
@@ -299,7 +308,7 @@ func TestMigrationRunbook(t *testing.T) {
 
 	urls := map[string]string{"redis": redis}
 	for _, p := range []string{"old", "both", "new", "done"} {
-		code, out := runElect(t, nil, "migrate", "url", "--phase", p, "--old", redis, "--new", etcd)
+		code, out := runElect(t, nil, "migrate", "url", "--phase", p, "--old", redis, "--new", nw)
 		if code != 0 {
 			t.Fatalf("migrate url --phase %s: exit %d:\n%s", p, code, out)
 		}
@@ -322,16 +331,16 @@ func TestMigrationRunbook(t *testing.T) {
 	}
 	l = r.leader("step 3 done")
 	if e, _ := migrate.SplitToken(l.token); e != 1 {
-		t.Fatalf("after step 3 the leader %s has token %#x; want epoch 1 (etcd)", l.identity, l.token)
+		t.Fatalf("after step 3 the leader %s has token %#x; want epoch 1 (%s)", l.identity, l.token, to)
 	}
-	r.status(urls["new"], l, "marker written", "migrated-to-etcd")
+	r.status(urls["new"], l, "marker written", marker)
 	for i := range r.replicas { // step 4
 		r.restart(i, "done", urls["done"])
 		r.status(urls["done"], r.leader("step 4"), "marker written")
 	}
 
 	code, out := runElect(t, nil, "migrate", "cleanup", "--backend="+urls["done"], "--election="+r.elec)
-	if code != 0 || !strings.Contains(out, `removed the migrated marker "migrated-to-etcd"`) {
+	if code != 0 || !strings.Contains(out, `removed the migrated marker "`+marker+`"`) {
 		t.Fatalf("cleanup: got exit %d and\n%s\nwant exit 0 naming the marker removed", code, out)
 	}
 	r.status(urls["done"], r.leader("after cleanup"), "marker absent (removed by cleanup")
