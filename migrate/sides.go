@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/leaderkit/elector/backend"
@@ -90,7 +91,7 @@ func parseInner(name, raw string) (storeOf, error) {
 		if q.Has("prefix") {
 			s.space = strings.TrimPrefix(u.Path, "/") + " " + q.Get("prefix")
 		}
-		if strings.EqualFold(q.Get("no_prefix"), "true") || q.Get("no_prefix") == "1" {
+		if noPrefix, err := strconv.ParseBool(q.Get("no_prefix")); q.Has("no_prefix") && (q.Get("no_prefix") == "" || err == nil && noPrefix) {
 			s.space = strings.TrimPrefix(u.Path, "/") + " "
 		}
 	case "etcd":

@@ -32,6 +32,7 @@ func TestURLRefusesOneStoreTwice(t *testing.T) {
 		{"same redis", "redis://h1:7001,h2:7002,h3:7003", "redis://h1:7001,h2:7002,h3:7003", "same store"},
 		{"one redis node shared", "redis://h1:7001,h2:7002,h3:7003", "rediss://H3:7003,h4:7004,h5:7005", "same store"},
 		{"redis default prefix spelled out", "redis://h1?prefix=elector:", "redis://h1:6379", "same store"},
+		{"redis without a prefix", "redis://h1?no_prefix", "redis://h1:6379?no_prefix=T", "same store"},
 		{"same etcd", "etcd://e1:2379,e2:2379", "etcd://e2", "same store"},
 		{"same zk root", "zk://z1:2181/", "zk://z1/elector", "same store"},
 		{"nested old", murl("both", "redis://h1", "etcd://e1"), "zk://z1", "nested"},
