@@ -10,7 +10,7 @@ test:
 lint:
 	scripts/lint.sh
 
-# Rewrite the API snapshot in api/ that make lint compares against (see
+# Rewrite the API snapshot api/elector.txt that make lint compares against (see
 # scripts/apicheck.sh): at a release, or to accept an incompatible change.
 apisnapshot:
 	scripts/apicheck.sh -update
@@ -41,6 +41,6 @@ fuzz:
 	scripts/fuzz.sh
 
 # One full `elect compare --markdown` over the test servers, pasted into
-# README.md's which-backend section (see scripts/compare-readme.sh).
+# docs/benchmarks.md (see scripts/compare-readme.sh).
 compare-readme:
 	scripts/compare-readme.sh

@@ -79,35 +79,39 @@ func (b *Backend) Mark(ctx context.Context, election string, held backend.Lease,
 }
 
 // Unmark deletes the "migrated" marker of election written by
-// [Backend.Mark] (it implements migrate.Marker; migrate.Cleanup calls it).
-// etcd keeps nothing else for an election. It succeeds when there is
-// nothing to remove.
-func (b *Backend) Unmark(ctx context.Context, election string) error {
+// [Backend.Mark] (it implements migrate.Marker; migrate.Cleanup calls it),
+// and nothing else: a candidate's key is left alone, and etcd keeps no
+// counter (tokens are create revisions, which only rise). Each delete is
+// conditional on the marker key being unchanged since it was read. Unmark
+// reports whether it deleted a marker.
+func (b *Backend) Unmark(ctx context.Context, election string) (bool, error) {
 	if err := backend.ValidateElection(election); err != nil {
-		return fmt.Errorf("etcd: unmark: %w", err)
+		return false, fmt.Errorf("etcd: unmark: %w", err)
 	}
 	if err := b.usable("unmark", election); err != nil {
-		return err
+		return false, err
 	}
 	kvs, err := b.candidates(ctx, election)
 	if err != nil {
-		return fmt.Errorf("etcd: unmark %q: %w", election, err)
+		return false, fmt.Errorf("etcd: unmark %q: %w", election, err)
 	}
+	removed := false
 	for _, kv := range kvs {
 		if !isMarker(kv) {
 			continue
 		}
-		_, err := bounded(b, ctx, func(ctx context.Context) (*clientv3.TxnResponse, error) {
+		resp, err := bounded(b, ctx, func(ctx context.Context) (*clientv3.TxnResponse, error) {
 			return b.cli.Txn(ctx).
 				If(clientv3.Compare(clientv3.ModRevision(string(kv.Key)), "=", kv.ModRevision)).
 				Then(clientv3.OpDelete(string(kv.Key))).
 				Commit()
 		})
 		if err != nil {
-			return fmt.Errorf("etcd: unmark %q: %w", election, err)
+			return removed, fmt.Errorf("etcd: unmark %q: %w", election, err)
 		}
+		removed = removed || resp.Succeeded
 	}
-	return nil
+	return removed, nil
 }
 
 // candidates reads the candidate keys of election.

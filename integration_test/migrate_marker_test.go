@@ -54,7 +54,7 @@ func TestRedisMarker(t *testing.T) {
 	if _, err := rb.Campaign(wctx, backend.Candidate{Election: election, Identity: "late", TTL: migrateTTL}); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("campaign behind the marker for 2 TTLs: got %v; want it still waiting", err)
 	}
-	if err := migrate.Cleanup(ctx, marker, election); err != nil {
+	if _, err := migrate.Cleanup(ctx, marker, election); err != nil {
 		t.Fatal(err)
 	}
 	l2, err := rb.Campaign(ctx, backend.Candidate{Election: election, Identity: "after", TTL: migrateTTL})

@@ -84,7 +84,7 @@ func runMigration(t *testing.T, old, newSide side, newName string) {
 	if !ok {
 		t.Fatalf("old backend %T implements no migrate.Marker", ob)
 	}
-	if err := migrate.Cleanup(ctx, marker, m.election); err != nil {
+	if _, err := migrate.Cleanup(ctx, marker, m.election); err != nil {
 		t.Fatal(err)
 	}
 	if h, err := ob.Leader(ctx, m.election); !errors.Is(err, backend.ErrNoLeader) {

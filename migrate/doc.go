@@ -39,11 +39,15 @@
 //     refused with an error wrapping [backend.ErrInvalid] that names the
 //     runbook step. PhaseBoth replicas see the marker and campaign on the
 //     new backend alone. Watch Status until Marked is true before step 4.
-//  4. Roll every replica to [PhaseDone] (still given the old backend: it
-//     refuses to start if the marker is missing, which would mean step 3
-//     never completed), then call [Cleanup] to remove the marker and the old
-//     store's keys. Later deploys may configure PhaseDone without an old
-//     backend.
+//  4. Roll every replica to [PhaseDone], still given the old backend: a
+//     PhaseDone replica refuses to start while a candidate, not the
+//     marker, holds the old store (a replica still leads there, so step 3
+//     is not done). Then call [Cleanup] once to remove the marker from the
+//     old store. Cleanup removes the marker and nothing else (a fencing
+//     counter the old store keeps stays, so its tokens never go back), and
+//     refuses when the old store's holder is a candidate. Replicas keep
+//     running, and restarting, in PhaseDone with the old backend after
+//     Cleanup; later deploys may configure PhaseDone without one.
 //
 // To roll back before step 3, roll the replicas back through PhaseBoth to
 // PhaseOld: the old lease still orders every term. Once the marker is
@@ -148,9 +152,11 @@
 // migrate+both, migrate+new and migrate+done with package backendurl (see
 // [SchemePrefix]): migrate+both://?old=<URL>&new=<URL>, each inner URL
 // percent-encoded. The elect command takes such a URL as --backend for
-// every step; `elect migrate url` prints one, `elect status` shows the
-// phase, the marker and the holder on each store, and `elect migrate
-// cleanup` is step 4.
+// every step; `elect migrate url` checks and prints one, `elect status`
+// shows the phase, the marker, the holder on each store and the leader in
+// every phase, and `elect migrate cleanup` is step 4. [CheckURL] checks
+// such a URL without opening it. Old and new may not name the same store,
+// nor be migrate URLs themselves.
 //
 // # Errors
 //

@@ -12,10 +12,10 @@ import (
 // fence sees them, with the epoch of their side (# Fencing).
 //
 //   - PhaseOld reports the old store's holder, which may be the marker.
-//   - PhaseBoth reports the old store's holder when the new store's has the
-//     same identity, the new store's when the old store carries the marker,
-//     and an error wrapping [backend.ErrNoLeader] otherwise (one side is
-//     free, or a candidate holds the old side while waiting for the new).
+//   - PhaseBoth reports the leader as [Backend.Status] reads it: the old
+//     store's holder while the old store is unmarked, the new store's once
+//     it carries the marker, and an error wrapping [backend.ErrNoLeader]
+//     when that store has no holder.
 //   - PhaseNew and PhaseDone report the new store's holder.
 func (b *Backend) Leader(ctx context.Context, election string) (backend.Holder, error) {
 	if err := b.check("leader", election); err != nil {
@@ -32,6 +32,9 @@ func (b *Backend) Leader(ctx context.Context, election string) (backend.Holder, 
 		s, err := b.Status(ctx, election)
 		if err != nil {
 			return backend.Holder{}, err
+		}
+		if err := s.Err(); err != nil {
+			return backend.Holder{}, fmt.Errorf("migrate: election %q: %w", election, err)
 		}
 		if s.Leader.IsZero() {
 			return backend.Holder{}, fmt.Errorf("migrate: election %q: %w (old: %s; new: %s)", election, backend.ErrNoLeader, describe(s.Old, s.OldErr), describe(s.New, s.NewErr))
@@ -68,11 +71,15 @@ type Status struct {
 	// Phase is the phase of the Backend that read the status.
 	Phase Phase
 	// Marked reports whether the old store carries the "migrated" marker:
-	// runbook step 3 has begun.
+	// runbook step 3 has begun and [Cleanup] has not run.
 	Marked bool
+	// HasOld reports whether the Backend has an old backend, whose holder
+	// Old and OldErr report; without one (PhaseDone after Cleanup) both are
+	// zero.
+	HasOld bool
 	// Old is the old store's holder with its native token (the marker, when
 	// Marked), or the zero Holder; OldErr is the error of reading it, nil
-	// when there is no holder. Both are zero in PhaseDone.
+	// when there is no holder.
 	Old    backend.Holder
 	OldErr error
 	// New is the new store's holder with its native token, or the zero
@@ -80,16 +87,46 @@ type Status struct {
 	New    backend.Holder
 	NewErr error
 	// Leader is the holder of the election as a fence sees it, token with
-	// epoch, by the rules of PhaseBoth in [Backend.Leader]: the old holder
-	// when both stores name the same identity, the new holder once Marked,
-	// else zero.
+	// epoch, whatever mix of adjacent phases the replicas run in:
+	//
+	//   - in PhaseDone, and in every phase once Marked, the new store's
+	//     holder: only the new store orders terms from step 3 on;
+	//   - otherwise the old store's holder, which orders every term of
+	//     steps 1 and 2, whether it runs on the old store alone or on both.
+	//     The new store may name another holder meanwhile: a PhaseBoth
+	//     candidate that won the new side first and gives it back within
+	//     [Options.RenewInterval], or a leader whose release of the new side
+	//     has not landed yet, in which case the old holder, a PhaseBoth
+	//     candidate, starts its term as soon as it has.
+	//
+	// It is the zero Holder when there is none, or when a store it needs
+	// could not be read (see [Status.Err]).
 	Leader backend.Holder
+	// OldCandidate reports, in PhaseDone, that the old store's holder is a
+	// candidate rather than the marker: a replica configured for the old
+	// store alone leads there (after Cleanup nothing stops one), or the
+	// replicas reached step 4 before step 3 was done.
+	OldCandidate bool
+}
+
+// Err returns the error of reading a store that the Status needed to find
+// the leader, or nil: NewErr, and OldErr outside PhaseDone. In PhaseDone
+// the old store is read only to report the marker; see [Status.OldErr].
+func (s Status) Err() error {
+	switch {
+	case s.NewErr != nil:
+		return fmt.Errorf("new store: %w", s.NewErr)
+	case s.OldErr != nil && s.Phase != PhaseDone:
+		return fmt.Errorf("old store: %w", s.OldErr)
+	}
+	return nil
 }
 
 // Status reads both stores and reports which phase the election is in and
-// who leads on each side, for a status command. Errors reading one store are
-// reported in the Status; Status itself fails only for an invalid election,
-// a closed Backend, or a ctx that ended.
+// who leads, for a status command; see [Status.Leader] for the rule, which
+// holds whichever of the runbook's URLs reads it. Errors reading one store
+// are reported in the Status; Status itself fails only for an invalid
+// election, a closed Backend, or a ctx that ended.
 func (b *Backend) Status(ctx context.Context, election string) (Status, error) {
 	if err := b.check("status", election); err != nil {
 		return Status{}, err
@@ -102,7 +139,8 @@ func (b *Backend) Status(ctx context.Context, election string) (Status, error) {
 		}
 		return h, err
 	}
-	if b.old != nil && b.phase != PhaseDone {
+	if b.old != nil {
+		s.HasOld = true
 		s.Old, s.OldErr = read(b.old)
 		s.Marked = IsMarker(s.Old)
 	}
@@ -110,10 +148,15 @@ func (b *Backend) Status(ctx context.Context, election string) (Status, error) {
 	if err := ctx.Err(); err != nil {
 		return Status{}, err
 	}
+	s.OldCandidate = b.phase == PhaseDone && s.OldErr == nil && !s.Old.IsZero() && !s.Marked
+	if s.Err() != nil {
+		return s, nil
+	}
 	switch {
-	case s.Marked && s.NewErr == nil && !s.New.IsZero():
+	case s.New.IsZero() && (s.Marked || b.phase == PhaseDone):
+	case s.Marked || b.phase == PhaseDone:
 		s.Leader, _ = withEpoch(s.New, b.newEpoch())
-	case !s.Marked && s.OldErr == nil && s.NewErr == nil && !s.Old.IsZero() && s.Old.Identity == s.New.Identity:
+	case !s.Old.IsZero():
 		s.Leader, _ = withEpoch(s.Old, b.oldEpoch())
 	}
 	return s, nil

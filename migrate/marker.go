@@ -42,10 +42,13 @@ type Marker interface {
 	// that already carries the marker succeeds.
 	Mark(ctx context.Context, election string, held backend.Lease, identity string) error
 
-	// Unmark removes the marker of election and the other keys the old
-	// store keeps for it (such as a fencing counter). It succeeds when there
-	// is nothing to remove.
-	Unmark(ctx context.Context, election string) error
+	// Unmark removes the marker of election from the old store, and
+	// nothing else: a candidate's record stays, and so does a fencing
+	// counter the store keeps (deleting or lowering one would let a later
+	// leader of the old store carry a token a fence has already seen). It
+	// reports whether it deleted a marker, or part of one that an
+	// interrupted Unmark left, and succeeds with false when there is none.
+	Unmark(ctx context.Context, election string) (removed bool, err error)
 }
 
 // errMarked is the cause of an old campaign abandoned because the marker
@@ -71,43 +74,109 @@ func marked(ctx context.Context, old backend.Backend, election string) (backend.
 	return h, IsMarker(h), nil
 }
 
-// Cleanup is runbook step 4: it removes the marker of election and the old
-// store's other keys for it through m (the old backend, for this module's
-// drivers), once every replica runs in
-// [PhaseNew] or [PhaseDone]. Roll the replicas to PhaseDone before calling
-// it, or a PhaseNew replica's next first term writes the marker again.
+// Cleaned is what [Cleanup] found on the old store and removed.
+type Cleaned struct {
+	// Marker is the marker the old store reported as the election's holder
+	// before Cleanup removed it, with its native token; the zero Holder
+	// when the old store reported no holder (an earlier Cleanup stopped
+	// part way, and Removed tells whether what it left was removed now).
+	Marker backend.Holder
+	// Removed reports whether Cleanup deleted marker records.
+	Removed bool
+}
+
+// leaderReader reads an election's holder: a [backend.Backend], or a
+// [Marker] that is one (every driver's Backend).
+type leaderReader interface {
+	Leader(ctx context.Context, election string) (backend.Holder, error)
+}
+
+// Cleanup is runbook step 4: it removes the marker of election from the old
+// store through m, the old backend (every driver of this module implements
+// [Marker] on its Backend), once every replica runs in [PhaseDone]. Roll
+// the replicas to PhaseDone before calling it, or a PhaseNew replica's next
+// first term writes the marker again. m must also read the election's
+// holder (a Leader method, as every driver's Backend has); use
+// [Backend.Cleanup] for a Marker that does not.
+//
+// Cleanup checks first that the marker is there: when the old store's
+// holder is a candidate rather than the marker, runbook step 3 has not
+// written it (the election was never migrated, or a replica still leads on
+// the old store), and Cleanup changes nothing and returns an error wrapping
+// [backend.ErrInvalid] that names step 3. When the old store reports no
+// holder, Cleanup removes what an interrupted Cleanup may have left (a
+// marker on too few Redis nodes to form a quorum) and, when there was
+// nothing, returns an error wrapping [ErrNotMarked]. It never deletes or
+// lowers a fencing counter.
 //
 // After Cleanup nothing stops a replica configured for the old backend alone
 // from winning there: run it only when no such replica can start again.
-func Cleanup(ctx context.Context, m Marker, election string) error {
+func Cleanup(ctx context.Context, m Marker, election string) (Cleaned, error) {
 	if m == nil {
-		return fmt.Errorf("migrate: cleanup %q: %w: marker is nil", election, backend.ErrInvalid)
+		return Cleaned{}, fmt.Errorf("migrate: cleanup %q: %w: marker is nil", election, backend.ErrInvalid)
 	}
-	if err := backend.ValidateElection(election); err != nil {
-		return fmt.Errorf("migrate: cleanup: %w", err)
+	r, ok := m.(leaderReader)
+	if !ok {
+		return Cleaned{}, fmt.Errorf("migrate: cleanup %q: %w: the marker %T cannot read the old store's holder (it has no Leader method); pass the old backend, or use Backend.Cleanup", election, backend.ErrInvalid, m)
 	}
-	if err := m.Unmark(ctx, election); err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return fmt.Errorf("migrate: cleanup %q: %w", election, err)
-	}
-	return nil
+	return cleanup(ctx, r, m, election)
 }
 
-// Cleanup is [Cleanup] through b's marker ([Options.Marker], by default
-// the old backend): runbook step 4, for a Backend in [PhaseDone] given the
-// old backend (as `elect migrate cleanup` opens one). It returns an error
-// wrapping [backend.ErrInvalid] in another phase, or when b has no marker.
-func (b *Backend) Cleanup(ctx context.Context, election string) error {
+// ErrNotMarked is wrapped by the error of [Cleanup] when the old store
+// carries no marker of the election, neither whole nor in part: an earlier
+// Cleanup removed it, or runbook step 3 never wrote it. It wraps
+// [backend.ErrInvalid].
+var ErrNotMarked = fmt.Errorf("%w: the old store carries no migrated marker", backend.ErrInvalid)
+
+// cleanup reads the old store's holder through old and removes the marker
+// through m; see [Cleanup].
+func cleanup(ctx context.Context, old leaderReader, m Marker, election string) (Cleaned, error) {
+	if err := backend.ValidateElection(election); err != nil {
+		return Cleaned{}, fmt.Errorf("migrate: cleanup: %w", err)
+	}
+	h, err := old.Leader(ctx, election)
+	switch {
+	case errors.Is(err, backend.ErrNoLeader):
+		h = backend.Holder{}
+	case err != nil:
+		if ctx.Err() != nil {
+			return Cleaned{}, ctx.Err()
+		}
+		return Cleaned{}, fmt.Errorf("migrate: cleanup %q: read the old store's holder: %w", election, err)
+	case !IsMarker(h):
+		return Cleaned{}, fmt.Errorf("migrate: cleanup %q: %w: the old store's holder is %q (token %d), a candidate, not the migrated marker: runbook step 3 has not written the marker (the election was never migrated, or a replica still leads on the old store); nothing was removed",
+			election, backend.ErrInvalid, h.Identity, h.Token)
+	}
+	removed, err := m.Unmark(ctx, election)
+	c := Cleaned{Marker: h, Removed: removed}
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return c, ctx.Err()
+	case err != nil:
+		return c, fmt.Errorf("migrate: cleanup %q: %w", election, err)
+	case h.IsZero() && !removed:
+		return c, fmt.Errorf("migrate: cleanup %q: %w: nothing to remove (an earlier cleanup removed it, or runbook step 3 never wrote it)", election, ErrNotMarked)
+	}
+	return c, nil
+}
+
+// Cleanup is [Cleanup] for a Backend in [PhaseDone] given the old backend
+// (as `elect migrate cleanup` opens one): it reads the holder through the
+// old backend and removes the marker through b's marker
+// ([Options.Marker], by default the old backend). It returns an error
+// wrapping [backend.ErrInvalid] in another phase, or when b has no old
+// backend or no marker.
+func (b *Backend) Cleanup(ctx context.Context, election string) (Cleaned, error) {
 	if err := b.check("cleanup", election); err != nil {
-		return err
+		return Cleaned{}, err
 	}
 	switch {
 	case b.phase != PhaseDone:
-		return fmt.Errorf("migrate: cleanup %q in phase %v: %w: want phase done (runbook step 4): roll every replica to phase done first", election, b.phase, backend.ErrInvalid)
+		return Cleaned{}, fmt.Errorf("migrate: cleanup %q in phase %v: %w: want phase done (runbook step 4): roll every replica to phase done first", election, b.phase, backend.ErrInvalid)
+	case b.old == nil:
+		return Cleaned{}, fmt.Errorf("migrate: cleanup %q: %w: no old backend; want the old backend's URL or Backend to remove the marker from", election, backend.ErrInvalid)
 	case b.set.marker == nil:
-		return fmt.Errorf("migrate: cleanup %q: %w: no marker; want the old backend (one of this module's drivers) or Options.Marker", election, backend.ErrInvalid)
+		return Cleaned{}, fmt.Errorf("migrate: cleanup %q: %w: no marker; want the old backend (one of this module's drivers) or Options.Marker", election, backend.ErrInvalid)
 	}
-	return Cleanup(ctx, b.set.marker, election)
+	return cleanup(ctx, b.old, b.set.marker, election)
 }

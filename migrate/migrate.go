@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"time"
 
@@ -67,7 +68,10 @@ type settings struct {
 
 // New returns a Backend running elections in phase over old and new. old
 // may be nil only in [PhaseDone] (after [Cleanup]), new never. opts may be nil for the
-// defaults.
+// defaults. old and new must be backends of two different stores: New
+// refuses the same Backend value as both, and a migrate Backend as either
+// (it cannot tell two handles on one store apart; the URL form compares
+// the stores' addresses and key prefixes).
 //
 // New does not take ownership of old and new: Close closes only what New
 // created; close old and new yourself after Close (that frees the leases
@@ -84,6 +88,10 @@ func New(old, new backend.Backend, phase Phase, opts *Options) (*Backend, error)
 		return nil, fmt.Errorf("migrate: %w: new backend is nil", backend.ErrInvalid)
 	case old == nil && phase != PhaseDone:
 		return nil, fmt.Errorf("migrate: %w: old backend is nil in phase %v; want one in every phase but done", backend.ErrInvalid, phase)
+	case isMigrate(old) || isMigrate(new):
+		return nil, fmt.Errorf("migrate: %w: a migrate Backend as the old or the new backend; want the stores' own backends: one migration runs at a time", backend.ErrInvalid)
+	case sameBackend(old, new):
+		return nil, fmt.Errorf("migrate: %w: the old and the new backend are the same %T; want two stores (a candidate would wait behind its own old lease on the new side for ever)", backend.ErrInvalid, old)
 	case opts.Epoch >= MaxEpoch:
 		return nil, fmt.Errorf("migrate: %w: Options.Epoch is %d; want at most %d", backend.ErrInvalid, opts.Epoch, MaxEpoch-1)
 	case opts.RenewInterval < 0:
@@ -101,6 +109,20 @@ func New(old, new backend.Backend, phase Phase, opts *Options) (*Backend, error)
 		return nil, fmt.Errorf("migrate: Options.NewName is %q; want a valid identity suffix: %w", opts.NewName, err)
 	}
 	return &Backend{old: old, new: new, phase: phase, set: set, done: make(chan struct{}), marked: make(map[string]bool)}, nil
+}
+
+// isMigrate reports whether be is a migrate Backend.
+func isMigrate(be backend.Backend) bool {
+	_, ok := be.(*Backend)
+	return ok
+}
+
+// sameBackend reports whether old and new are the same value.
+func sameBackend(old, new backend.Backend) bool {
+	if old == nil || !reflect.TypeOf(old).Comparable() || reflect.TypeOf(old) != reflect.TypeOf(new) {
+		return false
+	}
+	return old == new
 }
 
 // isMarker reports whether be implements [Marker].
@@ -146,10 +168,12 @@ func (b *Backend) check(op, election string) error {
 //     won, writes the marker with [Options.Marker]; the term then holds the
 //     new backend's lease only.
 //   - PhaseDone campaigns on the new backend alone. Given an old backend,
-//     it first checks (once per election) that the old store carries the
-//     marker, and returns an error wrapping [backend.ErrInvalid] if not:
-//     rolling replicas to PhaseDone before a PhaseNew replica has written
-//     the marker would let an old-only replica lead beside them.
+//     it first reads (once per election) the old store's holder, and
+//     returns an error wrapping [backend.ErrInvalid] when it is a candidate
+//     rather than the marker: a replica still leads or campaigns on the
+//     old store, so runbook step 3 is not done, and leading on the new
+//     store alone could overlap with it. The marker, and an old store with
+//     no holder (as [Cleanup] leaves it), let it go on.
 //
 // The lease's token is described in # Fencing of the package
 // documentation. A native token above [MaxNative] makes Campaign release
@@ -211,13 +235,13 @@ func (b *Backend) campaignNewOnly(ctx context.Context, c backend.Candidate) (*le
 // campaignDone is PhaseDone's campaign.
 func (b *Backend) campaignDone(ctx context.Context, c backend.Candidate) (*lease, error) {
 	if b.old != nil && !b.seenMarked(c.Election) {
-		_, ok, err := marked(ctx, b.old, c.Election)
+		h, ok, err := marked(ctx, b.old, c.Election)
 		switch {
 		case err != nil:
 			return nil, fmt.Errorf("migrate: campaign %q: read the old store: %w", c.Election, err)
-		case !ok:
-			return nil, fmt.Errorf("migrate: campaign %q in phase done (runbook step 4): %w: the old store carries no marker yet; keep replicas in phase new until one has led (step 3), or configure no old backend once Cleanup has run",
-				c.Election, backend.ErrInvalid)
+		case !ok && !h.IsZero():
+			return nil, fmt.Errorf("migrate: campaign %q in phase done (runbook step 4): %w: the old store's holder is %q (token %d), a candidate, not the migrated marker: a replica leads or campaigns on the old store (runbook step 3 is not done, or an old-only replica started after cleanup); keep replicas in phase new until one has led and the old store reports the marker, and stop replicas configured for the old store alone",
+				c.Election, backend.ErrInvalid, h.Identity, h.Token)
 		}
 		b.setMarked(c.Election)
 	}
@@ -236,8 +260,9 @@ func (b *Backend) newLease(ctx context.Context, epoch uint16, native uint64, lo,
 	return &lease{b: b, token: token, old: lo, new: ln, lost: make(chan struct{})}, nil
 }
 
-// seenMarked and setMarked cache that an election carries the marker: once
-// written it stays until Cleanup, after which replicas run in PhaseDone.
+// seenMarked and setMarked cache that an election carries the marker (or,
+// in PhaseDone, that the old store had no candidate holder): once written
+// the marker stays until Cleanup, after which replicas run in PhaseDone.
 func (b *Backend) seenMarked(election string) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()

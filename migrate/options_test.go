@@ -115,13 +115,13 @@ func TestStatusAndCleanup(t *testing.T) {
 			t.Errorf("Status after PhaseNew won: got %+v, %v; want marked, leader token %#x", s, err, l.Token())
 		}
 		_ = l.Release(t.Context())
-		if err := migrate.Cleanup(t.Context(), ob, election); err != nil {
-			t.Fatal(err)
+		if c, err := migrate.Cleanup(t.Context(), ob, election); err != nil || !c.Removed || c.Marker.Identity != "migrated-to-mem" {
+			t.Fatalf("Cleanup: got %+v, %v; want the marker migrated-to-mem removed", c, err)
 		}
 		if _, err := old.mem.Leader(t.Context(), election); !errors.Is(err, backend.ErrNoLeader) {
 			t.Errorf("old store after Cleanup: got %v, want no leader", err)
 		}
-		if err := migrate.Cleanup(t.Context(), nil, election); !errors.Is(err, backend.ErrInvalid) {
+		if _, err := migrate.Cleanup(t.Context(), nil, election); !errors.Is(err, backend.ErrInvalid) {
 			t.Errorf("Cleanup with a nil marker: got %v, want ErrInvalid", err)
 		}
 	})

@@ -2,6 +2,7 @@ package migrate
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/leaderkit/elector/backend"
 )
@@ -21,8 +22,10 @@ const (
 	// PhaseNew runs on the new backend alone; its first term writes the
 	// persistent "migrated" marker on the old store.
 	PhaseNew
-	// PhaseDone runs on the new backend alone after [Cleanup], keeping the
-	// new epoch in its tokens. It never reads or writes the old store.
+	// PhaseDone runs on the new backend alone, before and after [Cleanup],
+	// keeping the new epoch in its tokens. Given an old backend, it reads
+	// the old store's holder once per election and refuses to campaign
+	// while that is a candidate; it never writes the old store.
 	PhaseDone
 )
 
@@ -49,11 +52,11 @@ func (p Phase) Step() int { return int(p) }
 // valid reports whether p is one of the four phases.
 func (p Phase) valid() bool { return p >= PhaseOld && p <= PhaseDone }
 
-// ParsePhase returns the phase named s ("old", "both", "new" or "done"), or
-// an error wrapping [backend.ErrInvalid].
+// ParsePhase returns the phase named s ("old", "both", "new" or "done", in
+// any case, as URL schemes are), or an error wrapping [backend.ErrInvalid].
 func ParsePhase(s string) (Phase, error) {
 	for p := PhaseOld; p <= PhaseDone; p++ {
-		if p.String() == s {
+		if strings.EqualFold(p.String(), s) {
 			return p, nil
 		}
 	}

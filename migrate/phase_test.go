@@ -302,15 +302,23 @@ func mustLeader(t *testing.T, b *migrate.Backend) backend.Holder {
 }
 
 // TestDoneBeforeMarkerRefused: PhaseDone with an old backend refuses to
-// campaign until the marker is on the old store, then runs on new alone.
+// campaign while a candidate holds the old store (runbook step 3 not done),
+// then, once the marker is written, runs on new alone.
 func TestDoneBeforeMarkerRefused(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		old, new := newMarkStore(), memory.New()
-		db, _ := pair(t, old, new, migrate.PhaseDone)
-		_, err := db.Campaign(t.Context(), cand)
-		if !errors.Is(err, backend.ErrInvalid) || !strings.Contains(err.Error(), "step 3") {
-			t.Errorf("PhaseDone before the marker: got %v; want ErrInvalid naming runbook step 3", err)
+		plain := old.peer()
+		defer plain.Close()
+		lo, err := plain.Campaign(t.Context(), backend.Candidate{Election: election, Identity: "old-only", TTL: ttl})
+		if err != nil {
+			t.Fatal(err)
 		}
+		db, _ := pair(t, old, new, migrate.PhaseDone)
+		_, err = db.Campaign(t.Context(), cand)
+		if !errors.Is(err, backend.ErrInvalid) || !strings.Contains(err.Error(), "step 3") || !strings.Contains(err.Error(), "old-only") {
+			t.Errorf("PhaseDone while old-only leads the old store: got %v; want ErrInvalid naming runbook step 3 and the holder", err)
+		}
+		_ = lo.Release(t.Context())
 		nb, _ := pair(t, old, new, migrate.PhaseNew)
 		l, err := nb.Campaign(t.Context(), cand)
 		if err != nil {

@@ -94,11 +94,12 @@ func (b *markBackend) Mark(ctx context.Context, election string, held backend.Le
 	return held.Release(ctx)
 }
 
-func (b *markBackend) Unmark(ctx context.Context, election string) error {
+func (b *markBackend) Unmark(ctx context.Context, election string) (bool, error) {
 	b.s.mu.Lock()
 	defer b.s.mu.Unlock()
+	_, ok := b.s.marker[election]
 	delete(b.s.marker, election)
-	return nil
+	return ok, nil
 }
 
 func (b *markBackend) Close() error {

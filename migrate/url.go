@@ -2,6 +2,7 @@ package migrate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/url"
@@ -31,6 +32,15 @@ import (
 // TLS or not) and [Options.RenewInterval]. The marker is written
 // by the old backend itself (every driver of this module implements
 // [Marker]). Errors never show either URL's credentials.
+//
+// An inner URL may not be a migrate URL itself, and old and new may not
+// name the same store: the same kind of server, a server in common (as
+// host:port, compared as written) and the same key space (redis: the
+// database and key prefix; etcd: the key prefix; zk: the root znode, each
+// with the driver's default when the URL sets none). A candidate on such
+// a pair would hold the old lease and then wait for ever behind it on the
+// new side. [CheckURL] makes these checks and the rest of the form's
+// without opening anything.
 const SchemePrefix = "migrate+"
 
 func init() {
@@ -41,47 +51,97 @@ func init() {
 
 // openURL opens a migrate+<phase>:// URL; see [SchemePrefix].
 func openURL(ctx context.Context, u *url.URL) (backend.Backend, io.Closer, error) {
-	phase, err := ParsePhase(strings.TrimPrefix(strings.ToLower(u.Scheme), SchemePrefix))
+	m, err := parseURL(u, false)
 	if err != nil {
 		return nil, nil, err
 	}
+	return openSides(ctx, m.phase, m.oldURL, m.newURL, m.opts)
+}
+
+// CheckURL reports whether raw is a migrate+<phase>:// URL that the
+// opener registered by this package would accept, without opening
+// anything: the form of [SchemePrefix], a phase in any case, its query
+// parameters, and inner URLs that have a registered scheme other than a
+// migrate one, a well-formed host list, and name two different stores.
+// What only the driver's opener checks (its own query parameters) is left
+// to opening. Errors wrap [backend.ErrInvalid] and never show either URL's
+// credentials.
+func CheckURL(raw string) error {
+	scheme, _, ok := strings.Cut(raw, "://")
+	if !ok || !strings.HasPrefix(strings.ToLower(scheme), SchemePrefix) {
+		return fmt.Errorf("migrate: %w: want a %s<phase>://?old=<URL>&new=<URL> URL", backend.ErrInvalid, SchemePrefix)
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("migrate: %w: malformed %s URL; want %s<phase>://?old=<URL>&new=<URL>, each inner URL percent-encoded", backend.ErrInvalid, SchemePrefix, SchemePrefix)
+	}
+	if _, err := parseURL(u, true); err != nil {
+		if !errors.Is(err, backend.ErrInvalid) {
+			return fmt.Errorf("migrate: %w: %w", backend.ErrInvalid, err)
+		}
+		return fmt.Errorf("migrate: %w", err)
+	}
+	return nil
+}
+
+// migrateURL is what a migrate+<phase>:// URL says.
+type migrateURL struct {
+	phase          Phase
+	oldURL, newURL string
+	opts           *Options
+}
+
+// parseURL reads u; strict is as for checkSides.
+func parseURL(u *url.URL, strict bool) (migrateURL, error) {
+	phase, err := ParsePhase(strings.TrimPrefix(strings.ToLower(u.Scheme), SchemePrefix))
+	if err != nil {
+		return migrateURL{}, err
+	}
 	if u.Host != "" || u.User != nil {
-		return nil, nil, fmt.Errorf("%w: a migrate URL has no host or user; want %s%v://?old=<URL>&new=<URL>, each inner URL percent-encoded", backend.ErrInvalid, SchemePrefix, phase)
+		return migrateURL{}, fmt.Errorf("%w: a migrate URL has no host or user; want %s%v://?old=<URL>&new=<URL>, each inner URL percent-encoded", backend.ErrInvalid, SchemePrefix, phase)
 	}
 	if err := backendurl.NoPath(u, "want "+SchemePrefix+phase.String()+"://?old=<URL>&new=<URL>"); err != nil {
-		return nil, nil, err
+		return migrateURL{}, fmt.Errorf("%w: %w", backend.ErrInvalid, err)
 	}
 	p, err := backendurl.NewParams(u)
 	if err != nil {
-		return nil, nil, err
+		return migrateURL{}, err
 	}
-	oldURL, newURL := p.String("old"), p.String("new")
-	opts := &Options{NewName: p.String("new_name"), RenewInterval: p.Duration("renew_interval")}
+	m := migrateURL{phase: phase, oldURL: p.String("old"), newURL: p.String("new")}
+	m.opts = &Options{NewName: p.String("new_name"), RenewInterval: p.Duration("renew_interval")}
 	if e := p.String("epoch"); e != "" {
 		n, err := strconv.ParseUint(e, 10, 16)
 		if err != nil || n >= MaxEpoch {
-			return nil, nil, fmt.Errorf("%w: query parameter epoch=%q; want an integer from 0 to %d", backend.ErrInvalid, e, MaxEpoch-1)
+			return migrateURL{}, fmt.Errorf("%w: query parameter epoch=%q; want an integer from 0 to %d", backend.ErrInvalid, e, MaxEpoch-1)
 		}
-		opts.Epoch = uint16(n)
+		m.opts.Epoch = uint16(n)
 	}
 	if err := p.Finish(); err != nil {
-		return nil, nil, err
+		return migrateURL{}, err
 	}
 	switch {
-	case newURL == "":
-		return nil, nil, fmt.Errorf("%w: query parameter new is missing; want the new backend's URL, percent-encoded", backend.ErrInvalid)
-	case oldURL == "" && phase != PhaseDone:
-		return nil, nil, fmt.Errorf("%w: query parameter old is missing in phase %v; want the old backend's URL, percent-encoded (only phase done may leave it out)", backend.ErrInvalid, phase)
+	case m.newURL == "":
+		return migrateURL{}, fmt.Errorf("%w: query parameter new is missing; want the new backend's URL, percent-encoded", backend.ErrInvalid)
+	case m.oldURL == "" && phase != PhaseDone:
+		return migrateURL{}, fmt.Errorf("%w: query parameter old is missing in phase %v; want the old backend's URL, percent-encoded (only phase done may leave it out)", backend.ErrInvalid, phase)
 	}
-	if opts.NewName == "" {
-		scheme, _, _ := strings.Cut(newURL, "://")
-		opts.NewName = strings.ToLower(scheme)
-		switch opts.NewName {
+	if err := checkSides(m.oldURL, m.newURL, strict); err != nil {
+		return migrateURL{}, err
+	}
+	if m.opts.NewName == "" {
+		scheme, _, _ := strings.Cut(m.newURL, "://")
+		m.opts.NewName = strings.ToLower(scheme)
+		switch m.opts.NewName {
 		case "rediss", "etcds", "zks": // the TLS form names the same store
-			opts.NewName = strings.TrimSuffix(opts.NewName, "s")
+			m.opts.NewName = strings.TrimSuffix(m.opts.NewName, "s")
 		}
 	}
-	return openSides(ctx, phase, oldURL, newURL, opts)
+	if strict {
+		if err := backend.ValidateIdentity(MarkerPrefix + m.opts.NewName); err != nil {
+			return migrateURL{}, fmt.Errorf("%w: new_name %q: %v", backend.ErrInvalid, m.opts.NewName, err)
+		}
+	}
+	return m, nil
 }
 
 // openSides opens the inner URLs and the migrate Backend over them.

@@ -197,42 +197,21 @@
 //     TTL × DriftFactor + 2 ms over one TTL. Redis expires keys by wall
 //     clock (server.c's mstime and ustime read gettimeofday), so a step of
 //     a node's wall clock (an NTP jump, a manual change) can expire a lock
-//     early. Run the nodes with a slewing time daemon. Measured by the
-//     chaos campaign's clock mode (campaign redlock-noaof-clock, in
-//     integration_test/chaos; the nodes run under an LD_PRELOAD shim that
-//     moves only their wall clock, as libfaketime deadlocks with the
-//     jemalloc that Debian's redis-server links,
-//     https://github.com/wolfcw/libfaketime/issues/130). One full run
-//     (seed 5001, TTL 1 s, 570 terms, 100 faults): 49 forward jumps of one
-//     or two of five nodes by 1.5-2.5 TTL (31 at random, 18 right after a
-//     hand-over), 24 after staging a bare quorum (two nodes paused for a
-//     TTL, a hand-over on the other three, one or two of those jumping, a
-//     fresh rival campaigning at once), and 27 spells of one or two nodes
-//     running 0.5 % fast (half the default DriftFactor) for 3 TTL. Seven
-//     jumps elected a second leader while the first still led: one at
-//     random (0.8 ms) and six right after a hand-over (262-313 ms). In each,
-//     the holder had been elected 10-70 ms before the jump on a bare quorum
-//     (the nodes its predecessor's release freed first), the jumped nodes
-//     among them; their keys expired at once, and a rival won them with the
-//     nodes the holder lacked. This is the assumption that broke: a node's
-//     expiry clock stopped running at the rate of the holder's monotonic
-//     clock. The first leader found the loss at its next renewal
-//     (RenewInterval later) and stepped down. The token still rose (a clock
-//     jump loses no counter), so the Fence refused the first leader's writes
-//     from the second leader's first write on (84 refused); the 4 writes that
-//     fell between the second leader's election and its first write were
-//     accepted, as a Fence cannot refuse a token before it has seen a newer
-//     one. The staged bare quorums caused no overlap in 24 tries (not
-//     analysed further), nor did the slews. Overlaps after a clock jump are
-//     reported as documented by the campaign; a stale write accepted after
-//     the newer token was written, or a token out of order, fails it. The
-//     same run restarted one or two of five nodes without persistence 100
-//     times (47 right after a hand-over: 809 terms) and injected 100
-//     overlapping faults (a restart during a leader pause, a cut during a
-//     hand-over: 705 terms), with no overlap and no stale write accepted;
-//     so did a second run (seed 5005: 393 and 459 terms, 100 faults each)
-//     after acquires began to leave out nodes still busy with the previous
-//     release (docs/chaos.md in the repository).
+//     early. Run the nodes with a slewing time daemon. A forward jump of
+//     a node's clock by more than the TTL, while the node is part of a
+//     holder's bare quorum (just after a hand-over, before the holder
+//     reaches the other nodes), expires the holder's key there at once: a
+//     rival can win that node with the nodes the holder lacks, and two
+//     leaders act until the first one's next renewal finds the quorum
+//     gone. The token still rises (a clock jump loses no counter), so a
+//     [Fence] refuses the old leader's writes from the new leader's first
+//     write on; it cannot refuse those that come before. Slews within the
+//     drift allowance do no harm. The chaos campaign's clock mode
+//     (integration_test/chaos, campaign redlock-noaof-clock) moves the
+//     nodes' wall clocks under an LD_PRELOAD shim (libfaketime deadlocks
+//     with the jemalloc that Debian's redis-server links,
+//     https://github.com/wolfcw/libfaketime/issues/130); its results are
+//     in docs/chaos.md of the repository.
 //   - A process pause (GC, a stopped VM) longer than the margin between the
 //     portable layer's step-down and the Deadline lets the paused leader act
 //     after its lease expired. No lock service can prevent that (Kleppmann,

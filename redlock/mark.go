@@ -36,16 +36,19 @@ redis.call('SET', KEYS[1], ARGV[2])
 return 1
 `)
 
-// unmarkScript deletes the lock key if it holds a marker, and the counter.
+// unmarkScript deletes the lock key if it holds a marker, and nothing
+// else: the election's fencing counter stays, so that tokens keep rising.
+// Replies 1 when it deleted the key, 0 when the key was missing or held a
+// lease.
 //
 // ARGV: marker id prefix.
 var unmarkScript = redis.NewScript(`
 local v = redis.call('GET', KEYS[1])
 if v and string.sub(v, 1, #ARGV[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
+  return 1
 end
-redis.call('DEL', KEYS[2])
-return 1
+return 0
 `)
 
 // Mark writes the persistent "migrated" marker of package
@@ -91,27 +94,38 @@ func (b *Backend) Mark(ctx context.Context, election string, held backend.Lease,
 	return nil
 }
 
-// Unmark removes the "migrated" marker of election written by [Backend.Mark]
-// and the election's fencing counter from every node (it implements
-// migrate.Marker; migrate.Cleanup calls it). It fails unless every node
-// answered, so that no marker fragment is left to slow later elections;
-// call it again then. It succeeds when there is nothing to remove.
-func (b *Backend) Unmark(ctx context.Context, election string) error {
+// Unmark removes the "migrated" marker of election written by
+// [Backend.Mark] from every node (it implements migrate.Marker;
+// migrate.Cleanup calls it): the lock key is deleted where it holds the
+// marker and left alone where it holds a lease or is missing. The
+// election's fencing counter is kept: deleting it would let the next
+// leader's token start again from 1, at or below tokens a fence has
+// already accepted. Unmark reports whether it deleted the marker on any
+// node. It fails unless every node answered, so that no marker fragment is
+// left to slow later elections; call it again then.
+func (b *Backend) Unmark(ctx context.Context, election string) (bool, error) {
 	if err := b.check(election); err != nil {
-		return fmt.Errorf("redlock: unmark: %w", err)
+		return false, fmt.Errorf("redlock: unmark: %w", err)
 	}
 	key := b.lockKey(election)
+	var mu sync.Mutex
+	removed := false
 	oks, errs := b.eachNode(ctx, func(ctx context.Context, c redis.UniversalClient) (bool, error) {
-		err := unmarkScript.Run(ctx, c, []string{key, key + counterSuffix}, MarkerID+" ").Err()
+		n, err := unmarkScript.Run(ctx, c, []string{key}, MarkerID+" ").Int()
+		if err == nil && n == 1 {
+			mu.Lock()
+			removed = true
+			mu.Unlock()
+		}
 		return err == nil, err
 	})
 	if oks < len(b.clients) {
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return removed, ctx.Err()
 		}
-		return fmt.Errorf("redlock: unmark %q: %d of %d nodes answered: %w", election, oks, len(b.clients), errors.Join(errs...))
+		return removed, fmt.Errorf("redlock: unmark %q: %d of %d nodes answered: %w", election, oks, len(b.clients), errors.Join(errs...))
 	}
-	return nil
+	return removed, nil
 }
 
 // eachNode runs f on every node in parallel, each call bounded by the node

@@ -1,42 +1,34 @@
 #!/usr/bin/env bash
 # apicheck.sh — is the exported API of the root module compatible with the
-# snapshot in api/? (make lint runs it.)
+# snapshot api/elector.txt? (make lint runs it.)
 #
 #   scripts/apicheck.sh           compare; exit 1 on an incompatible change
 #                                 that CHANGELOG.md does not mark as breaking
 #   scripts/apicheck.sh -update   rewrite the snapshot (make apisnapshot)
 #
-# The snapshot, api/elector.zip, is apidiff's export data of every package of
-# the module github.com/leaderkit/elector (internal/ packages excluded;
-# examples/ and integration_test/ are modules of their own). It is the API of
-# the last release; until the first tag, the API as of the last
-# `make apisnapshot`. apidiff (golang.org/x/exp/cmd/apidiff) decides what is
-# incompatible: a removed package or identifier, a changed signature, a
-# method added to an interface users may implement, and so on.
+# The snapshot lists every exported symbol of every importable package of the
+# module github.com/leaderkit/elector, one per line, in the format of the Go
+# project's api/go1.*.txt (internal/cmd/apitext writes it from the compiler's
+# export data; internal/ and main packages are left out; examples/ and
+# integration_test/ are modules of their own). It reads in a diff: a renamed
+# option is one line removed and one added.
 #
-# An incompatible change passes only when the Unreleased section of
-# CHANGELOG.md has a line that starts with "- **Breaking:**". When the
-# release is cut, `make apisnapshot` makes the released API the new base.
-#
-# apidiff runs with `go run` at a pinned version (APIDIFF overrides it), as
-# staticcheck does in lint.sh: it stays out of go.mod and so out of the
-# module graph of everyone who imports the library.
+# A line of the snapshot that the current API no longer has is an
+# incompatible change: a removed or renamed identifier, a changed signature,
+# field type or constant value, a method added to an interface (its
+# "interface { … }" line changes). Lines only added are compatible. An
+# incompatible change passes only when the Unreleased section of CHANGELOG.md
+# has a line that starts with "- **Breaking:**". When a release is cut,
+# `make apisnapshot` makes the released API the new base.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
-APIDIFF=${APIDIFF:-golang.org/x/exp/cmd/apidiff@v0.0.0-20261113113407-e3970619a1a4}
-SNAPSHOT=api/elector.zip
+SNAPSHOT=api/elector.txt
 CHANGELOG=CHANGELOG.md
-# With -trimpath the export data records file names relative to the module,
-# not this checkout's directory: the snapshot is the same on every machine.
-export GOFLAGS="${GOFLAGS:+$GOFLAGS }-trimpath"
 MODULE=$(go list -m)
 
-# apidiff runs apidiff; its notes on skipped internal packages are dropped.
-apidiff() {
-	go run "$APIDIFF" "$@" 2> >(grep -v '^Ignoring internal package' >&2)
-}
+current() { go run ./internal/cmd/apitext ./...; }
 
 # unreleased prints the Unreleased section of the changelog.
 unreleased() {
@@ -46,12 +38,12 @@ unreleased() {
 case ${1:-} in
 -update)
 	mkdir -p api
-	tmp=$(mktemp "api/.elector.zip.XXXXXX")
+	tmp=$(mktemp "api/.elector.txt.XXXXXX")
 	trap 'rm -f "$tmp"' EXIT
-	apidiff -m -w "$tmp" "$MODULE"
+	current >"$tmp"
 	chmod 644 "$tmp"
 	mv "$tmp" "$SNAPSHOT"
-	echo "apicheck.sh: wrote $SNAPSHOT from $MODULE; commit it" >&2
+	echo "apicheck.sh: wrote $SNAPSHOT from $MODULE ($(wc -l <"$SNAPSHOT") lines); commit it" >&2
 	exit 0
 	;;
 '') ;;
@@ -65,12 +57,15 @@ if [[ ! -f $SNAPSHOT ]]; then
 	echo "apicheck.sh: no API snapshot $SNAPSHOT; run make apisnapshot and commit it" >&2
 	exit 1
 fi
-echo "=== API of $MODULE against $SNAPSHOT (apidiff)" >&2
-report=$(apidiff -m "$SNAPSHOT" "$MODULE")
-incompatible=$(awk '/^Incompatible changes:/ { on = 1; next } /^[A-Z]/ { on = 0 } on' <<<"$report")
-compatible=$(awk '/^Compatible changes:/ { on = 1; next } /^[A-Z]/ { on = 0 } on' <<<"$report")
+echo "=== API of $MODULE against $SNAPSHOT" >&2
+now=$(mktemp)
+trap 'rm -f "$now"' EXIT
+current >"$now"
+# Both files are sorted by apitext; comm needs the same collation.
+incompatible=$(LC_ALL=C comm -23 <(LC_ALL=C sort "$SNAPSHOT") <(LC_ALL=C sort "$now"))
+compatible=$(LC_ALL=C comm -13 <(LC_ALL=C sort "$SNAPSHOT") <(LC_ALL=C sort "$now"))
 if [[ -n $compatible ]]; then
-	printf 'apicheck.sh: compatible changes (fine; the snapshot is renewed at the next release):\n%s\n' "$compatible" >&2
+	printf 'apicheck.sh: additions (compatible; the snapshot is renewed at the next release):\n%s\n' "$compatible" >&2
 fi
 if [[ -z $incompatible ]]; then
 	exit 0
@@ -81,12 +76,13 @@ if [[ -n $breaking ]]; then
 		"$CHANGELOG" "$incompatible" >&2
 	exit 0
 fi
-cat >&2 <<EOF
-apicheck.sh: incompatible changes to the exported API of $MODULE since the snapshot $SNAPSHOT:
+cat >&2 <<MSG
+apicheck.sh: incompatible changes to the exported API of $MODULE since the snapshot $SNAPSHOT
+(lines of the snapshot the API no longer has):
 $incompatible
 Either say so in $CHANGELOG, in the Unreleased section, with a line that starts
   - **Breaking:** <what changed and what users do about it>
 or, when these changes are the new base (a release is being cut, or the
 maintainers agreed), run \`make apisnapshot\` and commit $SNAPSHOT.
-EOF
+MSG
 exit 1

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# compare-readme.sh — regenerate README.md's measured which-backend table
-# (what `make compare-readme` runs).
+# compare-readme.sh — regenerate the measured table of backends side by
+# side in docs/benchmarks.md (what `make compare-readme` runs).
 #
 # Starts the test servers (and stops them on exit unless all were already
 # running), builds cmd/elect, runs one full `elect compare --markdown` over
 # the three test backends and replaces the block between the markers
-# <!-- elect compare: begin --> and <!-- elect compare: end --> in README.md
-# with the command, the load average before and after, and the table.
+# <!-- elect compare: begin --> and <!-- elect compare: end --> in
+# docs/benchmarks.md with the command, one Measured line (date, cores, load
+# average before and after, commit) and the table.
 # Extra flags for elect compare may be given in COMPAREFLAGS (e.g.
 # COMPAREFLAGS=--short to try the script quickly; do not commit that table).
 set -euo pipefail
@@ -14,11 +15,11 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 SERVERS=$ROOT/scripts/servers.sh
-README=$ROOT/README.md
+DOC=$ROOT/docs/benchmarks.md
 BEGIN='<!-- elect compare: begin -->'
 END='<!-- elect compare: end -->'
-grep -qxF "$BEGIN" "$README" && grep -qxF "$END" "$README" || {
-	echo "compare-readme.sh: README.md lacks the lines $BEGIN and $END" >&2
+grep -qxF "$BEGIN" "$DOC" && grep -qxF "$END" "$DOC" || {
+	echo "compare-readme.sh: docs/benchmarks.md lacks the lines $BEGIN and $END" >&2
 	exit 1
 }
 
@@ -51,18 +52,23 @@ before=$(load)
 table=$("$bin/elect" "${args[@]}")
 after=$(load)
 
+commit=$(git rev-parse --short HEAD)
+if [[ -n $(git status --porcelain --untracked-files=no) ]]; then
+	commit="$commit plus uncommitted changes"
+fi
 block=$(mktemp)
 {
 	echo "$BEGIN"
 	echo
-	echo "Measured with \`make compare-readme\` on $(date -u +%Y-%m-%d), $(nproc) cores, load average"
-	echo "$before before and $after after (1, 5, 15 min); servers on loopback (scripts/servers.sh):"
+	echo "The run below is \`elect\` with these arguments (servers on loopback, \`scripts/servers.sh\`):"
 	echo
 	echo '```'
 	printf 'elect'
 	printf " '%s'" "${args[@]}" | sed "s|$ELECTOR_REDIS_ADDRS|REDIS_ADDRS|; s|$ELECTOR_ETCD_ENDPOINTS|ETCD_ENDPOINTS|; s|$ELECTOR_ZK_SERVERS|ZK_SERVERS|"
 	echo
 	echo '```'
+	echo
+	echo "Measured $(date -u +%Y-%m-%d) on $(nproc) cores, load average $before before and $after after (1, 5, 15 min), commit $commit, with \`make compare-readme\`:"
 	echo
 	echo "$table"
 	echo
@@ -72,7 +78,7 @@ awk -v begin="$BEGIN" -v end="$END" -v file="$block" '
 	$0 == begin { while ((getline line < file) > 0) print line; skip = 1; next }
 	$0 == end { skip = 0; next }
 	!skip { print }
-' "$README" >"$README.tmp"
-mv "$README.tmp" "$README"
+' "$DOC" >"$DOC.tmp"
+mv "$DOC.tmp" "$DOC"
 rm -f "$block"
-echo "compare-readme.sh: README.md updated" >&2
+echo "compare-readme.sh: docs/benchmarks.md updated" >&2

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# lint.sh — gofmt, go vet and staticcheck over every module, and the exported
-# API against the snapshot in api/ (scripts/apicheck.sh); what `make lint` runs.
+# lint.sh — no tracked binary or large file; gofmt, go vet and staticcheck
+# over every module; the exported API against the snapshot in api/
+# (scripts/apicheck.sh); no commit hashes, dates, times of day or run
+# letters in docs and comments (scripts/doclint.sh). What `make lint` runs.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -10,6 +12,16 @@ STATICCHECK=${STATICCHECK:-honnef.co/go/tools/cmd/staticcheck@v0.8.2}
 MODULES=(. integration_test examples)
 
 status=0
+
+# Nothing generated is tracked: no binary (git's own test: the index holds
+# content it does not consider text) and no file over 1 MiB.
+bad=$(git ls-files --eol | awk '$1 == "i/-text" { sub(/^[^\t]*\t/, ""); print "  binary: " $0 }')
+big=$(git ls-files -z | xargs -0 -r stat -c '%s %n' 2>/dev/null | awk '$1 > 1048576 { print "  over 1 MiB (" $1 " bytes): " $2 }')
+if [[ -n $bad$big ]]; then
+	printf 'lint.sh: tracked files that must not be (build them, do not commit them):\n%s\n' "$(printf '%s\n%s' "$bad" "$big" | sed '/^$/d')" >&2
+	status=1
+fi
+
 unformatted=$(gofmt -l .)
 if [[ -n $unformatted ]]; then
 	printf 'lint.sh: not gofmt-ed (run gofmt -w):\n%s\n' "$unformatted" >&2
@@ -25,4 +37,6 @@ for mod in "${MODULES[@]}"; do
 	(cd "$mod" && go run "$STATICCHECK" ./...) || status=1
 done
 scripts/apicheck.sh || status=1
+echo "=== doclint: docs and comments state behaviour, not run logs" >&2
+scripts/doclint.sh || status=1
 exit "$status"

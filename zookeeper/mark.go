@@ -99,22 +99,27 @@ func (b *Backend) dropHeld(ctx context.Context, s *session, dir string, token ui
 }
 
 // Unmark deletes the "migrated" marker znode of election written by
-// [Backend.Mark] (it implements migrate.Marker; migrate.Cleanup calls it).
-// The election's znode is a container, which the server removes once it is
-// empty. It succeeds when there is nothing to remove.
-func (b *Backend) Unmark(ctx context.Context, election string) error {
+// [Backend.Mark] (it implements migrate.Marker; migrate.Cleanup calls it),
+// and nothing else: candidates' znodes are left alone, and ZooKeeper keeps
+// no counter (tokens are czxids, which only rise). The election's znode is
+// a container, which the server removes once it is empty. Unmark reports
+// whether it deleted the marker.
+func (b *Backend) Unmark(ctx context.Context, election string) (bool, error) {
 	if err := validateElection(election); err != nil {
-		return err
+		return false, err
 	}
 	s, err := b.reader(ctx)
 	if err != nil {
-		return wrap("unmark", election, err)
+		return false, wrap("unmark", election, err)
 	}
 	_, err = do(b, ctx, func() (struct{}, error) {
 		return struct{}{}, s.conn.Delete(b.electionPath(election)+"/"+MarkerName, -1)
 	}, nil)
-	if err != nil && !errors.Is(err, zk.ErrNoNode) {
-		return wrap("unmark", election, err)
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		return false, nil
+	case err != nil:
+		return false, wrap("unmark", election, err)
 	}
-	return nil
+	return true, nil
 }

@@ -10,7 +10,11 @@
 //	elect run    [flags] -- COMMAND [ARGS...]   run COMMAND while leading
 //	elect status [flags]                        print the current leader
 //	elect watch  [flags]                        print each change of leader
-//	elect help   [run|status|watch]
+//	elect partitions [flags]                    print who owns each partition of a group
+//	elect compare --backend URL --backend URL…  measure backends side by side
+//	elect migrate url|cleanup [flags]           move an election between backends
+//	elect help   [run|status|watch|partitions|compare|migrate]  show help
+//	elect version                               print the version and build information
 //
 // Every flag has an environment variable: --backend is ELECT_BACKEND,
 // --metrics-addr is ELECT_METRICS_ADDR, and so on; a flag given on the
@@ -112,6 +116,40 @@
 // or one JSON object per line with --json:
 //
 //	{"time":"…","election":"jobs","leader":true,"identity":"web-1","token":42,"ttl_seconds":12.5}
+//
+// # elect partitions
+//
+// partitions prints who owns what in a group of partitions shared with
+// package github.com/leaderkit/elector/partition (--group and --partitions
+// as the members pass them to partition.New): each member with its weight
+// and load, then each partition with its owner, fencing token and the
+// member placement gives it. It exits 1 when some partition has no owner.
+//
+// # elect compare
+//
+// compare runs the same workloads through the same API on every --backend
+// given (acquire+release, throughput, graceful hand-over, renewal of many
+// held elections, crash failover, a partition group's rebalance, the
+// shortest TTL granted) and prints a table, --json, --markdown, or an HTML
+// page with latency CDFs (--html FILE). It works in elections of its own
+// under a random name and removes them before it exits, also when
+// interrupted (exit 130). Package github.com/leaderkit/elector/compare is
+// the same as a Go API.
+//
+// # elect migrate
+//
+// migrate url prints the migrate+PHASE:// backend URL that moves an
+// election from an old backend to a new one during a rolling deploy
+// (package github.com/leaderkit/elector/migrate; the runbook is
+// docs/migration.md in the repository); migrate cleanup is the runbook's
+// last step. elect status with such a URL shows the phase, the marker and
+// the holder on each store.
+//
+// # elect version
+//
+// version (also --version) prints the module version, the VCS revision and
+// its time, whether the tree was modified, and the Go version, from the
+// build information the Go toolchain embeds.
 //
 // # Metrics
 //

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 )
 
 // Exit codes of elect. A command's own status passes through unchanged
@@ -102,7 +103,8 @@ func elect(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "version", "-version", "--version":
 		err = versionMain(rest, stdout)
 	case "help", "-h", "-help", "--help":
-		if len(rest) > 0 {
+		// "help SUB" is "SUB --help"; help of help is this usage.
+		if len(rest) > 0 && !slices.Contains([]string{"help", "-h", "-help", "--help"}, rest[0]) {
 			return elect(ctx, []string{rest[0], "--help"}, stdout, stderr)
 		}
 		fmt.Fprint(stdout, topUsage)

@@ -26,10 +26,15 @@ form
   migrate+PHASE://?old=<old URL, percent-encoded>&new=<new URL, percent-encoded>
 
 where PHASE is old, both, new or done (runbook steps 1 to 4); 'elect migrate
-url' prints it. 'elect status' with such a URL shows the phase, the marker,
-and who leads on each store. 'elect migrate cleanup' is step 4: it removes
-the "migrated" marker and the old store's keys; run it once every replica
-runs in phase done.
+url' prints it, after checking both URLs (their schemes and hosts, and that
+they name two different stores; PHASE in any case). 'elect status' with such
+a URL shows the phase, the marker, who holds each store and who leads, in
+every phase. 'elect migrate cleanup' is step 4: once every replica runs in
+phase done, it removes the "migrated" marker from the old store, and nothing
+else (a fencing counter stays, so tokens keep rising); it refuses (exit 2)
+when the old store's holder is a candidate, not the marker (runbook step 3
+has not run), or when there is no marker to remove. Replicas may keep the
+phase-done URL, old store included, after cleanup.
 `
 
 // migrateConfig holds the settings of elect migrate.
@@ -89,7 +94,11 @@ func migrateURL(c *migrateConfig, stdout io.Writer) error {
 		q.Set("old", c.oldURL)
 	}
 	q.Set("new", c.newURL)
-	fmt.Fprintf(stdout, "%s%v://?%s\n", migrate.SchemePrefix, p, q.Encode())
+	u := fmt.Sprintf("%s%v://?%s", migrate.SchemePrefix, p, q.Encode())
+	if err := migrate.CheckURL(u); err != nil {
+		return exitf(exitUsage, "migrate url: %v", err)
+	}
+	fmt.Fprintln(stdout, u)
 	return nil
 }
 
@@ -106,16 +115,32 @@ func migrateCleanup(ctx context.Context, c *migrateConfig, stdout io.Writer) err
 	if !ok {
 		return exitf(exitUsage, "migrate cleanup: --backend: want a migrate+done://?old=..&new=.. URL")
 	}
-	switch err := mb.Cleanup(ctx, c.election); {
+	cl, err := mb.Cleanup(ctx, c.election)
+	switch {
+	case errors.Is(err, migrate.ErrNotMarked):
+		return exitf(exitUsage, "migrate cleanup: %v; nothing was changed", err)
 	case errors.Is(err, backend.ErrInvalid):
 		return exitf(exitUsage, "migrate cleanup: %v", err)
 	case errors.Is(err, context.DeadlineExceeded):
-		return exitf(exitBackend, "migrate cleanup: no answer from the backends within --timeout %v: %v", c.timeout, err)
+		return exitf(exitBackend, "migrate cleanup: no answer from the backends within --timeout %v: %v%s", c.timeout, err, partly(cl))
 	case err != nil:
-		return exitf(exitBackend, "migrate cleanup: %v", err)
+		return exitf(exitBackend, "migrate cleanup: %v%s", err, partly(cl))
 	}
-	fmt.Fprintf(stdout, "removed the migrated marker of %q and its keys from the old store\n", c.election)
+	if cl.Marker.IsZero() {
+		fmt.Fprintf(stdout, "removed what an interrupted cleanup left of the migrated marker of %q on the old store (no quorum of it remained); nothing else was changed\n", c.election)
+		return nil
+	}
+	fmt.Fprintf(stdout, "removed the migrated marker %q (token %d) of %q from the old store; nothing else was changed (a fencing counter the store keeps stays, so tokens keep rising)\n",
+		cl.Marker.Identity, cl.Marker.Token, c.election)
 	return nil
+}
+
+// partly says what a failed cleanup removed before it failed.
+func partly(cl migrate.Cleaned) string {
+	if cl.Removed {
+		return " (the marker was removed from part of the old store; run cleanup again to finish)"
+	}
+	return ""
 }
 
 // sideJSON is the JSON form of one store's holder in elect status.
@@ -128,11 +153,12 @@ type sideJSON struct {
 // migrationJSON is the JSON form of elect status for a migrate URL.
 type migrationJSON struct {
 	holderJSON
-	Phase  string    `json:"phase"`
-	Step   int       `json:"step"`
-	Marked bool      `json:"marked"`
-	Old    *sideJSON `json:"old,omitempty"`
-	New    sideJSON  `json:"new"`
+	Phase        string    `json:"phase"`
+	Step         int       `json:"step"`
+	Marked       bool      `json:"marked"`
+	OldCandidate bool      `json:"old_candidate,omitempty"`
+	Old          *sideJSON `json:"old,omitempty"`
+	New          sideJSON  `json:"new"`
 }
 
 func side(h backend.Holder, err error) sideJSON {
@@ -152,8 +178,27 @@ func (s sideJSON) String() string {
 	return fmt.Sprintf("%s (token %d)", s.Identity, s.Token)
 }
 
+// markerState says in words what the old store's marker means in s's
+// phase; hasOld tells whether the URL names the old store.
+func markerState(s migrate.Status, hasOld bool) string {
+	switch {
+	case !hasOld:
+		return "not read (this URL names no old store)"
+	case s.OldErr != nil:
+		return "unknown (the old store could not be read)"
+	case s.Marked:
+		return "written (step 3 done: old-only replicas cannot lead)"
+	case s.OldCandidate:
+		return "absent, and a candidate holds the old store: a replica runs on the old store alone beside the new one; stop it"
+	case s.Phase == migrate.PhaseDone:
+		return "absent (removed by cleanup; the new store alone orders terms)"
+	}
+	return "absent (steps 1-2, or step 3 before a phase-new replica led)"
+}
+
 // migrationStatus prints the status of a migrating election: its phase,
-// the marker, each store's holder and the leader as a fence sees it.
+// the marker, each store's holder and the leader as a fence sees it. It
+// exits 3 when a store the leader depends on could not be read.
 func migrationStatus(ctx context.Context, w io.Writer, c *statusConfig, b *migrate.Backend) error {
 	s, err := b.Status(ctx, c.election)
 	switch {
@@ -162,12 +207,14 @@ func migrationStatus(ctx context.Context, w io.Writer, c *statusConfig, b *migra
 	case err != nil:
 		return exitf(exitBackend, "status: %v", err)
 	}
+	hasOld := s.HasOld
 	j := migrationJSON{
 		holderJSON: holderJSON{Time: time.Now().UTC().Format(time.RFC3339Nano), Election: c.election,
 			Leader: !s.Leader.IsZero(), Identity: s.Leader.Identity, Token: s.Leader.Token},
-		Phase: s.Phase.String(), Step: s.Phase.Step(), Marked: s.Marked, New: side(s.New, s.NewErr),
+		Phase: s.Phase.String(), Step: s.Phase.Step(), Marked: s.Marked, OldCandidate: s.OldCandidate,
+		New: side(s.New, s.NewErr),
 	}
-	if s.Phase != migrate.PhaseDone {
+	if hasOld {
 		o := side(s.Old, s.OldErr)
 		j.Old = &o
 	}
@@ -175,22 +222,24 @@ func migrationStatus(ctx context.Context, w io.Writer, c *statusConfig, b *migra
 		out, _ := json.Marshal(j)
 		fmt.Fprintf(w, "%s\n", out)
 	} else {
-		marker := "absent (steps 1-2, or step 3 before a phase-new replica led)"
-		if s.Marked {
-			marker = "written (step 3 done: old-only replicas cannot lead)"
-		}
-		fmt.Fprintf(w, "migration of %q: this URL's phase %v (runbook step %d); marker %s\n", c.election, s.Phase, s.Phase.Step(), marker)
+		fmt.Fprintf(w, "migration of %q: this URL's phase %v (runbook step %d); marker %s\n", c.election, s.Phase, s.Phase.Step(), markerState(s, hasOld))
 		if j.Old != nil {
 			fmt.Fprintf(w, "  old store: %v\n", j.Old)
 		}
 		fmt.Fprintf(w, "  new store: %v\n", j.New)
-		if s.Leader.IsZero() {
-			fmt.Fprintf(w, "no leader of %q in phase %v\n", c.election, s.Phase)
-		} else {
+		switch {
+		case s.Err() != nil:
+			fmt.Fprintf(w, "leader of %q unknown: the %v\n", c.election, s.Err())
+		case s.Leader.IsZero():
+			fmt.Fprintf(w, "no leader of %q\n", c.election)
+		default:
 			fmt.Fprintf(w, "leader of %q: %s (token %d)\n", c.election, s.Leader.Identity, s.Leader.Token)
 		}
 	}
-	if s.Leader.IsZero() {
+	switch {
+	case s.Err() != nil:
+		return &exitError{code: exitBackend}
+	case s.Leader.IsZero():
 		return &exitError{code: exitNoLeader}
 	}
 	return nil

@@ -24,8 +24,10 @@ const statusHead = `Usage: elect status [flags]
 Print the current leader of the election: its identity, fencing token and
 the time its lease has left (when the backend tells). With a migrate+PHASE://
 URL, also the phase, whether the "migrated" marker is written, and the
-holder on each store (see 'elect help migrate'). Exit 0 when there is
-a leader, 1 when there is none, 3 when the backend cannot be reached.
+holder on each store (see 'elect help migrate'); the leader is the one a
+fence sees in every phase. Exit 0 when there is a leader, 1 when there is
+none, 3 when the backend (with a migrate URL: a store the leader depends on)
+cannot be reached.
 `
 
 const watchHead = `Usage: elect watch [flags]

@@ -62,6 +62,10 @@ func TestHelp(t *testing.T) {
 		"help status":    {"Usage: elect status", "--json", "[ELECT_TIMEOUT, default 5s]"},
 		"watch -h":       {"Usage: elect watch"},
 		"help run extra": {"Usage: elect run"},
+		// help of help is the top usage, not a recursion without end.
+		"help --help": {"elect run", "Exit codes:"},
+		"help -h":     {"elect run", "Exit codes:"},
+		"--help help": {"elect run", "Exit codes:"},
 	} {
 		code, out := runElect(t, nil, strings.Fields(args)...)
 		if code != 0 {

@@ -234,7 +234,7 @@ func cleanup(ctx context.Context, b backend.Backend, cfg config) error {
 	if !ok {
 		return fmt.Errorf("-cleanup: -url %q is not a migrate URL", cfg.url)
 	}
-	if err := mb.Cleanup(ctx, cfg.election); err != nil {
+	if _, err := mb.Cleanup(ctx, cfg.election); err != nil {
 		return err
 	}
 	u, err := url.Parse(cfg.url)
