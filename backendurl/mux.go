@@ -90,19 +90,38 @@ func (m *Mux) ValidScheme(scheme string) bool {
 // apart from the rest (an unencoded '/', '?', '#' or '@' in a password, so
 // that an '@' follows the host list) is refused without being quoted.
 func (m *Mux) Open(ctx context.Context, rawURL string) (backend.Backend, io.Closer, error) {
+	u, err := m.parse(rawURL)
+	if err != nil {
+		return nil, nil, err
+	}
+	return m.openURL(ctx, u)
+}
+
+// Parse parses rawURL as [Open] reads it, without opening anything: Host
+// holds the host list as written ("h1:1,h2:2", which url.Parse refuses),
+// User the credentials. It refuses what Open refuses before it looks at the
+// scheme's Opener: no "://", a malformed scheme, a '#', an '@' after the
+// host list, a malformed user name or password. Its errors never show the
+// credentials. An Opener that reads a URL nested in its own (as
+// migrate+<phase>:// does) parses it with Parse, so that both are read by
+// one grammar.
+func Parse(rawURL string) (*url.URL, error) { return defaultMux.parse(rawURL) }
+
+// parse is [Parse]; its errors list m's schemes.
+func (m *Mux) parse(rawURL string) (*url.URL, error) {
 	scheme, rest, ok := strings.Cut(rawURL, "://")
 	switch {
 	case !ok:
 		// The input is not echoed: without "://" nothing tells where its
 		// credentials end.
-		return nil, nil, fmt.Errorf("backendurl: the URL has no \"://\", so it is not a backend URL; want scheme://host:port[,host:port...] with a scheme among %s", m.schemeList())
+		return nil, fmt.Errorf("backendurl: the URL has no \"://\", so it is not a backend URL; want scheme://host:port[,host:port...] with a scheme among %s", m.schemeList())
 	case !schemeRE.MatchString(strings.ToLower(scheme)) && strings.ContainsAny(scheme, ":/@"):
 		// Credentials typed before a stray "://" would be in it.
-		return nil, nil, fmt.Errorf("backendurl: the scheme, before \"://\", is malformed (a ':', '/' or '@' in it); want one of %s", m.schemeList())
+		return nil, fmt.Errorf("backendurl: the scheme, before \"://\", is malformed (a ':', '/' or '@' in it); want one of %s", m.schemeList())
 	case !schemeRE.MatchString(strings.ToLower(scheme)):
-		return nil, nil, fmt.Errorf("backendurl: scheme %q is malformed (a space or a stray character?); want one of %s", scheme, m.schemeList())
+		return nil, fmt.Errorf("backendurl: scheme %q is malformed (a space or a stray character?); want one of %s", scheme, m.schemeList())
 	case strings.Contains(rest, "#"):
-		return nil, nil, errors.New("backendurl: the URL has a '#': a backend URL has no fragment; percent-encode '#' in a password as %23 ('/' as %2F, '?' as %3F, '@' as %40)")
+		return nil, errors.New("backendurl: the URL has a '#': a backend URL has no fragment; percent-encode '#' in a password as %23 ('/' as %2F, '?' as %3F, '@' as %40)")
 	}
 	// The authority ends at the first '/', '?' or '#' (RFC 3986); an '@'
 	// after it may end credentials that hold one of those unencoded.
@@ -111,7 +130,7 @@ func (m *Mux) Open(ctx context.Context, rawURL string) (backend.Backend, io.Clos
 		end = len(rest)
 	}
 	if strings.Contains(rest[end:], "@") {
-		return nil, nil, errStrayAt
+		return nil, errStrayAt
 	}
 	// net/url refuses a list of hosts with ports ("h1:1,h2:2"): parse the
 	// URL with a placeholder host, then put the list back.
@@ -124,17 +143,17 @@ func (m *Mux) Open(ctx context.Context, rawURL string) (backend.Backend, io.Clos
 	if err != nil {
 		if _, nerr := url.Parse(scheme + "://placeholder" + rest[end:]); nerr == nil {
 			// The error is about the userinfo: its message would quote it.
-			return nil, nil, errors.New("backendurl: malformed user name or password: percent-encode '%' as %25, and any character other than letters, digits and -._~!$&'()*+,;=: as %XX")
+			return nil, errors.New("backendurl: malformed user name or password: percent-encode '%' as %25, and any character other than letters, digits and -._~!$&'()*+,;=: as %XX")
 		}
 		// url.Error quotes the whole URL, password included: report the cause only.
 		var ue *url.Error
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return nil, nil, fmt.Errorf("backendurl: malformed URL: %w", err)
+		return nil, fmt.Errorf("backendurl: malformed URL: %w", err)
 	}
 	u.Host = hostList
-	return m.openURL(ctx, u)
+	return u, nil
 }
 
 // OpenURL is [Mux.Open] for a parsed URL. It refuses u if it has an '@'

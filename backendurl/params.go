@@ -18,7 +18,7 @@ import (
 // scheme shares: each parameter at most once, values that parse, and no
 // parameter the Opener did not read (Finish lists the valid ones). Read every
 // parameter the scheme has, then call Finish. The first error sticks and is
-// returned by Finish.
+// returned by Finish. Errors quote values as [Redact] shows them.
 type Params struct {
 	q     url.Values
 	known []string
@@ -85,7 +85,7 @@ func (p *Params) Duration(name string) time.Duration {
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil && p.err == nil {
-		p.err = fmt.Errorf("query parameter %s=%q: want a duration such as 50ms or 10s", name, v)
+		p.err = fmt.Errorf("query parameter %s=%q: want a duration such as 50ms or 10s", name, Redact(v))
 	}
 	return d
 }
@@ -98,7 +98,7 @@ func (p *Params) Float(name string) float64 {
 	}
 	f, err := strconv.ParseFloat(v, 64)
 	if err != nil && p.err == nil {
-		p.err = fmt.Errorf("query parameter %s=%q: want a number such as 0.01", name, v)
+		p.err = fmt.Errorf("query parameter %s=%q: want a number such as 0.01", name, Redact(v))
 	}
 	return f
 }
@@ -115,7 +115,7 @@ func (p *Params) Bool(name string) bool {
 	}
 	b, err := strconv.ParseBool(v)
 	if err != nil && p.err == nil {
-		p.err = fmt.Errorf("query parameter %s=%q: want true or false", name, v)
+		p.err = fmt.Errorf("query parameter %s=%q: want true or false", name, Redact(v))
 	}
 	return b
 }
@@ -138,7 +138,7 @@ func (p *Params) Finish() error {
 	slices.Sort(unknown)
 	known := slices.Clone(p.known)
 	slices.Sort(known)
-	return fmt.Errorf("unknown query parameter %q; want one of %s", unknown[0], strings.Join(known, ", "))
+	return fmt.Errorf("unknown query parameter %q; want one of %s", Redact(unknown[0]), strings.Join(known, ", "))
 }
 
 // TLS reads the TLS parameters every TLS scheme shares — ca, cert, key (PEM
@@ -251,7 +251,7 @@ func validName(s string) bool {
 // instead.
 func NoPath(u *url.URL, hint string) error {
 	if u.Path != "" && u.Path != "/" {
-		return fmt.Errorf("unexpected path %q; %s", u.Path, hint)
+		return fmt.Errorf("unexpected path %q; %s", Redact(u.Path), hint)
 	}
 	return nil
 }

@@ -60,12 +60,18 @@ func redacted(u *url.URL) string {
 	return s
 }
 
-// redactText hides the credentials in s, the text of a URL that may be
-// malformed or not a URL at all: everything from where credentials could
-// start (after "//", or else after the first ':') to the last '@' is
-// replaced by credentialsMark, and so are the credentials of the URLs in
-// its query. Text without '@', as typed or percent-encoded, is returned
-// as is.
+// Redact returns text, a backend URL or what an error quotes of one (a
+// decoded query value, a path), with the user name and password of every
+// URL in it replaced by xxxxx, those of URLs nested in its query
+// included: everything from where credentials could start (after "//", or
+// else after the first ':') to the last '@', however malformed the URL.
+// Text without an '@', as typed or percent-encoded in a query, is returned
+// as is. An [Opener] quotes what it reads from a URL through Redact (as
+// [Params] does), so that a URL given where another value belongs does not
+// show its credentials.
+func Redact(text string) string { return redactText(text) }
+
+// redactText is [Redact].
 func redactText(s string) string {
 	if at := strings.LastIndexByte(s, '@'); at >= 0 {
 		start := 0

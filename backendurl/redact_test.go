@@ -3,6 +3,7 @@ package backendurl_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/url"
 	"strings"
@@ -10,7 +11,7 @@ import (
 
 	"github.com/leaderkit/elector/backend"
 	"github.com/leaderkit/elector/backendurl"
-	_ "github.com/leaderkit/elector/migrate" // migrate+<phase>://
+	"github.com/leaderkit/elector/migrate" // and its migrate+<phase>:// schemes
 )
 
 // The oracle of the redaction tests. The credentials of a URL are written
@@ -182,6 +183,8 @@ func nested(t *testing.T, open opener, cred, tail string) {
 		"migrate+PHASE://?old=redis%3A%2F%2Fh1&new=redis%3A%2F%2Fh2&renew_interval=INNER",
 		"migrate+PHASE://?old=redis%3A%2F%2Fh1&new=redis%3A%2F%2Fh2&epoch=INNER",
 		"migrate+PHASE://?INNER",
+		"migrate+PHASE://?old=INNER&new=INNER", // the same store twice
+		"migrate+PHASE://?old=redis%3A%2F%2Fh1&new=redis%3A%2F%2Fh2%3A0&new_name=%01INNER",
 	} {
 		for _, phase := range []string{"both", "done", "bogus"} {
 			build := func(cred string) string {
@@ -191,6 +194,10 @@ func nested(t *testing.T, open opener, cred, tail string) {
 			if got, want := open(raw), open(other); got != want {
 				t.Fatalf("the answer to a migrate URL depends on a nested URL's credentials' letters and digits, so it shows them:\n"+
 					"  Open(%q):\n    %q\n  Open(%q):\n    %q", raw, got, other, want)
+			}
+			if got, want := fmt.Sprint(migrate.CheckURL(raw)), fmt.Sprint(migrate.CheckURL(other)); got != want {
+				t.Fatalf("the answer of migrate.CheckURL depends on a nested URL's credentials' letters and digits, so it shows them:\n"+
+					"  CheckURL(%q):\n    %q\n  CheckURL(%q):\n    %q", raw, got, other, want)
 			}
 		}
 	}
@@ -255,6 +262,24 @@ func TestOpenURLRefusesStrayAt(t *testing.T) {
 		_, _, err = backendurl.DefaultMux().OpenURL(t.Context(), u)
 		if err == nil || !strings.Contains(err.Error(), "an '@' after the host list") || strings.Contains(err.Error(), tc[1]) {
 			t.Errorf("OpenURL(%q): got %v, want the '@' after the host list refused, without the password's %q", tc[0], err, tc[1])
+		}
+	}
+}
+
+// TestParse: Parse reads a URL as Open does: the host list as written,
+// the credentials in User; and refuses what Open refuses, quoting nothing
+// of the credentials.
+func TestParse(t *testing.T) {
+	u, err := backendurl.Parse("redis://u:p%2Fw@h1:1,[::1]:2/0?prefix=x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pw, _ := u.User.Password(); u.Scheme != "redis" || u.Host != "h1:1,[::1]:2" || u.User.Username() != "u" || pw != "p/w" || u.Path != "/0" || u.RawQuery != "prefix=x" {
+		t.Errorf("Parse: got %#v, want scheme redis, host list h1:1,[::1]:2, user u, password p/w, path /0, query prefix=x", u)
+	}
+	for _, raw := range []string{"redis://u:k9?x@h", "redis://u:k9@h/x@y", "redis://u:k9#x@h", "redis://u:k9%zz@h", "redis//u:k9@h"} {
+		if _, err := backendurl.Parse(raw); err == nil || strings.Contains(err.Error(), "k9") {
+			t.Errorf("Parse(%q): got %v, want an error without the password", raw, err)
 		}
 	}
 }

@@ -3,7 +3,6 @@ package migrate
 import (
 	"errors"
 	"fmt"
-	"net/url"
 	"strconv"
 	"strings"
 
@@ -32,7 +31,7 @@ const (
 // Its errors never show raw: they name the scheme at most, which holds no
 // credentials.
 func parseInner(name, raw string) (storeOf, error) {
-	scheme, rest, ok := strings.Cut(raw, "://")
+	scheme, _, ok := strings.Cut(raw, "://")
 	scheme = strings.ToLower(scheme)
 	switch {
 	case !ok:
@@ -46,22 +45,13 @@ func parseInner(name, raw string) (storeOf, error) {
 		}
 		return storeOf{}, fmt.Errorf("%w: %s: %s is not registered; want one of %s", backend.ErrInvalid, name, shown, strings.Join(innerSchemes(), ", "))
 	}
-	end := strings.IndexAny(rest, "/?#")
-	if end < 0 {
-		end = len(rest)
-	}
-	authority, tail := rest[:end], rest[end:]
-	hostList := authority
-	if i := strings.LastIndex(authority, "@"); i >= 0 {
-		hostList = authority[i+1:]
-	} else if strings.Contains(tail, "@") {
-		return storeOf{}, fmt.Errorf("%w: %s: an '@' after the host; percent-encode '/', '?' and '#' in a user name or password as %%2F, %%3F and %%23", backend.ErrInvalid, name)
-	}
-	u, err := url.Parse(scheme + "://placeholder" + tail)
+	// The grammar Open reads it with: an inner URL and the store opened
+	// for it cannot disagree, and errors show no credentials.
+	u, err := backendurl.Parse(raw)
 	if err != nil {
-		return storeOf{}, fmt.Errorf("%w: %s: malformed %s URL after the host list", backend.ErrInvalid, name, scheme)
+		return storeOf{}, fmt.Errorf("%w: %s: %w", backend.ErrInvalid, name, err)
 	}
-	u.Host = hostList
+	hostList := u.Host
 	s := storeOf{kind: scheme, hosts: map[string]bool{}}
 	var port string
 	switch scheme {

@@ -71,9 +71,9 @@ func CheckURL(raw string) error {
 	if !ok || !strings.HasPrefix(strings.ToLower(scheme), SchemePrefix) {
 		return fmt.Errorf("migrate: %w: want a %s<phase>://?old=<URL>&new=<URL> URL", backend.ErrInvalid, SchemePrefix)
 	}
-	u, err := url.Parse(raw)
+	u, err := backendurl.Parse(raw) // as Open reads it
 	if err != nil {
-		return fmt.Errorf("migrate: %w: malformed %s URL; want %s<phase>://?old=<URL>&new=<URL>, each inner URL percent-encoded", backend.ErrInvalid, SchemePrefix, SchemePrefix)
+		return fmt.Errorf("migrate: %w: %w", backend.ErrInvalid, err)
 	}
 	if _, err := parseURL(u, true); err != nil {
 		if !errors.Is(err, backend.ErrInvalid) {
@@ -112,7 +112,7 @@ func parseURL(u *url.URL, strict bool) (migrateURL, error) {
 	if e := p.String("epoch"); e != "" {
 		n, err := strconv.ParseUint(e, 10, 16)
 		if err != nil || n >= MaxEpoch {
-			return migrateURL{}, fmt.Errorf("%w: query parameter epoch=%q; want an integer from 0 to %d", backend.ErrInvalid, e, MaxEpoch-1)
+			return migrateURL{}, fmt.Errorf("%w: query parameter epoch=%q; want an integer from 0 to %d", backend.ErrInvalid, backendurl.Redact(e), MaxEpoch-1)
 		}
 		m.opts.Epoch = uint16(n)
 	}
@@ -138,7 +138,7 @@ func parseURL(u *url.URL, strict bool) (migrateURL, error) {
 	}
 	if strict {
 		if err := backend.ValidateIdentity(MarkerPrefix + m.opts.NewName); err != nil {
-			return migrateURL{}, fmt.Errorf("%w: new_name %q: %v", backend.ErrInvalid, m.opts.NewName, err)
+			return migrateURL{}, fmt.Errorf("%w: new_name %q: %s", backend.ErrInvalid, backendurl.Redact(m.opts.NewName), backendurl.Redact(err.Error()))
 		}
 	}
 	return m, nil
