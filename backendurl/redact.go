@@ -22,8 +22,9 @@ import (
 //     URL.User, and an error quotes the URL only as redacted shows it.
 //   - A URL nested in another one's path or query, percent-encoded (as
 //     migrate+<phase>:// URLs hold theirs), has its credentials hidden
-//     wherever the outer URL or an Opener's message quotes it (see
-//     hideNested).
+//     wherever the outer URL or an Opener's message quotes it: Params and
+//     the Openers quote values through Redact, and hideNested catches the
+//     Opener that does not.
 
 // credentialsMark replaces hidden credentials.
 const credentialsMark = "xxxxx"

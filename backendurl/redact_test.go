@@ -172,8 +172,9 @@ func TestOpenShowsNoCredentialByte(t *testing.T) {
 
 // nested checks the URL "redis://" + cred + "@" + tail nested in migrate
 // URLs, percent-encoded, in the parameters and positions a user could put
-// it. Each shape fails whatever the inner URL (the new URL's port 0, an
-// unknown parameter...): a migrate backend that opens contacts its stores.
+// it, through Open and migrate.CheckURL. Each shape fails whatever the
+// inner URL (the new URL's port 0, an unknown parameter...): a migrate
+// backend that opens contacts its stores.
 func nested(t *testing.T, open opener, cred, tail string) {
 	t.Helper()
 	for _, shape := range []string{
@@ -184,7 +185,8 @@ func nested(t *testing.T, open opener, cred, tail string) {
 		"migrate+PHASE://?old=redis%3A%2F%2Fh1&new=redis%3A%2F%2Fh2&epoch=INNER",
 		"migrate+PHASE://?INNER",
 		"migrate+PHASE://?old=INNER&new=INNER", // the same store twice
-		"migrate+PHASE://?old=redis%3A%2F%2Fh1&new=redis%3A%2F%2Fh2%3A0&new_name=%01INNER",
+		// Valid for CheckURL up to new_name; Open fails on old's node_timeout.
+		"migrate+PHASE://?old=redis%3A%2F%2Fh1%3Fnode_timeout%3Dx&new=redis%3A%2F%2Fh2&new_name=%01INNER",
 	} {
 		for _, phase := range []string{"both", "done", "bogus"} {
 			build := func(cred string) string {
