@@ -3,6 +3,8 @@ package migrate
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -136,7 +138,8 @@ func checkSides(oldURL, newURL string, strict bool) error {
 		}
 	}
 	if len(stores) == 2 && stores[0].kind == stores[1].kind && stores[0].space == stores[1].space {
-		for h := range stores[0].hosts {
+		// In order: the same URLs give the same message.
+		for _, h := range slices.Sorted(maps.Keys(stores[0].hosts)) {
 			if stores[1].hosts[h] {
 				return fmt.Errorf("%w: old and new name the same store (%s server %s, the same key space): a candidate would hold the old lease and wait for ever behind it on the new side; want the new store's URL", backend.ErrInvalid, stores[0].kind, h)
 			}
