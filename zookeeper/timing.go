@@ -95,11 +95,11 @@ func MinSafeTTL(tickTime time.Duration, syncLimit int) time.Duration {
 // checkTTL refuses a TTL too short for the timing, naming the numbers and
 // the ways out.
 func (t Timing) checkTTL(ttl time.Duration) error {
-	if min := t.MinTTL(); ttl < min {
-		return fmt.Errorf("%w: TTL %v is below %v, the shortest this ensemble allows (syncLimit %d × tickTime %v, %s): "+
+	if floor := t.MinTTL(); ttl < floor {
+		return fmt.Errorf("%w: TTL %v is below %v, the shortest this ensemble allows (%v): "+
 			"a follower answers for up to syncLimit × tickTime after its leader last counted a session, so a lease's Deadline trails its last answer by %v; "+
 			"campaign with a TTL of at least %v, or run the ensemble with (syncLimit + 1) × tickTime at most %v%s",
-			backend.ErrInvalid, ttl, min, t.SyncLimit, t.TickTime, t.Source, t.ReportLag(), min,
+			backend.ErrInvalid, ttl, floor, t, t.ReportLag(), floor,
 			(time.Duration(float64(ttl)/minTTLFactor) - reportSlack).Truncate(time.Millisecond), t.hint())
 	}
 	return nil
@@ -113,7 +113,7 @@ func (t Timing) hint() string {
 	return " and tell the Backend (Options.TickTime and Options.SyncLimit, or let the servers answer the conf four-letter word: 4lw.commands.whitelist=srvr,conf)"
 }
 
-const sourceAssumed = "assumed: no server answered the conf four-letter word; ZooKeeper's sample configuration"
+const sourceAssumed = "assumed (ZooKeeper's sample configuration; no server answered the conf four-letter word)"
 
 // Timing returns the ensemble timing b's Deadlines rest on: the one
 // [Options.TickTime] and [Options.SyncLimit] state, or else the one the
@@ -251,4 +251,22 @@ func conf(ctx context.Context, addr string, dial func(network, addr string, time
 		a.err = fmt.Errorf("conf on %s: no answer: %v", addr, sc.Err())
 	}
 	return a
+}
+
+var _ backend.TTLFloor = (*Backend)(nil)
+
+// MinTTL implements [backend.TTLFloor]: [MinSafeTTL] of the ensemble's
+// [Backend.Timing] (at least [MinTTL]), and that timing in words.
+func (b *Backend) MinTTL(ctx context.Context) (time.Duration, string, error) {
+	t, err := b.Timing(ctx)
+	if err != nil {
+		return 0, "", err
+	}
+	return max(t.MinTTL(), MinTTL), t.String(), nil
+}
+
+// String describes the timing in words, for example "syncLimit 5 ×
+// tickTime 2s, conf of zk1:2181".
+func (t Timing) String() string {
+	return fmt.Sprintf("syncLimit %d × tickTime %v, %s", t.SyncLimit, t.TickTime, t.Source)
 }

@@ -144,3 +144,21 @@ func TestTimingOptionsValidated(t *testing.T) {
 		}
 	}
 }
+
+// TestMinTTLReportsTheFloor checks backend.TTLFloor: the floor Campaign
+// enforces, and the timing it follows from.
+func TestMinTTLReportsTheFloor(t *testing.T) {
+	b, err := New(testenv.ZKServers(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	var f backend.TTLFloor = b
+	floor, why, err := f.MinTTL(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if floor != 1750*time.Millisecond || !strings.HasPrefix(why, "syncLimit 5 × tickTime 100ms, conf of 127.0.0.1:") {
+		t.Fatalf("MinTTL: got %v, %q; want 1.75s for syncLimit 5 × tickTime 100ms, read with conf", floor, why)
+	}
+}
