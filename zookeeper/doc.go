@@ -138,7 +138,7 @@
 // by the session's handshake (the leader makes or revalidates the session),
 // or one followed by the answer, on the same connection, to a request sent
 // at least a report lag after the first answer arrived: the ensemble's
-// ([Timing.ReportLag], (syncLimit + 1) × tickTime + 100 ms), or TTL/4 if
+// [Timing.ReportLag], (syncLimit + 1) × tickTime + 100 ms, or TTL/4 if
 // longer. A server counts a request from when it receives it, which is
 // later, so a leader cut off from the ensemble reaches its Deadline before
 // its session can expire. The basis trails the newest answer by the report
@@ -146,10 +146,9 @@
 // a request of its own when it has had no answer for a twelfth of its
 // timeout), so the Deadline stays about TTL × 11/12 less the report lag
 // ahead, which is why Campaign refuses a TTL below [MinSafeTTL] (see
-// Safety). A lease says so to the Elector
-// (its Deadline trails its proof), which then renews it once per
-// RenewInterval, on a grid shared by the Electors of the process, rather
-// than whenever the Deadline looks due. go-zookeeper drops a connection
+// Safety). A lease says so to the Elector (its Deadline trails its proof),
+// which then renews it once per RenewInterval, on a grid shared by the
+// Electors of the process, rather than whenever the Deadline looks due. go-zookeeper drops a connection
 // silent for two thirds of the session timeout, so the default policy
 // steps down at the latest two thirds of a TTL after the last answer.
 //
