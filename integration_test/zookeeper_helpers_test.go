@@ -1,11 +1,11 @@
 package integration_test
 
 import (
-	"flag"
 	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"flag"
 	"io"
 	"net"
 	"strings"
