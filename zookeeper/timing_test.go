@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leaderkit/elector"
 	"github.com/leaderkit/elector/backend"
 	"github.com/leaderkit/elector/internal/testenv"
 )
@@ -87,6 +88,17 @@ func TestStockEnsembleRefusesShortTTLs(t *testing.T) {
 	}
 	if n := b.sessionCount(); n != 0 {
 		t.Fatalf("sessions after the refusal: got %d, want 0", n)
+	}
+	// An Elector with the default TTL (15s) stops at its first Campaign
+	// with the refusal, rather than lead unsafely.
+	e, err := elector.New(b, election, &elector.Options{OnElected: func(context.Context, elector.Term) {
+		t.Error("elected on a stock ensemble with a 15s TTL")
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Run(ctx); !errors.Is(err, backend.ErrInvalid) || !strings.Contains(err.Error(), "TTL 15s is below 30.25s") {
+		t.Fatalf("Run with the default TTL: got %v, want the driver's refusal", err)
 	}
 	l, err := b.Campaign(ctx, backend.Candidate{Election: election, Identity: "alice", TTL: MinSafeTTL(2*time.Second, 5)})
 	if err != nil {
