@@ -44,8 +44,9 @@
 #              client certificate required
 #   zk    5-7  ensemble, client 127.0.0.1:21815-21817, ZooKeeper's stock timing and
 #              session timeouts (zoo_sample.cfg, as Debian ships it: tickTime 2000,
-#              initLimit 10, syncLimit 5; sessions 4-40 s; four-letter word srvr
-#              only, so clients cannot read the timing)
+#              initLimit 10, syncLimit 5; sessions 4-40 s); four-letter words srvr
+#              (the default whitelist) and wchp (the benchmarks count watches), not
+#              conf, so clients cannot read the timing
 #
 # TLS material (a CA, server and client certificates, EC P-256) is made with
 # openssl into <state dir>/<kind>/tls when a TLS node first starts.
@@ -583,7 +584,7 @@ zk_launch() { # zk_launch N
 			printf '%s\n' "tickTime=$ZK_TICK_MS" "initLimit=$ZK_INIT_LIMIT" "syncLimit=$ZK_SYNC_LIMIT" \
 				minSessionTimeout=1000 maxSessionTimeout=30000 '4lw.commands.whitelist=*'
 		else # stock: zoo_sample.cfg's timing and ZooKeeper's default session range
-			printf '%s\n' tickTime=2000 initLimit=10 syncLimit=5
+			printf '%s\n' tickTime=2000 initLimit=10 syncLimit=5 4lw.commands.whitelist=srvr,wchp
 		fi
 		printf '%s\n' "dataDir=$dir/data" "clientPortAddress=$HOST" "clientPort=$port" admin.enableServer=false
 		for i in $(zk_members "$n"); do printf 'server.%d=%s:%d:%d\n' "$i" "$HOST" $((21820 + OFF + i)) $((21830 + OFF + i)); done
