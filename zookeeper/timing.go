@@ -230,7 +230,9 @@ func conf(ctx context.Context, addr string, dial func(network, addr string, time
 	}
 	sc := bufio.NewScanner(c)
 	got := false
-	for sc.Scan() {
+	// Stop at syncLimit, which follows tickTime: a proxy in between may
+	// keep the connection open after the server closed its end.
+	for a.syncLimit == 0 && sc.Scan() {
 		got = true
 		k, v, ok := strings.Cut(strings.TrimSpace(sc.Text()), "=")
 		if !ok {

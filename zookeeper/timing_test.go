@@ -3,7 +3,10 @@ package zookeeper
 import (
 	"context"
 	"errors"
+	"io"
+	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -172,5 +175,60 @@ func TestMinTTLReportsTheFloor(t *testing.T) {
 	}
 	if floor != 1750*time.Millisecond || !strings.HasPrefix(why, "syncLimit 5 × tickTime 100ms, conf of 127.0.0.1:") {
 		t.Fatalf("MinTTL: got %v, %q; want 1.75s for syncLimit 5 × tickTime 100ms, read with conf", floor, why)
+	}
+}
+
+// TestTimingThroughProxy checks that the timing is read through a proxy
+// that keeps the client's connection open after the server closed its
+// end (as elect's tests and some load balancers do).
+func TestTimingThroughProxy(t *testing.T) {
+	target := testenv.ZKServers(t)[0]
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns []net.Conn
+	var mu sync.Mutex
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			mu.Lock()
+			conns = append(conns, c, s)
+			mu.Unlock()
+			go io.Copy(s, c)
+			go io.Copy(c, s) // and never closes c
+		}
+	}()
+	defer func() {
+		ln.Close()
+		<-done
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+	}()
+	b, err := New([]string{ln.Addr().String()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	start := time.Now()
+	got, err := b.Timing(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.TickTime != 100*time.Millisecond || got.SyncLimit != 5 {
+		t.Fatalf("Timing through a proxy: got %+v after %v, want tickTime 100ms, syncLimit 5 from conf", got, time.Since(start))
 	}
 }
