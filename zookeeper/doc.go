@@ -277,17 +277,17 @@
 // see proves that the leader counted it: only a session handshake does
 // (the leader makes or revalidates the session). A follower keeps serving
 // while it hears from its leader at least every syncLimit × tickTime (its
-// read timeout, set in Learner.syncWithLeader), so a paused leader, or a follower
-// cut off from a running one, leaves the follower answering for up to that
-// long with nothing counted, and the leader then expires the session by
-// its own last count. Hence the report lag: a follower that answered a
-// request sent (syncLimit + 1) × tickTime + 100 ms after an earlier answer
-// arrived had heard from its leader at most syncLimit × tickTime before,
-// so the leader still ran a tick and 100 ms after that earlier answer:
-// long enough to ping the follower and read its reply. With a TTL of at
-// least [MinSafeTTL], the
-// session also outlives any leader pause its followers ride out, so a
-// resumed leader counts the follower's report before the session is due.
+// read timeout, set in Learner.syncWithLeader), so a paused leader, or a
+// follower cut off from a running one, leaves the follower answering for
+// up to that long with nothing counted, and the leader then expires the
+// session by its own last count. Hence the report lag: a follower that
+// answered a request sent (syncLimit + 1) × tickTime + 100 ms after an
+// earlier answer arrived had heard from its leader at most syncLimit ×
+// tickTime before, so the leader still ran a tick and 100 ms after that
+// earlier answer: long enough to ping the follower and read its reply.
+// With a TTL of at least [MinSafeTTL], the session also outlives any
+// leader pause its followers ride out, so a resumed leader counts the
+// follower's report before the session is due.
 // On ZooKeeper's sample configuration that is a TTL of 30.25s or more;
 // Campaign refuses a shorter one with an error naming the numbers. Sources
 // (ZooKeeper 3.8.4; 3.5.5 to 3.9.5 forward and time out alike), under
