@@ -38,9 +38,15 @@
 #   etcd  5    single member, client https://127.0.0.1:23795 (client-cert TLS), peer
 #              23805; its server certificate names only DNS:etcd.internal, so a
 #              client must set the TLS server name
-#   zk    1-3  ensemble, client 127.0.0.1:21811-21813
+#   zk    1-3  ensemble, client 127.0.0.1:21811-21813, fast timing (tickTime 100 ms,
+#              syncLimit 5; ELECTOR_ZK_* below), session timeouts 1-30 s
 #   zk    4    standalone, TLS only (Netty secureClientPort) on 127.0.0.1:21814,
 #              client certificate required
+#   zk    5-7  ensemble, client 127.0.0.1:21815-21817, ZooKeeper's stock timing and
+#              session timeouts (zoo_sample.cfg, as Debian ships it: tickTime 2000,
+#              initLimit 10, syncLimit 5; sessions 4-40 s); four-letter words srvr
+#              (the default whitelist) and wchp (the benchmarks count watches), not
+#              conf, so clients cannot read the timing
 #
 # TLS material (a CA, server and client certificates, EC P-256) is made with
 # openssl into <state dir>/<kind>/tls when a TLS node first starts.
@@ -55,7 +61,7 @@ STATE=${ELECTOR_STATE_DIR:-/tmp/elector-servers}
 HOST=127.0.0.1
 # OFF shifts every port below, so that a second set of servers (another
 # ELECTOR_STATE_DIR) can run beside the first: ELECTOR_PORT_OFFSET=100 puts
-# Redis on 7101-7107, etcd on 23891-23895 and ZooKeeper on 21911-21914.
+# Redis on 7101-7107, etcd on 23891-23895 and ZooKeeper on 21911-21917.
 OFF=${ELECTOR_PORT_OFFSET:-0}
 [[ $OFF =~ ^[0-9]+$ ]] && ((OFF % 100 == 0 && OFF < 1000)) || {
 	printf 'servers.sh: error: ELECTOR_PORT_OFFSET must be a multiple of 100 below 1000, got %q\n' "$OFF" >&2
@@ -63,15 +69,17 @@ OFF=${ELECTOR_PORT_OFFSET:-0}
 }
 START_TIMEOUT=${ELECTOR_START_TIMEOUT:-60} # seconds a kind may take to become ready
 STOP_GRACE=${ELECTOR_STOP_GRACE:-5}        # seconds between SIGTERM and SIGKILL
-# The ZooKeeper ensemble's timing, read when a node (re)starts. The zookeeper
-# driver's Deadline assumes syncLimit × tickTime below the Elector's
-# SafetyMargin (zookeeper/doc.go, # Safety): a paused leader expires the
-# sessions its followers kept answering for that long. The defaults (5 s)
-# keep a loaded CI machine's ensemble stable; scripts/chaos.sh sets 100 ms ×
-# 3 = 300 ms, below the 400 ms margin of its 2 s TTL.
-ZK_TICK_MS=${ELECTOR_ZK_TICK_MS:-500}
-ZK_SYNC_LIMIT=${ELECTOR_ZK_SYNC_LIMIT:-10}
-ZK_INIT_LIMIT=${ELECTOR_ZK_INIT_LIMIT:-20}
+# The timing of ZooKeeper ensemble 1-3, read when a node (re)starts. The
+# zookeeper driver refuses a TTL below 2.5 × ((syncLimit + 1) × tickTime +
+# 100 ms) (zookeeper.MinSafeTTL; zookeeper/doc.go, # Safety): a follower
+# keeps answering its clients for syncLimit × tickTime after its leader last
+# counted them. The tests campaign with TTLs of 2 s, which needs (syncLimit
+# + 1) × tickTime at most 0.7 s: 100 ms × 5 (1.75 s). The stock timing
+# (2000 ms × 5) needs 30.25 s; ensemble 5-7 runs it, for the tests of what
+# a stock ensemble allows.
+ZK_TICK_MS=${ELECTOR_ZK_TICK_MS:-100}
+ZK_SYNC_LIMIT=${ELECTOR_ZK_SYNC_LIMIT:-5}
+ZK_INIT_LIMIT=${ELECTOR_ZK_INIT_LIMIT:-100}
 for v in ZK_TICK_MS ZK_SYNC_LIMIT ZK_INIT_LIMIT; do
 	[[ ${!v} =~ ^[1-9][0-9]*$ ]] || {
 		printf 'servers.sh: error: ELECTOR_%s must be a positive integer, got %q\n' "$v" "${!v}" >&2
@@ -253,7 +261,7 @@ nodes_of() { # all node numbers of a kind
 	case $1 in
 	redis) echo 1 2 3 4 5 6 7 ;;
 	etcd) echo 1 2 3 4 5 ;;
-	zk) echo 1 2 3 4 ;;
+	zk) echo 1 2 3 4 5 6 7 ;;
 	esac
 }
 
@@ -572,11 +580,14 @@ zk_launch() { # zk_launch N
 	fi
 	[[ -e $dir/data/myid ]] || echo "$n" >"$dir/data/myid"
 	{
-		printf '%s\n' "tickTime=$ZK_TICK_MS" "initLimit=$ZK_INIT_LIMIT" "syncLimit=$ZK_SYNC_LIMIT" \
-			minSessionTimeout=1000 maxSessionTimeout=30000 \
-			"dataDir=$dir/data" "clientPortAddress=$HOST" "clientPort=$port"
-		for i in 1 2 3; do printf 'server.%d=%s:%d:%d\n' "$i" "$HOST" $((21820 + OFF + i)) $((21830 + OFF + i)); done
-		printf '%s\n' '4lw.commands.whitelist=*' admin.enableServer=false
+		if ((n <= 3)); then
+			printf '%s\n' "tickTime=$ZK_TICK_MS" "initLimit=$ZK_INIT_LIMIT" "syncLimit=$ZK_SYNC_LIMIT" \
+				minSessionTimeout=1000 maxSessionTimeout=30000 '4lw.commands.whitelist=*'
+		else # stock: zoo_sample.cfg's timing and ZooKeeper's default session range
+			printf '%s\n' tickTime=2000 initLimit=10 syncLimit=5 4lw.commands.whitelist=srvr,wchp
+		fi
+		printf '%s\n' "dataDir=$dir/data" "clientPortAddress=$HOST" "clientPort=$port" admin.enableServer=false
+		for i in $(zk_members "$n"); do printf 'server.%d=%s:%d:%d\n' "$i" "$HOST" $((21820 + OFF + i)) $((21830 + OFF + i)); done
 	} >"$dir/zoo.cfg"
 	spawn zk "$n" java -Xms128m -Xmx128m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
 		-Djava.net.preferIPv4Stack=true "${ZK_LOG_FLAGS[@]}" -cp "$ZK_CLASSPATH" \
@@ -602,6 +613,10 @@ zk_tls_launch() {
 	spawn zk 4 java -Xms64m -Xmx128m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
 		-Djava.net.preferIPv4Stack=true "${ZK_LOG_FLAGS[@]}" -cp "$ZK_TLS_CLASSPATH" \
 		org.apache.zookeeper.server.quorum.QuorumPeerMain "$dir/zoo.cfg"
+}
+
+zk_members() { # zk_members N prints the nodes of N's ensemble
+	if (($1 <= 3)); then echo 1 2 3; else echo 5 6 7; fi
 }
 
 zk_4lw() { # zk_4lw N WORD prints the server's answer
@@ -640,6 +655,7 @@ zk_env() {
 	env_line ELECTOR_ZK_TLS_CA "$tls/ca.crt"
 	env_line ELECTOR_ZK_TLS_CERT "$tls/client.crt"
 	env_line ELECTOR_ZK_TLS_KEY "$tls/client.key"
+	env_line ELECTOR_ZK_STOCK_SERVERS "$HOST:$(zk_client_port 5),$HOST:$(zk_client_port 6),$HOST:$(zk_client_port 7)"
 }
 
 # ---------------------------------------------------------------- commands
@@ -659,7 +675,7 @@ ports_of() { # every port a kind listens on
 	redis) for n in $(nodes_of redis); do redis_port "$n"; done ;;
 	etcd) for n in 1 2 3 4 5; do etcd_client_port "$n" && etcd_peer_port "$n"; done ;;
 	zk)
-		for n in 1 2 3; do zk_client_port "$n" && echo $((21820 + OFF + n)) $((21830 + OFF + n)); done
+		for n in 1 2 3 5 6 7; do zk_client_port "$n" && echo $((21820 + OFF + n)) $((21830 + OFF + n)); done
 		zk_client_port 4
 		;;
 	esac

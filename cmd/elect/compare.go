@@ -172,6 +172,7 @@ func compareMain(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	o := c.options()
+	warnFloors(ctx, stderr, targets, o.TTL)
 	o.Prefix = compare.NewPrefix()
 	fmt.Fprintf(stderr, "elect compare: elections under %s\n", o.Prefix)
 	o.Progress = progressPrinter(stderr)
@@ -198,6 +199,28 @@ func compareMain(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return exitf(exitBackend, "compare: %v", err)
 	}
 	return nil
+}
+
+// warnFloors prints, for each target whose backend reports the shortest
+// TTL its store's configuration allows (backend.TTLFloor), that TTL and
+// why, and a warning when ttl is below it: the backend refuses such
+// Campaigns.
+func warnFloors(ctx context.Context, w io.Writer, targets []compare.Target, ttl time.Duration) {
+	for _, t := range targets {
+		cl, err := t.Open(ctx)
+		if err != nil {
+			continue // Run reports it
+		}
+		if f, ok := cl.Backend.(backend.TTLFloor); ok {
+			if floor, why, err := f.MinTTL(ctx); err == nil {
+				fmt.Fprintf(w, "elect compare: %s: %s: leases need a TTL of at least %v\n", t.Name, why, floor)
+				if ttl < floor {
+					fmt.Fprintf(w, "elect compare: warning: --ttl %v is below it; %s refuses every Campaign\n", ttl, t.Name)
+				}
+			}
+		}
+		cl.Closer.Close()
+	}
 }
 
 // write prints the report in the chosen format, and the HTML file.
