@@ -26,25 +26,8 @@ type renewer struct {
 	cancel  context.CancelFunc
 	failed  int       // consecutive failures
 	lastErr error     // the last failure's error
-	trails  bool      // the lease is a trailingLease
-	proved  time.Time // when the last successful attempt (or the term) began, for a trailingLease
-}
-
-// trailingLease is a lease whose Deadline trails the proof of its last
-// renewal by design, however fresh that proof: a ZooKeeper lease's Deadline
-// counts a server's answer only once a later answer, sent a quarter of the
-// session timeout after it, confirms it (and the session's pings move it
-// between renewals). Scheduled from such a Deadline, a renewal would always
-// be due, and would run at the renewer's floor, four times per interval.
-// The renewer renews such a lease on the process-wide grid of RenewInterval
-// instead (see gridAfter), at the first instant at least an eighth of an
-// interval after its last successful renewal began: once per interval (the
-// first within nine eighths of one after the election), and at the same
-// instants as the other elections of the process, so that those sharing a
-// session share one request. DeadlineTrails reports whether the lease is
-// one.
-type trailingLease interface {
-	DeadlineTrails() bool
+	trails  bool      // the lease is a backend.TrailingLease that trails
+	proved  time.Time // when the last successful attempt (or the term) began, for a backend.TrailingLease
 }
 
 // start begins an attempt bounded by until.
@@ -57,7 +40,7 @@ func (r *renewer) start(ctx context.Context, until time.Time) {
 }
 
 // next returns how long to wait for the next attempt after the lease was
-// won or renewed (for a trailingLease, see there): until the lease's
+// won or renewed (for a backend.TrailingLease, see there): until the lease's
 // Deadline less TTL, plus RenewInterval,
 // which is RenewInterval after the send time of the request that proved the
 // lease (less the drift bound), or, when that is less than a quarter of
@@ -85,7 +68,7 @@ var renewGrid = time.Now()
 
 // onGrid returns how long until the next instant on a process-wide grid of
 // the given period, at least half a period away. Renewals that are always
-// due run on it at the floor's rate, and the renewals of a trailingLease at
+// due run on it at the floor's rate, and the renewals of a backend.TrailingLease at
 // RenewInterval, so that the elections sharing a session renew at the same
 // instants and share one request, instead of each renewing on a phase set
 // by its own latencies.
@@ -103,7 +86,7 @@ func gridAfter(period, least time.Duration) time.Duration {
 }
 
 // until returns how long until a renewal is due: RenewInterval after the
-// proof behind the lease's current Deadline, or for a trailingLease an
+// proof behind the lease's current Deadline, or for a backend.TrailingLease an
 // eighth of an interval after the last successful renewal began. A driver may move the Deadline between
 // renewals (a Redis batch that renews idle leases early): the attempt then
 // waits for the new due time, so that the elections sharing that proof are
@@ -219,7 +202,7 @@ func (e *Elector) lead(ctx context.Context, l backend.Lease) (resigned bool) {
 		slog.Uint64("token", ts.term.Token), slog.Duration("deadline_in", time.Until(l.Deadline())))
 
 	r := &renewer{e: e, l: l, term: ts.term, proved: ts.term.Start}
-	if tl, ok := l.(trailingLease); ok {
+	if tl, ok := l.(backend.TrailingLease); ok {
 		r.trails = tl.DeadlineTrails()
 	}
 	r.timer = time.NewTimer(r.next())

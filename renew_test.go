@@ -171,7 +171,7 @@ func TestOnGridAligns(t *testing.T) {
 
 // trailedBackend is a memory Backend whose leases' Deadline trails the
 // proof of their last renewal by TTL/3, as a ZooKeeper lease's does, and
-// which says so (trailingLease).
+// which says so (backend.TrailingLease).
 type trailedBackend struct{ backend.Backend }
 
 func (b trailedBackend) Campaign(ctx context.Context, c backend.Candidate) (backend.Lease, error) {
