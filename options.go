@@ -87,7 +87,8 @@ type Options struct {
 	// terms starting and ending, renewals and releases, with their latency
 	// and outcome. It is the hook for metrics (see package
 	// github.com/leaderkit/elector/promelector for Prometheus). Calls come
-	// from Run's goroutine, in order, and must return quickly.
+	// one at a time, in order, from Run's goroutine and, for renewals, from
+	// the goroutine that ran the renewal; they must return quickly.
 	Observer func(Event)
 
 	// Logger receives structured logs: Info for terms starting and ending,
