@@ -31,4 +31,3 @@ func TestOnGridAligns(t *testing.T) {
 		}
 	})
 }
-

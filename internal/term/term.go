@@ -35,7 +35,9 @@ func (tm Timing) StepDownAt(deadline time.Time) time.Time { return deadline.Add(
 // its step-down point: a lease won so, or a callback about to start so, is
 // not acted on, as another candidate may hold the election by the time the
 // action would start.
-func (tm Timing) PastStepDown(deadline time.Time) bool { return !time.Now().Before(tm.StepDownAt(deadline)) }
+func (tm Timing) PastStepDown(deadline time.Time) bool {
+	return !time.Now().Before(tm.StepDownAt(deadline))
+}
 
 // releaseBound is how long a release may take: max(RenewInterval, 1 s).
 func (tm Timing) releaseBound() time.Duration { return max(tm.RenewInterval, time.Second) }
