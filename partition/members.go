@@ -12,6 +12,7 @@ import (
 
 	"github.com/leaderkit/elector"
 	"github.com/leaderkit/elector/backend"
+	"github.com/leaderkit/elector/internal/term"
 )
 
 // spareSlots is how many free membership slots past the highest one taken
@@ -282,7 +283,7 @@ func (m *membership) join(ctx context.Context) error {
 		case err != nil:
 			m.a.log.LogAttrs(ctx, slog.LevelDebug, "join attempt failed", slog.Int("slot", k), slog.Any("error", err))
 			continue
-		case time.Until(l.Deadline()) <= m.margin:
+		case m.timing().PastStepDown(l.Deadline()):
 			m.release(ctx, l)
 			return nil
 		}
@@ -338,7 +339,7 @@ func (m *membership) keep(ctx context.Context) {
 	default:
 	}
 	if cause == nil && !time.Now().Before(m.nextRenew) {
-		rctx, cancel := context.WithDeadline(ctx, m.lease.Deadline().Add(-m.margin))
+		rctx, cancel := context.WithDeadline(ctx, m.timing().StepDownAt(m.lease.Deadline()))
 		err := m.lease.Renew(rctx)
 		cancel()
 		switch {
@@ -354,10 +355,10 @@ func (m *membership) keep(ctx context.Context) {
 		}
 	}
 	if cause == nil {
-		if time.Now().Before(m.lease.Deadline().Add(-m.margin)) {
+		if !m.timing().PastStepDown(m.lease.Deadline()) {
 			return
 		}
-		cause = errNoRenewal
+		cause = term.ErrNoRenewal
 	}
 	m.a.log.LogAttrs(ctx, slog.LevelWarn, "membership lost; rejoining", slog.Int("slot", m.slot), slog.Any("error", cause))
 	m.release(ctx, m.lease)
@@ -392,9 +393,12 @@ func (m *membership) leave(ctx context.Context) {
 }
 
 // release gives l back with a fresh context bounded by
-// max(RenewInterval, 1s).
+// max(RenewInterval, 1s) (see term.Release).
 func (m *membership) release(ctx context.Context, l backend.Lease) {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(m.a.opts.RenewInterval, time.Second))
-	defer cancel()
-	_ = l.Release(rctx)
+	_ = term.Release(ctx, l, m.a.timing())
+}
+
+// timing returns the timing of the slot's lease.
+func (m *membership) timing() term.Timing {
+	return term.Timing{TTL: m.ttl, RenewInterval: m.renewEvery, SafetyMargin: m.margin}
 }
