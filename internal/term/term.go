@@ -242,8 +242,8 @@ func (t *Term) ended1(reason error, byEngine bool) {
 }
 
 // Finish makes the engine forget the term: no renewal starts any more, and
-// one in flight is abandoned and waited for. The term must have ended and
-// its callback returned. Call it before releasing the lease.
+// one in flight is abandoned and waited for. Call it once the term has
+// ended and its callback returned, before releasing the lease.
 func (t *Term) Finish() {
 	e := t.e
 	e.mu.Lock()
@@ -257,6 +257,7 @@ func (t *Term) Finish() {
 	e.n--
 	a := t.st.attempt
 	e.mu.Unlock()
+	t.cancel(nil) // a term finished before it ended frees its ctx all the same
 	e.poke()
 	if a != nil {
 		a.cancel()
