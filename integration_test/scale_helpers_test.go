@@ -138,12 +138,14 @@ type usage struct {
 	cpu  time.Duration // user + system
 	heap uint64        // live heap and goroutine stacks after a GC
 	rss  uint64
+	// goroutines is the number of goroutines of the process.
+	goroutines int
 }
 
 // measure takes a usage snapshot; gc first collects garbage, so that heap
 // counts what is live.
 func measure(gc bool) usage {
-	u := usage{at: time.Now()}
+	u := usage{at: time.Now(), goroutines: runtime.NumGoroutine()}
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
 		u.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
