@@ -21,6 +21,11 @@ type Engine struct {
 	heap    termHeap
 	shards  []*lostShard
 	kick    chan struct{} // capacity 1: something changed
+	// live counts the engine's goroutines (scheduler, shards); idle, when
+	// set, is closed once none is left or a term starts again, for the
+	// Finish of the last term to wait on.
+	live int
+	idle chan struct{}
 }
 
 // registry holds the engine of each Backend with terms.
@@ -37,8 +42,13 @@ func attach(b backend.Backend, t *Term) {
 	registry.Unlock()
 	t.e = e
 	e.n++
+	if e.idle != nil {
+		close(e.idle)
+		e.idle = nil
+	}
 	if !e.running {
 		e.running = true
+		e.live++
 		go e.run()
 	}
 	e.watchLocked(t)
@@ -125,8 +135,32 @@ func (e *Engine) stop() bool {
 	if e.key != nil && registry.m[e.key] == e {
 		delete(registry.m, e.key)
 	}
+	e.exitedLocked()
 	e.mu.Unlock()
 	return true
+}
+
+// exitedLocked records the exit of one of the engine's goroutines, and
+// wakes the Finish of the last term once none is left.
+func (e *Engine) exitedLocked() {
+	e.live--
+	if e.live == 0 && e.n == 0 && e.idle != nil {
+		close(e.idle)
+		e.idle = nil
+	}
+}
+
+// idleLocked returns, when no term is left but some goroutine of the
+// engine is, a channel closed once none is or a term starts again; nil
+// otherwise.
+func (e *Engine) idleLocked() <-chan struct{} {
+	if e.n > 0 || e.live == 0 {
+		return nil
+	}
+	if e.idle == nil {
+		e.idle = make(chan struct{})
+	}
+	return e.idle
 }
 
 // action is what the scheduler does outside its lock: start a renewal, or

@@ -38,6 +38,7 @@ func (e *Engine) watchLocked(t *Term) {
 	s.terms = append(s.terms, t)
 	if !s.running {
 		s.running = true
+		e.live++
 		go s.run()
 		return
 	}
@@ -75,6 +76,7 @@ func (s *lostShard) run() {
 		s.e.mu.Lock()
 		if len(s.terms) == 0 {
 			s.running = false
+			s.e.exitedLocked()
 			s.e.mu.Unlock()
 			return
 		}

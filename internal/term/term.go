@@ -242,7 +242,9 @@ func (t *Term) ended1(reason error, byEngine bool) {
 }
 
 // Finish makes the engine forget the term: no renewal starts any more, and
-// one in flight is abandoned and waited for. Call it once the term has
+// one in flight is abandoned and waited for. The Finish of the last term of
+// the engine returns once the engine's goroutines have stopped, unless a
+// term starts meanwhile. Call it once the term has
 // ended and its callback returned, before releasing the lease.
 func (t *Term) Finish() {
 	e := t.e
@@ -256,12 +258,16 @@ func (t *Term) Finish() {
 	e.unwatchLocked(t)
 	e.n--
 	a := t.st.attempt
+	idle := e.idleLocked()
 	e.mu.Unlock()
 	t.cancel(nil) // a term finished before it ended frees its ctx all the same
 	e.poke()
 	if a != nil {
 		a.cancel()
 		<-a.done
+	}
+	if idle != nil {
+		<-idle // the last term: no goroutine of the engine outlives it
 	}
 }
 
