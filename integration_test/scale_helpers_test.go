@@ -140,6 +140,7 @@ type usage struct {
 	rss  uint64
 	// goroutines is the number of goroutines of the process.
 	goroutines int
+	stack      uint64 // goroutine stacks after a GC (part of heap)
 }
 
 // measure takes a usage snapshot; gc first collects garbage, so that heap
@@ -155,6 +156,7 @@ func measure(gc bool) usage {
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		u.heap = ms.HeapAlloc + ms.StackInuse
+		u.stack = ms.StackInuse
 	}
 	if b, err := os.ReadFile("/proc/self/statm"); err == nil {
 		f := strings.Fields(string(b))
