@@ -48,7 +48,7 @@ func (e *Elector) lead(ctx context.Context, l backend.Lease, won time.Time) (res
 			o.OnElected(tctx, ts.term)
 		}
 	})
-	reason, resign := e.serve(ctx, t, ts)
+	resign, reason := e.serve(ctx, t, ts)
 	reason = t.End(reason) // the engine's reason if it ended the term first
 
 	// The term has ended: stop acting as leader.
@@ -83,21 +83,21 @@ func (e *Elector) lead(ctx context.Context, l backend.Lease, won time.Time) (res
 // serve waits until the term ends and returns why: ctx ended, the engine
 // ended it (the lease was lost or could not be renewed before the step-down
 // point, or OnElected could not start in time), or Resign was called (the
-// request is then returned).
-func (e *Elector) serve(ctx context.Context, t *term.Term, ts *termState) (error, *resignRequest) {
+// request is then returned too).
+func (e *Elector) serve(ctx context.Context, t *term.Term, ts *termState) (*resignRequest, error) {
 	returned := t.Returned()
 	for {
 		select {
 		case <-ctx.Done():
-			return ctx.Err(), nil
+			return nil, ctx.Err()
 		case <-t.Ended():
-			return t.Reason(), nil
+			return nil, t.Reason()
 		case req := <-e.resignCh:
 			if req.ts != ts {
 				req.reply <- ErrNotLeader
 				continue
 			}
-			return ErrResigned, req
+			return req, ErrResigned
 		case <-returned:
 			returned = nil
 			if !t.Late() {
