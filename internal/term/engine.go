@@ -102,6 +102,9 @@ func (e *Engine) run() {
 		for len(e.heap) > 0 && !now.Before(e.heap[0].st.wake) {
 			acts = e.handleLocked(e.heap[0], now, acts)
 		}
+		if len(acts) > 0 {
+			acts = e.coalesceLocked(now, acts)
+		}
 		next := time.Hour
 		if len(e.heap) > 0 {
 			next = e.heap[0].st.wake.Sub(now)
@@ -195,12 +198,42 @@ func (e *Engine) handleLocked(t *Term, now time.Time, acts []action) []action {
 		}
 	}
 	if e.renewsLocked(t) && st.attempt == nil && !now.Before(st.due) {
-		ctx, cancel := context.WithDeadline(context.Background(), t.tm.StepDownAt(st.deadline))
-		st.attempt = &attempt{ctx: ctx, cancel: cancel, done: make(chan struct{})}
-		acts = append(acts, action{t: t, a: st.attempt})
+		acts = e.startLocked(t, acts)
 	}
 	e.scheduleLocked(t)
 	return acts
+}
+
+// coalesce is, as a fraction of RenewInterval, how early a renewal starts
+// when another renewal of the engine starts: renewals due within
+// RenewInterval/coalesce of one another go out together, so that the
+// leases a driver renews with one request (a Redis batch, an etcd
+// keepalive, a ZooKeeper session's read) fall into step and stay there,
+// however their terms were started.
+const coalesce = 8
+
+// coalesceLocked starts, once renewals are starting, the renewals due within
+// RenewInterval/coalesce of now. Any action means renewals may start (a
+// step-down's renewal is none, but one extra early start is harmless).
+func (e *Engine) coalesceLocked(now time.Time, acts []action) []action {
+	for len(e.heap) > 0 {
+		t := e.heap[0]
+		st := &t.st
+		if !st.wake.Equal(st.due) || st.attempt != nil || !e.renewsLocked(t) ||
+			st.due.After(now.Add(t.tm.RenewInterval/coalesce)) {
+			return acts
+		}
+		acts = e.startLocked(t, acts)
+		e.scheduleLocked(t)
+	}
+	return acts
+}
+
+// startLocked starts a renewal of t, bounded by its step-down point.
+func (e *Engine) startLocked(t *Term, acts []action) []action {
+	ctx, cancel := context.WithDeadline(context.Background(), t.tm.StepDownAt(t.st.deadline))
+	t.st.attempt = &attempt{ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	return append(acts, action{t: t, a: t.st.attempt})
 }
 
 // renewsLocked reports whether t is renewed: while it lasts, and after a

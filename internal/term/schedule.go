@@ -19,13 +19,13 @@ type attempt struct {
 
 // renew runs attempt a of t, in a goroutine of its own: it reads the
 // lease's Deadline, renews unless the Deadline shows the renewal not due
-// yet (a driver moved it between renewals), reads the Deadline again, and
-// records the outcome.
+// yet, even allowing for coalescing (a driver moved it between renewals),
+// reads the Deadline again, and records the outcome.
 func (t *Term) renew(a *attempt) {
 	defer close(a.done)
 	defer a.cancel()
 	d := t.l.Deadline()
-	if !t.trails && time.Now().Before(t.dueAfter(d)) {
+	if !t.trails && time.Now().Add(t.tm.RenewInterval/coalesce).Before(t.dueAfter(d)) {
 		t.e.recordCheck(t, a, d)
 		return
 	}
