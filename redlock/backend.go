@@ -54,7 +54,10 @@ type Backend struct {
 	wg     sync.WaitGroup // every goroutine the Backend started
 }
 
-var _ backend.Backend = (*Backend)(nil)
+var (
+	_ backend.Backend = (*Backend)(nil)
+	_ backend.Warner  = (*Backend)(nil)
+)
 
 // New returns a Backend over clients, each one independent Redis master (a
 // Redis Cluster or a Sentinel-managed group counts as one node: its
