@@ -40,6 +40,35 @@
 // candidate takes a Lease whose holderIdentity is its own identity for its
 // own and renews it.
 //
+// # Moving from client-go
+//
+// A controller that elects its leader with client-go's LeaderElector on a
+// LeaseLock moves to elector by a rolling update, with no time when two
+// replicas lead and none longer than the lease without a leader
+// (TestRollingUpgradeFromClientGo runs it):
+//
+//  1. Keep the election: elector's election name is the LeaseLock's Lease
+//     name (a valid Lease name, so [LeaseName] keeps it), the Backend's
+//     namespace its namespace, and elector's TTL the LeaderElector's
+//     LeaseDuration (at least [MinTTL]).
+//  2. Before the roll, run client-go with ReleaseOnCancel, so that a
+//     stopping leader hands over at once rather than after LeaseDuration.
+//  3. Give every replica a distinct identity (a pod's name is), and never
+//     an elector replica the identity of a client-go replica that may
+//     still run: client-go takes a Lease naming its own identity for its
+//     own.
+//  4. Replace the replicas one at a time (a Deployment's rolling update).
+//     Mixed, they exclude each other: an elector replica waits on a watch
+//     of the Lease and takes it as soon as client-go releases it or its
+//     duration passes; a client-go replica takes it within a RetryPeriod of
+//     elector's release, or once elector's duration passes.
+//  5. Fence with the token only once no client-go replica runs: client-go
+//     leaders carry no token (their terms advance leaseTransitions all the
+//     same, so elector's tokens keep rising across them).
+//
+// Rolling back is the same in reverse. Leave the Lease in place throughout:
+// deleting it resets the tokens (see # Fencing).
+//
 // # Timing
 //
 // A waiting Campaign reads the Lease and then watches it (one watch per

@@ -87,16 +87,6 @@ func (g *goCandidate) leads(d time.Duration) bool {
 	}
 }
 
-// leading reports whether the candidate has started leading.
-func (g *goCandidate) leading() bool {
-	select {
-	case <-g.started:
-		return true
-	default:
-		return false
-	}
-}
-
 // renewEvery renews l every d until the returned stop is called; it fails t
 // on an error.
 func renewEvery(t *testing.T, l *lease, d time.Duration) (stop func()) {
