@@ -26,11 +26,15 @@ type lease struct {
 	o        owner
 	secs     int32
 
-	// mu serializes the lease's writes and guards the fields below.
-	mu       sync.Mutex
-	obj      *coordinationv1.Lease // as last written or read back as ours
+	// mu serializes the lease's writes and guards the fields below; it is
+	// held for the length of a request.
+	mu   sync.Mutex
+	obj  *coordinationv1.Lease // as last written or read back as ours
+	gone bool                  // the Lease is known not to be ours any more
+	// deadline is written with both mu and dmu held, and read with
+	// either: Deadline takes only dmu, so it never waits for a request.
+	dmu      sync.Mutex
 	deadline time.Time
-	gone     bool // the Lease is known not to be ours any more
 	// seen is the record of the last write as client-go compares records
 	// (times in whole seconds), and seenSent the send time of the first
 	// write of that record: a client-go candidate may have seen it first
@@ -46,8 +50,8 @@ type lease struct {
 func (l *lease) Token() uint64 { return uint64(l.o.token) }
 
 func (l *lease) Deadline() time.Time {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.dmu.Lock()
+	defer l.dmu.Unlock()
 	return l.deadline
 }
 
@@ -89,7 +93,9 @@ func (l *lease) Renew(ctx context.Context) error {
 			l.seen, l.seenSent = k, sent
 		}
 		if d := backend.LeaseDeadline(l.seenSent, time.Duration(l.secs)*time.Second, l.b.set.drift); d.After(l.deadline) {
+			l.dmu.Lock()
 			l.deadline = d
+			l.dmu.Unlock()
 		}
 		return nil
 	case ctx.Err() != nil:

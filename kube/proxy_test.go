@@ -15,6 +15,7 @@ type proxy struct {
 
 	mu    sync.Mutex
 	cut   bool
+	stall bool // accept connections but never answer
 	conns map[net.Conn]struct{}
 	wg    sync.WaitGroup
 }
@@ -41,10 +42,16 @@ func (p *proxy) serve() {
 			return
 		}
 		p.mu.Lock()
-		cut := p.cut
+		cut, stall := p.cut, p.stall
+		if stall {
+			p.conns[c] = struct{}{} // held open, unanswered, until Heal or Close
+		}
 		p.mu.Unlock()
 		if cut {
 			_ = c.Close()
+			continue
+		}
+		if stall {
 			continue
 		}
 		u, err := net.Dial("tcp", p.target)
@@ -82,11 +89,25 @@ func (p *proxy) Cut() {
 	}
 }
 
+// Stall closes every connection, then accepts new ones but never answers
+// on them, as a host that stopped responding would, until Heal.
+func (p *proxy) Stall() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stall = true
+	for c := range p.conns {
+		_ = c.Close()
+	}
+}
+
 // Heal lets connections through again.
 func (p *proxy) Heal() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.cut = false
+	p.cut, p.stall = false, false
+	for c := range p.conns {
+		_ = c.Close() // stalled ones too: their clients dial again
+	}
 }
 
 // Close stops the proxy and waits for its goroutines.
