@@ -48,8 +48,8 @@ func init() {
 // namespace (in a pod: the pod's), else "default".
 //
 // Further parameters: qps and burst (the client's rate limit, default 50
-// and 100), drift_factor, cleanup_timeout and request_timeout (the fields
-// of [Options]).
+// and 100), drift_factor, cleanup_timeout, request_timeout and
+// elector_only (the fields of [Options]).
 func openURL(ctx context.Context, u *url.URL) (backend.Backend, io.Closer, error) {
 	cfg, ns, opts, err := parseURL(u)
 	if err != nil {
@@ -136,6 +136,7 @@ func parseURL(u *url.URL) (*rest.Config, string, *Options, error) {
 		DriftFactor:    p.Float("drift_factor"),
 		CleanupTimeout: p.Duration("cleanup_timeout"),
 		RequestTimeout: p.Duration("request_timeout"),
+		ElectorOnly:    p.Bool("elector_only"),
 	}
 	ns := p.String("namespace")
 	qps, burst := p.Float("qps"), p.Float("burst")

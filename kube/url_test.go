@@ -14,7 +14,7 @@ import (
 )
 
 func TestParseURL(t *testing.T) {
-	u := mustURL(t, "kube://10.0.0.1?namespace=team-a&ca=/ca.pem&token_file=/tok&qps=7&burst=9&drift_factor=0.02&request_timeout=1s&cleanup_timeout=3s")
+	u := mustURL(t, "kube://10.0.0.1?namespace=team-a&ca=/ca.pem&token_file=/tok&qps=7&burst=9&drift_factor=0.02&request_timeout=1s&cleanup_timeout=3s&elector_only=true")
 	cfg, ns, opts, err := parseURL(u)
 	if err != nil {
 		t.Fatal(err)
@@ -23,7 +23,7 @@ func TestParseURL(t *testing.T) {
 		cfg.BearerTokenFile != "/tok" || cfg.QPS != 7 || cfg.Burst != 9 {
 		t.Errorf("parseURL: got host %q namespace %q CA %q token file %q QPS %v burst %d", cfg.Host, ns, cfg.TLSClientConfig.CAFile, cfg.BearerTokenFile, cfg.QPS, cfg.Burst)
 	}
-	if *opts != (Options{DriftFactor: 0.02, RequestTimeout: time.Second, CleanupTimeout: 3 * time.Second}) {
+	if *opts != (Options{DriftFactor: 0.02, RequestTimeout: time.Second, CleanupTimeout: 3 * time.Second, ElectorOnly: true}) {
 		t.Errorf("parseURL: got options %+v", *opts)
 	}
 	cfg, ns, _, err = parseURL(mustURL(t, "kube://h:1234"))
