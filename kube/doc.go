@@ -90,7 +90,9 @@
 // seconds (metav1.Time): renewals within one second of renewTime look the
 // same to it, and it counts the holder's duration from when it first saw
 // the first of them. So by default the Deadline counts from the send time
-// of the first update of the current second of renewTime, and a lease
+// of the first update of the current second of renewTime (or of an
+// earlier renewal whose outcome is unknown, which may have written that
+// record first), and a lease
 // survives on regular renewals only if it outlasts a second plus a renewal
 // interval and the portable layer's safety margin: the driver refuses TTLs
 // below [MinTTL] (3 s). With [Options.ElectorOnly] (no client-go candidate

@@ -41,6 +41,10 @@ type lease struct {
 	// then, and counts the holder's duration from there.
 	seen     specKey
 	seenSent time.Time
+	// unknownSent is the send time of the first renewal since the last
+	// successful one whose outcome is unknown (it may have been applied):
+	// client-go may have seen the record it wrote first.
+	unknownSent time.Time
 
 	ended    atomic.Bool // Lost is closed: released, lost, or the Backend closed
 	lost     chan struct{}
@@ -86,12 +90,24 @@ func (l *lease) Renew(ctx context.Context) error {
 			l.election, late.Round(time.Millisecond), backend.ErrLost)
 	}
 	got, sent, err := l.b.renewOwned(ctx, l.name, l.o, l.secs, l.obj)
+	if err != nil && !sent.IsZero() && l.unknownSent.IsZero() && !errors.Is(err, backend.ErrLost) && !refused(err) {
+		l.unknownSent = sent
+	}
 	switch {
 	case err == nil:
 		l.obj = got
-		if k := secondsKeyOf(got); k != l.seen || l.b.set.electorOnly {
+		switch k := secondsKeyOf(got); {
+		case l.b.set.electorOnly:
 			l.seen, l.seenSent = k, sent
+		case k != l.seen:
+			// A renewal whose answer was lost may have written this
+			// record first.
+			l.seen, l.seenSent = k, sent
+			if !l.unknownSent.IsZero() && l.unknownSent.Before(sent) {
+				l.seenSent = l.unknownSent
+			}
 		}
+		l.unknownSent = time.Time{}
 		if d := backend.LeaseDeadline(l.seenSent, time.Duration(l.secs)*time.Second, l.b.set.drift); d.After(l.deadline) {
 			l.dmu.Lock()
 			l.deadline = d
@@ -189,7 +205,8 @@ const maxConflicts = 3
 // renewOwned writes o's record with a new renewTime onto the Lease, starting
 // from cur (the Lease as o last wrote it; nil to read it first). It returns
 // the Lease as written and the time the successful update was sent, or an
-// error wrapping errGone once the Lease does not name o.
+// error wrapping errGone once the Lease does not name o; after an update
+// whose outcome is unknown, the error and the time that update was sent.
 func (b *Backend) renewOwned(ctx context.Context, name string, o owner, secs int32, cur *coordinationv1.Lease) (*coordinationv1.Lease, time.Time, error) {
 	for range maxConflicts {
 		if cur == nil {
@@ -217,7 +234,7 @@ func (b *Backend) renewOwned(ctx context.Context, name string, o owner, secs int
 		case apierrors.IsNotFound(err):
 			return nil, time.Time{}, fmt.Errorf("lease %s/%s was deleted: %w", b.ns, name, errGone)
 		default:
-			return nil, time.Time{}, err
+			return nil, sent, err // the update may have been applied
 		}
 	}
 	return nil, time.Time{}, fmt.Errorf("lease %s/%s: %d conflicting updates in a row", b.ns, name, maxConflicts)

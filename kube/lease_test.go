@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/leaderkit/elector/backend"
 )
 
 // Deadline answers at once while a Renew waits for an apiserver that does
@@ -50,4 +52,38 @@ func TestDeadlineDoesNotWaitForRenew(t *testing.T) {
 		t.Errorf("Renew through a stalled apiserver: got nil, want an error")
 	}
 	p.Heal()
+}
+
+// After a renewal whose outcome is unknown (the apiserver may have applied
+// it and the answer been lost), the Deadline of the next successful
+// renewal counts from the unknown one's send time: a client-go candidate,
+// which sees renewTime in whole seconds, may have first seen that second's
+// record then.
+func TestDeadlineAfterUnknownRenewal(t *testing.T) {
+	s := testServer(t)
+	p := newProxy(t, s.addr())
+	t.Cleanup(p.Close)
+	b, err := New(s.via(t, p.Addr()), s.ns, &Options{RequestTimeout: 600 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	name := testName(t)
+	l := mustCampaign(t, b, cand(name, "alice"))
+	p.Stall()
+	flush, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	_, _ = b.Leader(flush, name) // meets the connection Stall closed
+	cancel()
+	if err := l.Renew(context.Background()); err == nil {
+		t.Fatal("Renew through a stalled apiserver: got nil, want an error")
+	}
+	failed := time.Now() // the unknown renewal was sent before this
+	p.Heal()
+	if err := l.Renew(testCtx(t)); err != nil {
+		t.Fatalf("Renew after healing: %v", err)
+	}
+	limit := backend.LeaseDeadline(failed, testTTL, backend.DefaultDriftFactor)
+	if d := l.Deadline(); d.After(limit) {
+		t.Errorf("Deadline after a renewal of unknown outcome: %v after that renewal's send time plus the TTL less drift, want at most that: client-go may have seen its record first", d.Sub(limit))
+	}
 }
