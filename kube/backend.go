@@ -121,16 +121,12 @@ func (b *Backend) Close() error {
 	}
 	b.closed = true
 	close(b.done)
-	held := make([]*lease, 0, len(b.held))
 	for l := range b.held {
-		held = append(held, l)
+		l.finish()
+		b.bg.Go(l.clear) // under b.mu: a concurrent Close waits for these
 	}
 	b.held = nil
 	b.mu.Unlock()
-	for _, l := range held {
-		l.finish()
-		b.bg.Go(func() { l.clear() })
-	}
 	b.bg.Wait()
 	return nil
 }
