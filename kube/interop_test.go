@@ -2,6 +2,10 @@ package kube
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -236,4 +240,96 @@ func TestInteropElectorExpires(t *testing.T) {
 		t.Fatalf("client-go led %v before the elector lease's Deadline; want after it", early)
 	}
 	t.Logf("client-go led %v after the elector lease's Deadline", g.at.Sub(deadline))
+}
+
+// Elector candidates and client-go LeaderElectors campaign for one Lease
+// together, each leading briefly and then releasing, through dozens of
+// hand-overs in both directions: their leaderships never overlap.
+func TestInteropMixedExclusion(t *testing.T) {
+	s := testServer(t)
+	name := testName(t)
+	rec := &upgradeLog{open: make(map[string]time.Time), changed: make(chan struct{})}
+	const hold = 150 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for i := range 2 {
+		who := fmt.Sprintf("elector-%d", i)
+		b := testBackend(t, s, nil)
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				l, err := b.Campaign(ctx, cand(name, who))
+				if err != nil {
+					if ctx.Err() == nil {
+						t.Errorf("%s: Campaign: %v", who, err)
+					}
+					return
+				}
+				term, end := context.WithCancel(context.Background())
+				done := make(chan struct{})
+				go func() { defer close(done); rec.lead(term, who) }()
+				<-time.After(hold)
+				end()
+				<-done
+				if err := l.Release(context.Background()); err != nil {
+					t.Errorf("%s: Release: %v", who, err)
+					return
+				}
+				// Sit out a few RetryPeriods: elector's waiters, woken by
+				// the watch, would otherwise win every release before a
+				// polling client-go candidate looks.
+				<-time.After(3 * goRetryPeriod)
+			}
+		})
+	}
+	for i := range 2 {
+		who := fmt.Sprintf("client-go-%d", i)
+		cli := s.client(t)
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				led := make(chan struct{})
+				lock := &resourcelock.LeaseLock{
+					LeaseMeta:  metav1.ObjectMeta{Name: name, Namespace: s.ns},
+					Client:     cli,
+					LockConfig: resourcelock.ResourceLockConfig{Identity: who},
+				}
+				run, stop := context.WithCancel(ctx)
+				le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+					Lock: lock, Name: who, ReleaseOnCancel: true,
+					LeaseDuration: goLeaseDuration, RenewDeadline: goRenewDeadline, RetryPeriod: goRetryPeriod,
+					Callbacks: leaderelection.LeaderCallbacks{
+						OnStartedLeading: func(term context.Context) {
+							close(led)
+							go func() { <-time.After(hold); stop() }()
+							rec.lead(term, who)
+						},
+						OnStoppedLeading: func() {},
+					},
+				})
+				if err != nil {
+					t.Errorf("NewLeaderElector: %v", err)
+					stop()
+					return
+				}
+				le.Run(run) // returns once it led and released, or ctx ended
+				stop()
+			}
+		})
+	}
+	wg.Wait()
+	rec.mu.Lock()
+	got := slices.Clone(rec.got)
+	rec.mu.Unlock()
+	slices.SortFunc(got, func(a, b leadership) int { return a.start.Compare(b.start) })
+	kinds := map[bool]int{}
+	for i, l := range got {
+		kinds[strings.HasPrefix(l.who, "elector")]++
+		if i > 0 && l.start.Before(got[i-1].end) {
+			t.Errorf("%s led from %v, %v before %s stopped: two leaders", l.who, l.start.Format(time.StampMicro), got[i-1].end.Sub(l.start), got[i-1].who)
+		}
+	}
+	t.Logf("%d leaderships: %d elector, %d client-go", len(got), kinds[true], kinds[false])
+	if kinds[true] < 3 || kinds[false] < 3 {
+		t.Errorf("got %d elector and %d client-go leaderships, want several of each", kinds[true], kinds[false])
+	}
 }
