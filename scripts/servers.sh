@@ -3,8 +3,8 @@
 #
 # Usage:
 #   servers.sh install                 install the Debian packages if any is missing (root)
-#   servers.sh start [redis|etcd|zk|all]   start (idempotent) and wait until ready
-#   servers.sh stop  [redis|etcd|zk|all]   stop what this script started; remove data
+#   servers.sh start [redis|etcd|zk|kube|all]  start (idempotent) and wait until ready
+#   servers.sh stop  [redis|etcd|zk|kube|all]  stop what this script started; remove data
 #   servers.sh env                     print `export` lines for the running kinds
 #   servers.sh status                  one line per node: port, pid, state
 #   servers.sh kill    KIND N          SIGKILL node N (1-based)
@@ -47,6 +47,10 @@
 #              initLimit 10, syncLimit 5; sessions 4-40 s); four-letter words srvr
 #              (the default whitelist) and wchp (the benchmarks count watches), not
 #              conf, so clients cannot read the timing
+#   kube  1    kube-apiserver, https://127.0.0.1:24431, storing in the etcd cluster
+#              (etcd 1-3) under its own prefix; a static bearer token (system:masters).
+#              Built from source (k8s.io/kubernetes, scripts/kube-apiserver/) on first
+#              use into a cache outside the checkout; starting kube starts etcd too.
 #
 # TLS material (a CA, server and client certificates, EC P-256) is made with
 # openssl into <state dir>/<kind>/tls when a TLS node first starts.
@@ -61,7 +65,8 @@ STATE=${ELECTOR_STATE_DIR:-/tmp/elector-servers}
 HOST=127.0.0.1
 # OFF shifts every port below, so that a second set of servers (another
 # ELECTOR_STATE_DIR) can run beside the first: ELECTOR_PORT_OFFSET=100 puts
-# Redis on 7101-7107, etcd on 23891-23895 and ZooKeeper on 21911-21917.
+# Redis on 7101-7107, etcd on 23891-23895, ZooKeeper on 21911-21917 and the
+# kube-apiserver on 24531.
 OFF=${ELECTOR_PORT_OFFSET:-0}
 [[ $OFF =~ ^[0-9]+$ ]] && ((OFF % 100 == 0 && OFF < 1000)) || {
 	printf 'servers.sh: error: ELECTOR_PORT_OFFSET must be a multiple of 100 below 1000, got %q\n' "$OFF" >&2
@@ -100,7 +105,7 @@ ZK_LOG_FLAGS=(-Dorg.slf4j.simpleLogger.showDateTime=true '-Dorg.slf4j.simpleLogg
 ZK_TLS_CLASSPATH=$ZK_CLASSPATH:/usr/share/java/netty-codec.jar
 ETCD_TLS_SERVER_NAME=etcd.internal
 
-KINDS=(redis etcd zk)
+KINDS=(redis etcd zk kube)
 # chromium is not a server: the compare package's test opens its HTML report
 # in it (headless), and under CI a missing tool must be installed, not skipped.
 # gcc provides cc, which builds scripts/clockshim.c for the chaos clock mode.
@@ -262,6 +267,7 @@ nodes_of() { # all node numbers of a kind
 	redis) echo 1 2 3 4 5 6 7 ;;
 	etcd) echo 1 2 3 4 5 ;;
 	zk) echo 1 2 3 4 5 6 7 ;;
+	kube) echo 1 ;;
 	esac
 }
 
@@ -658,6 +664,150 @@ zk_env() {
 	env_line ELECTOR_ZK_STOCK_SERVERS "$HOST:$(zk_client_port 5),$HOST:$(zk_client_port 6),$HOST:$(zk_client_port 7)"
 }
 
+# ---------------------------------------------------------------- kube (kube-apiserver)
+
+# The apiserver is built from the k8s.io/kubernetes module of this release by
+# the wrapper module in scripts/kube-apiserver (its go.mod pins the staging
+# modules); the binary is cached under KUBE_CACHE, named for the release and
+# a hash of the wrapper's files, so only the first start pays for the build.
+KUBE_VERSION=v1.37.2
+KUBE_CACHE=${ELECTOR_KUBE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/elector}
+KUBE_TOKEN=elector-kube-token
+KUBE_NAMESPACE=default
+KUBE_START_TIMEOUT=${ELECTOR_KUBE_START_TIMEOUT:-180} # a cold apiserver on a busy machine is slow
+
+kube_port() { echo $((24430 + OFF + $1)); }
+kube_tls_dir() { printf '%s/kube/tls' "$STATE"; }
+kube_url() { printf 'https://%s:%s' "$HOST" "$(kube_port "$1")"; }
+
+# kube_needs_etcd KIND... prints the kinds, with etcd before kube when kube is
+# among them and etcd neither is nor runs: the apiserver stores in it.
+kube_needs_etcd() {
+	local kinds=" $* "
+	if [[ $kinds == *" kube "* && $kinds != *" etcd "* ]] && ! kind_running etcd; then
+		kinds=" etcd${kinds}"
+	fi
+	echo $kinds
+}
+
+# kube_binary prints the path of the cached kube-apiserver, building it first
+# when it is missing.
+kube_binary() {
+	local src hash bin t0
+	src=$(dirname "$SCRIPT")/kube-apiserver
+	hash=$(cat "$src/go.mod" "$src/go.sum" "$src/main.go" | sha256sum | cut -c1-12)
+	bin=$KUBE_CACHE/kube-apiserver-$KUBE_VERSION-$hash
+	if [[ ! -x $bin ]]; then
+		command -v go >/dev/null 2>&1 || die "kube: building kube-apiserver needs the go command"
+		mkdir -p "$KUBE_CACHE"
+		log "kube: building kube-apiserver $KUBE_VERSION into $bin (minutes on a cold cache)"
+		t0=$(now)
+		(cd "$src" && go build -trimpath -ldflags "-s -w
+			-X k8s.io/component-base/version.gitVersion=$KUBE_VERSION
+			-X k8s.io/component-base/version.gitMajor=1
+			-X k8s.io/component-base/version.gitMinor=${KUBE_VERSION#v1.}" -o "$bin.tmp.$$" .) >&2 ||
+			die "kube: building kube-apiserver failed (see the go output above)"
+		mv "$bin.tmp.$$" "$bin"
+		log "kube: built kube-apiserver in $(since "$t0")"
+	fi
+	printf '%s' "$bin"
+}
+
+# kube_certs writes into the TLS dir, once: a CA, the serving certificate for
+# 127.0.0.1/localhost and a client certificate (tls_set), the service-account
+# signing key pair, the static token file (the token's user is in
+# system:masters) and a kubeconfig holding the server, the CA and the token.
+kube_certs() {
+	local tls
+	tls=$(kube_tls_dir)
+	tls_set "$tls"
+	if [[ ! -s $tls/sa.pub ]]; then
+		openssl_in "$tls" genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out sa.key
+		chmod 600 "$tls/sa.key"
+		openssl_in "$tls" pkey -in sa.key -pubout -out sa.pub
+	fi
+	if [[ ! -s $tls/token ]]; then
+		printf '%s\n' "$KUBE_TOKEN" >"$tls/token"
+		printf '%s,elector-admin,elector-admin,"system:masters"\n' "$KUBE_TOKEN" >"$tls/tokens.csv"
+		chmod 600 "$tls/token" "$tls/tokens.csv"
+	fi
+	cat >"$tls/kubeconfig" <<-KUBECONFIG
+		apiVersion: v1
+		kind: Config
+		clusters:
+		- name: elector-test
+		  cluster:
+		    server: $(kube_url 1)
+		    certificate-authority: $tls/ca.crt
+		users:
+		- name: elector-admin
+		  user:
+		    tokenFile: $tls/token
+		contexts:
+		- name: elector-test
+		  context:
+		    cluster: elector-test
+		    user: elector-admin
+		    namespace: $KUBE_NAMESPACE
+		current-context: elector-test
+	KUBECONFIG
+}
+
+kube_launch() { # kube_launch 1
+	local n=$1 dir port bin tls etcds i
+	dir=$(node_dir kube "$n")
+	port=$(kube_port "$n")
+	port_busy "$port" && die "kube $n: port $port is already in use by a process this script did not start"
+	for i in 1 2 3; do etcd_ready "$i" >/dev/null 2>&1 && break; done ||
+		die "kube $n: the etcd cluster does not answer; start it first (servers.sh start etcd)"
+	bin=$(kube_binary)
+	kube_certs
+	tls=$(kube_tls_dir)
+	etcds="$(etcd_client_url 1),$(etcd_client_url 2),$(etcd_client_url 3)"
+	mkdir -p "$dir/certs"
+	# Loopback only (so no endpoint reconciler: it refuses a loopback
+	# address); its own etcd prefix, so that nothing else in the test
+	# cluster is read as Kubernetes objects; no priority and fairness, whose
+	# queueing would throttle a test's bursts of Lease updates.
+	spawn kube "$n" "$bin" --bind-address "$HOST" --advertise-address "$HOST" --secure-port "$port" \
+		--endpoint-reconciler-type none \
+		--cert-dir "$dir/certs" --tls-cert-file "$tls/server.crt" --tls-private-key-file "$tls/server.key" \
+		--client-ca-file "$tls/ca.crt" --token-auth-file "$tls/tokens.csv" --anonymous-auth=false \
+		--authorization-mode RBAC \
+		--service-account-issuer "$(kube_url "$n")" --service-account-key-file "$tls/sa.pub" \
+		--service-account-signing-key-file "$tls/sa.key" --service-cluster-ip-range 10.0.0.0/24 \
+		--etcd-servers "$etcds" --etcd-prefix /elector-kube \
+		--enable-priority-and-fairness=false --profiling=false
+}
+
+# kube_get PATH prints what the apiserver answers to GET PATH (2 s at most).
+kube_get() {
+	local tls
+	tls=$(kube_tls_dir)
+	curl -sf --max-time 2 --cacert "$tls/ca.crt" -H "Authorization: Bearer $KUBE_TOKEN" "$(kube_url 1)$1"
+}
+
+# Ready: /readyz answers ok, and the namespace the tests use exists (the
+# apiserver's bootstrap controller creates it shortly after it starts).
+kube_ready() { [[ $(kube_get /readyz) == ok ]] && kube_get "/api/v1/namespaces/$KUBE_NAMESPACE" >/dev/null; }
+
+kube_addr() { kube_url "$1"; }
+
+kube_wait() { # kube_wait N...
+	local n START_TIMEOUT=$KUBE_START_TIMEOUT # read by wait_ready
+	for n in "$@"; do wait_ready kube "$n"; done
+}
+
+# kube_env exports the kube:// URL of the apiserver: its address, the CA that
+# signed its certificate, the file holding the bearer token and the
+# namespace; and the kubeconfig file holding the same.
+kube_env() {
+	local tls
+	tls=$(kube_tls_dir)
+	env_line ELECTOR_KUBE_URL "kube://$HOST:$(kube_port 1)?namespace=$KUBE_NAMESPACE&ca=$tls/ca.crt&token_file=$tls/token"
+	env_line ELECTOR_KUBE_KUBECONFIG "$tls/kubeconfig"
+}
+
 # ---------------------------------------------------------------- commands
 
 env_line() { printf "export %s='%s'\n" "$1" "$2"; } # values hold no single quotes
@@ -665,8 +815,8 @@ env_line() { printf "export %s='%s'\n" "$1" "$2"; } # values hold no single quot
 parse_kinds() { # parse_kinds [KIND|all] → kind names
 	case ${1:-all} in
 	all) echo "${KINDS[@]}" ;;
-	redis | etcd | zk) echo "$1" ;;
-	*) die "unknown server kind '$1' (want redis, etcd, zk or all)" ;;
+	redis | etcd | zk | kube) echo "$1" ;;
+	*) die "unknown server kind '$1' (want redis, etcd, zk, kube or all)" ;;
 	esac
 }
 
@@ -678,6 +828,7 @@ ports_of() { # every port a kind listens on
 		for n in 1 2 3 5 6 7; do zk_client_port "$n" && echo $((21820 + OFF + n)) $((21830 + OFF + n)); done
 		zk_client_port 4
 		;;
+	kube) kube_port 1 ;;
 	esac
 }
 
@@ -714,6 +865,7 @@ make_tls() {
 		redis) tls_set "$(redis_tls_dir)" & ;;
 		etcd) etcd_certs & ;;
 		zk) zk_certs & ;;
+		kube) kube_certs & ;;
 		esac
 		pids+=($!)
 	done
@@ -724,7 +876,9 @@ make_tls() {
 cmd_start() {
 	local kinds kind t0 nodes
 	kinds=$(parse_kinds "${1:-all}")
+	kinds=$(kube_needs_etcd $kinds)
 	cmd_install
+	if [[ " $kinds " == *" kube "* ]]; then kube_binary >/dev/null; fi
 	mkdir -p "$STATE"
 	t0=$(now)
 	for kind in $kinds; do preflight "$kind"; done
@@ -739,6 +893,9 @@ cmd_start() {
 	done
 	for kind in $kinds; do
 		read -r -a nodes <<<"$(nodes_of "$kind")"
+		# The apiserver needs its etcd up: it starts once etcd is ready
+		# (kinds lists etcd before kube).
+		if [[ $kind == kube ]]; then launch_kind kube; fi
 		"${kind}_wait" "${nodes[@]}"
 		log "$kind ready ($(since "$t0") since start)"
 	done
@@ -786,6 +943,7 @@ cmd_status() {
 			redis) port=$(redis_port "$n") ;;
 			etcd) port=$(etcd_client_port "$n") ;;
 			zk) port=$(zk_client_port "$n") ;;
+			kube) port=$(kube_port "$n") ;;
 			esac
 			if pid=$(node_pid "$kind" "$n"); then
 				state=running
