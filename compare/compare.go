@@ -51,8 +51,10 @@ type Target struct {
 	// Open and its requests are not counted.
 	OpenCounted func(ctx context.Context) (*Client, error)
 	// Cleanup, when not nil, removes what the store keeps of the elections
-	// named after they were released and the clients closed (Redlock's
-	// fencing counters, which never expire). It must touch nothing else.
+	// named once their leases were released and every client of the run
+	// closed: Redlock's fencing counters and migrated markers, which never
+	// expire, and leases that could not be released (those of cut-off
+	// holders). It must touch nothing else.
 	Cleanup func(ctx context.Context, elections []string) error
 	// TokenSource says where the backend's fencing tokens come from, in a
 	// few words; Safety states its safety assumptions in one line.
@@ -108,10 +110,15 @@ type Report struct {
 //
 // Every election Run creates is named under a prefix of its own,
 // PrefixRoot/<random>/, and Run removes everything it created before it
-// returns, also when ctx ends: it then releases what it holds with a fresh
-// context bounded by ten seconds plus the TTL, closes its clients, and returns
-// the partial report with Interrupted set and ctx.Err(). It needs no
-// permission beyond what a candidate in those elections needs.
+// returns, also when ctx ends: it then lets the trial under way stop,
+// releases what it holds (a release is never cut short by ctx, since a
+// lease released with an ended context stays held at the store until it
+// lapses), closes its clients, runs the targets' Cleanup, checks, and
+// returns the partial report with Interrupted set and ctx.Err(). The
+// cleanup takes at most [CleanupBound] whatever the TTL ([Options.Abort]
+// cuts it shorter); each backend's Leftover and CleanupError say what it
+// could not remove. It needs no permission beyond what a candidate in those
+// elections needs.
 //
 // Run returns an error without measuring anything when the options or the
 // targets are invalid or a target cannot be opened.
@@ -127,14 +134,25 @@ func Run(ctx context.Context, targets []Target, opts *Options) (*Report, error) 
 		o.Prefix = NewPrefix()
 	}
 	rep := &Report{Prefix: o.Prefix, Options: *o, Started: time.Now()}
-	r := &runner{o: o, rep: rep}
+	stop, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	if o.Abort != nil {
+		go func() {
+			select {
+			case <-o.Abort:
+				cancel()
+			case <-stop.Done():
+			}
+		}()
+	}
+	r := &runner{o: o, rep: rep, stop: stop}
 	defer func() { rep.Elapsed = time.Since(rep.Started) }()
 	if err := r.open(ctx, targets); err != nil {
-		r.cleanup(ctx)
+		r.cleanup()
 		return nil, err
 	}
 	err = r.measure(ctx)
-	r.cleanup(ctx)
+	r.cleanup()
 	if ctx.Err() != nil {
 		rep.Interrupted = true
 		return rep, ctx.Err()

@@ -20,9 +20,13 @@ type runner struct {
 	bs  []*bstate
 	pr  *tracker
 
+	// stop is the context of what must run also after the run's ctx
+	// ended (releases, the cleanup): it ends only when Options.Abort is
+	// closed.
+	stop context.Context
+
 	mu        sync.Mutex
 	elections map[string]bool // every election name campaigned for
-	lastCrash time.Time       // when a holder was last cut off
 	bg        sync.WaitGroup  // closes of crashed clients
 }
 
@@ -43,6 +47,9 @@ type bstate struct {
 	group  *group                    // the partition group of Join and Leave
 	ops    int                       // Throughput and Renew: operations …
 	opTime time.Duration             // … and the time they took
+	cutOff map[string]time.Time      // elections a cut-off holder holds, with when its lease lapses
+
+	cleaned bool // the target's Cleanup succeeded
 }
 
 func (b *bstate) result(workload string) *Result { return b.rep.Result(workload) }
@@ -124,8 +131,16 @@ func (r *runner) campaignTTL(ctx context.Context, b *bstate, c *Client, election
 }
 
 // release releases l, bounded by opTimeout; a lease found gone counts as
-// released.
-func (r *runner) release(ctx context.Context, b *bstate, l backend.Lease) error {
+// released. It does not end with ctx: a Release whose ctx has ended gives
+// the lease up without removing it from the store (backend.Lease), which
+// would leave the election held until the lease lapses. Only Options.Abort
+// cuts it short.
+func (r *runner) release(_ context.Context, b *bstate, l backend.Lease) error {
+	return r.releaseWithin(r.stop, b, l)
+}
+
+// releaseWithin releases l, bounded by ctx and opTimeout.
+func (r *runner) releaseWithin(ctx context.Context, b *bstate, l backend.Lease) error {
 	ctx, cancel := context.WithTimeout(ctx, r.opTimeout())
 	defer cancel()
 	err := l.Release(ctx)

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/leaderkit/elector/backendurl"
+	"github.com/leaderkit/elector/migrate"
 )
 
 // Scheme facts: default port, fencing-token source and safety assumptions,
@@ -47,8 +48,14 @@ func init() {
 // proxies count the requests it sends by reading the protocol's framing
 // (RESP commands, gRPC messages over HTTP/2, ZooKeeper packets); TLS hides
 // them, so rediss, etcds and zks have no OpenCounted. For redis and rediss,
-// Cleanup deletes the fencing counters of the run's elections (the key
-// lock key + "//token" on every node, which the driver never expires).
+// Cleanup deletes the keys of the run's elections on every node: the
+// fencing counters (lock key + "//token"), which the driver never expires,
+// and the lock keys, which only a lease of a cut-off holder still uses then.
+//
+// For a migrate+PHASE:// URL (package migrate), Cleanup does the same on
+// each inner redis or rediss URL, and removes the "migrated" markers that
+// phase new wrote into an old store of another kind (through its Unmark),
+// so that neither store keeps anything of the run.
 //
 // URLTarget does not contact the servers; it refuses a URL mux cannot open
 // later (an unknown scheme is found only when Open is called).
@@ -63,6 +70,9 @@ func URLTarget(rawURL string, mux *backendurl.Mux) (Target, error) {
 	t := Target{
 		Name: u.Scheme,
 		Open: func(ctx context.Context) (*Client, error) { return openURL(ctx, mux, rawURL) },
+	}
+	if strings.HasPrefix(u.Scheme, migrate.SchemePrefix) {
+		t.Cleanup = func(ctx context.Context, elections []string) error { return migrateCleanup(ctx, mux, u, elections) }
 	}
 	info, ok := schemes[u.Scheme]
 	if !ok {
