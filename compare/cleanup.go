@@ -45,6 +45,9 @@ func (r *runner) cleanup() {
 	}
 	r.note("removing what the stores keep of the run's elections")
 	for _, b := range r.bs {
+		if b.unreachable {
+			continue
+		}
 		wg.Go(func() {
 			if b.t.Cleanup != nil {
 				if err := b.t.Cleanup(ctx, names); err != nil {
@@ -60,7 +63,9 @@ func (r *runner) cleanup() {
 	cctx, cancel := context.WithTimeout(r.stop, cleanupTimeout)
 	defer cancel()
 	for _, b := range r.bs {
-		wg.Go(func() { b.rep.Leftover = r.leftover(cctx, b, names) })
+		if !b.unreachable {
+			wg.Go(func() { b.rep.Leftover = r.leftover(cctx, b, names) })
+		}
 	}
 	wg.Wait()
 	if r.stop.Err() != nil {
@@ -98,30 +103,37 @@ func (r *runner) releaseAll(ctx context.Context, b *bstate) {
 }
 
 // awaitLapse waits until the leases of cut-off holders that no waiter took
-// over (the run was interrupted, or the waiter failed) have lapsed, but at
-// most maxLapseWait: a longer TTL is not waited for, and the check then
-// reports those elections as still led.
+// over (the run was interrupted, or the waiter failed) and that lapse
+// within maxLapseWait have lapsed. A lease that lapses later is not waited
+// for: the check reports its election as still led.
 func (r *runner) awaitLapse() {
 	var (
-		last time.Time
-		n    int
+		now    = time.Now()
+		last   time.Time
+		n, all int
 	)
 	for _, b := range r.bs {
 		b.mu.Lock()
 		for _, t := range b.cutOff {
-			n++
-			if t.After(last) {
-				last = t
+			all++
+			if t.Sub(now) <= maxLapseWait {
+				n++
+				last = later(last, t)
 			}
 		}
 		b.mu.Unlock()
 	}
-	d := min(time.Until(last), maxLapseWait)
-	if n == 0 || d <= 0 {
-		return
+	if n > 0 && time.Until(last) > 0 {
+		r.note(fmt.Sprintf("waiting %v for the leases of %d of %d cut-off holders to lapse", time.Until(last).Round(100*time.Millisecond), n, all))
+		sleep(r.stop, time.Until(last))
 	}
-	r.note(fmt.Sprintf("waiting %v for the leases of %d cut-off holders to lapse", d.Round(100*time.Millisecond), n))
-	sleep(r.stop, d)
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // leftover returns the elections of names that still have a leader, on a
@@ -169,9 +181,9 @@ func (b *bstate) aborted() {
 		left = append(left, fmt.Sprintf("%d leases still held, which lapse within the TTL", n))
 	}
 	if b.t.Cleanup != nil && !b.cleaned {
-		left = append(left, "what the store keeps of its elections (Target.Cleanup did not finish)")
+		left = append(left, "keys of its elections that never expire (fencing counters, migrated markers)")
 	}
-	msg := "stopped before the cleanup finished (Options.Abort), unchecked"
+	msg := "aborted before the cleanup finished, nothing checked"
 	if len(left) > 0 {
 		msg += "; may remain: " + strings.Join(left, ", ")
 	}

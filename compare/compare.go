@@ -59,6 +59,9 @@ type Target struct {
 	// TokenSource says where the backend's fencing tokens come from, in a
 	// few words; Safety states its safety assumptions in one line.
 	TokenSource, Safety string
+	// Address, when not empty, names the backend's servers in errors, for
+	// example "127.0.0.1:2379,127.0.0.1:2380"; it must not hold credentials.
+	Address string
 }
 
 // BackendReport is what [Run] measured on one backend.
@@ -121,7 +124,9 @@ type Report struct {
 // elections needs.
 //
 // Run returns an error without measuring anything when the options or the
-// targets are invalid or a target cannot be opened.
+// targets are invalid, a target cannot be opened, or a first campaign on a
+// target does not succeed within ten seconds (the backend does not answer):
+// an error that names the target's Address.
 func Run(ctx context.Context, targets []Target, opts *Options) (*Report, error) {
 	o, err := opts.withDefaults()
 	if err != nil {
@@ -223,7 +228,7 @@ func (r *Report) MarshalJSON() ([]byte, error) {
 }
 
 // Failed reports whether any workload of any backend failed, or the cleanup
-// left something behind.
+// left something behind ([Report.Left]).
 func (r *Report) Failed() error {
 	var errs []error
 	for _, b := range r.Backends {
@@ -232,8 +237,17 @@ func (r *Report) Failed() error {
 				errs = append(errs, fmt.Errorf("%s %s: %d errors, first: %s", b.Name, res.Workload, res.Errors, res.FirstError))
 			}
 		}
+	}
+	return errors.Join(append(errs, r.Left())...)
+}
+
+// Left reports what the cleanup left behind or could not check, per
+// backend, or nil when it removed everything the run created.
+func (r *Report) Left() error {
+	var errs []error
+	for _, b := range r.Backends {
 		if len(b.Leftover) > 0 {
-			errs = append(errs, fmt.Errorf("%s: elections still led after the cleanup: %q", b.Name, b.Leftover))
+			errs = append(errs, fmt.Errorf("%s: elections still led after the cleanup (their leases lapse within the TTL, %v): %q", b.Name, r.Options.TTL, b.Leftover))
 		}
 		if b.CleanupError != "" {
 			errs = append(errs, fmt.Errorf("%s: cleanup: %s", b.Name, b.CleanupError))

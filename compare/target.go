@@ -57,6 +57,8 @@ func init() {
 // phase new wrote into an old store of another kind (through its Unmark),
 // so that neither store keeps anything of the run.
 //
+// Address is the URL without credentials or query.
+//
 // URLTarget does not contact the servers; it refuses a URL mux cannot open
 // later (an unknown scheme is found only when Open is called).
 func URLTarget(rawURL string, mux *backendurl.Mux) (Target, error) {
@@ -68,8 +70,9 @@ func URLTarget(rawURL string, mux *backendurl.Mux) (Target, error) {
 		return Target{}, errors.New("compare: malformed backend URL") // err would show the credentials
 	}
 	t := Target{
-		Name: u.Scheme,
-		Open: func(ctx context.Context) (*Client, error) { return openURL(ctx, mux, rawURL) },
+		Name:    u.Scheme,
+		Address: addressOf(u),
+		Open:    func(ctx context.Context) (*Client, error) { return openURL(ctx, mux, rawURL) },
 	}
 	if strings.HasPrefix(u.Scheme, migrate.SchemePrefix) {
 		t.Cleanup = func(ctx context.Context, elections []string) error { return migrateCleanup(ctx, mux, u, elections) }
@@ -87,6 +90,21 @@ func URLTarget(rawURL string, mux *backendurl.Mux) (Target, error) {
 		t.Cleanup = func(ctx context.Context, elections []string) error { return redisCleanup(ctx, u, elections) }
 	}
 	return t, nil
+}
+
+// addressOf is u's scheme, servers and path, without credentials or query;
+// for a migrate URL, those of its two stores.
+func addressOf(u *url.URL) string {
+	if !strings.HasPrefix(u.Scheme, migrate.SchemePrefix) {
+		return u.Scheme + "://" + u.Host + u.EscapedPath()
+	}
+	var parts []string
+	for _, side := range []string{"old", "new"} {
+		if inner, err := url.Parse(u.Query().Get(side)); err == nil && inner.Scheme != "" {
+			parts = append(parts, side+" "+addressOf(inner))
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 func openURL(ctx context.Context, mux *backendurl.Mux, rawURL string) (*Client, error) {
