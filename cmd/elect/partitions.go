@@ -125,13 +125,22 @@ func checkGroup(group string, n int) error {
 // warnPartitions warns on w when the group does not look like one of n
 // partitions: partition n has a holder (the group has more), or every
 // partition from some k on is unowned while members own those below it
-// (the group may have k).
+// (the group may have k); and when two members share an identity.
 func warnPartitions(ctx context.Context, w io.Writer, b backend.Backend, t *partition.Table, n int) {
 	if n < partition.MaxPartitions {
 		if h, err := b.Leader(ctx, partition.Election(t.Group, n)); err == nil {
 			fmt.Fprintf(w, "elect: warning: partition %d of group %q has a holder (%s, token %d): the group has more than --partitions %d partitions, and the placement shown is not the members' own\n",
 				n, t.Group, h.Identity, h.Token, n)
 			return
+		}
+	}
+	slots := map[string][]int{}
+	for _, m := range t.Members {
+		slots[m.Identity] = append(slots[m.Identity], m.Slot)
+	}
+	for _, m := range t.Members {
+		if s := slots[m.Identity]; len(s) > 1 && s[0] == m.Slot {
+			fmt.Fprintf(w, "elect: warning: members in slots %v share the identity %q: two processes run with one identity (or one restarted and its old slot has not lapsed yet); give each its own\n", s, m.Identity)
 		}
 	}
 	k := n

@@ -160,8 +160,9 @@ func TestPartitionsUsage(t *testing.T) {
 
 // TestPartitionsWrongCount: with --partitions lower than the members' own
 // count, elect partitions warns that partition N has a holder; with a
-// higher one, that the last partitions have no owner while the others do.
-// A group without members prints "members": [] in JSON.
+// higher one, that the last partitions have no owner while the others do;
+// with two members of one identity, that they share it. A group without
+// members prints "members": [] in JSON.
 func TestPartitionsWrongCount(t *testing.T) {
 	store := partStore()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -193,6 +194,17 @@ func TestPartitionsWrongCount(t *testing.T) {
 	}
 	if code, _, stderr := run(8); code != exitNoLeader || !strings.Contains(stderr, "the group may have 6 partitions, not --partitions 8") {
 		t.Errorf("--partitions 8 (too many): exit %d, stderr %q; want 1 and a warning that the group may have 6", code, stderr)
+	}
+	twin, err := partition.New(store.Peer(), "count", 6, &partition.Options{Identity: "w1", TTL: time.Second, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wg.Go(func() { _ = twin.Run(ctx) })
+	for _, _, stderr := run(6); !strings.Contains(stderr, `share the identity "w1"`); _, _, stderr = run(6) {
+		if time.Now().After(deadline.Add(10 * time.Second)) {
+			t.Fatalf("two members named w1: no warning within 10s; last stderr %q", stderr)
+		}
+		time.Sleep(20 * time.Millisecond) // polling a member's progress through the CLI
 	}
 	var stdout, stderr bytes.Buffer
 	elect(ctx, []string{"partitions", "--backend=partmem://", "--group=empty", "--partitions=2", "--json"}, &stdout, &stderr)
