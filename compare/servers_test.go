@@ -183,3 +183,39 @@ func TestRunLeavesNoRedisKeys(t *testing.T) {
 		})
 	}
 }
+
+// TestProxiedErrorsNameServers: the errors of a client opened through the
+// local proxies (failover, renew) name the servers' addresses, not the
+// proxies' ports: after Crash, a Renew fails naming a real node.
+func TestProxiedErrorsNameServers(t *testing.T) {
+	target, err := compare.URLTarget(redisURL(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := target.OpenCrashable(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	election := compare.NewPrefix() + "/proxied"
+	defer func() {
+		c.Closer.Close()
+		if err := target.Cleanup(context.Background(), []string{election}); err != nil {
+			t.Errorf("Cleanup: %v", err)
+		}
+	}()
+	l, err := c.Backend.Campaign(t.Context(), backend.Candidate{Election: election, Identity: "x", TTL: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Crash()
+	err = l.Renew(t.Context())
+	if err == nil || !strings.Contains(err.Error(), testenv.RedisAddrs(t)[0]) {
+		t.Fatalf("Renew after Crash: %v; want an error naming %s", err, testenv.RedisAddrs(t)[0])
+	}
+	for _, a := range testenv.RedisAddrs(t) {
+		err = errors.New(strings.ReplaceAll(err.Error(), a, ""))
+	}
+	if strings.Contains(err.Error(), "127.0.0.1:") {
+		t.Errorf("Renew after Crash names an address that is no server's: %v", err)
+	}
+}

@@ -116,7 +116,8 @@ func openURL(ctx context.Context, mux *backendurl.Mux, rawURL string) (*Client, 
 }
 
 // openProxied opens u with every server address replaced by a proxy's; the
-// client's Requests counts what it sends when its protocol can be read.
+// client's Requests counts what it sends when its protocol can be read, and
+// its errors name the servers, not the proxies.
 func openProxied(ctx context.Context, mux *backendurl.Mux, u *url.URL, port string) (*Client, error) {
 	addrs, err := backendurl.Hosts(u, port)
 	if err != nil {
@@ -152,6 +153,11 @@ func openProxied(ctx context.Context, mux *backendurl.Mux, u *url.URL, port stri
 		_ = proxies.Close()
 		return nil, err
 	}
+	pairs := make([]string, 0, 2*len(addrs))
+	for i, a := range addrs {
+		pairs = append(pairs, local[i], a)
+	}
+	b = realAddrs{Backend: b, r: strings.NewReplacer(pairs...)}
 	c := &Client{Backend: b, Closer: append(backendurl.Closers{closer}, proxies...), Crash: cut}
 	if parserFor(u.Scheme) != nil {
 		c.Requests = func() int64 {
