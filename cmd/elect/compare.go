@@ -45,8 +45,13 @@ Prints a table (or --json, or --markdown) on stdout, progress on stderr;
 
 Works only in elections named elect-compare/<random>/... (inside the URL's
 prefix or root), and removes everything it created before it exits, also
-when interrupted. Exit 0 when every workload ran without error, 3 when
-some failed or something was left behind, 130 when interrupted.
+when interrupted, or names what it left. A backend that does not answer a
+first campaign within 10s is reported before any workload runs. Ctrl-C
+stops the trial under way, then cleans up (at most 40s whatever --ttl); a
+second Ctrl-C stops the cleanup at once. Exit 0 when every workload ran
+without error, 2 for bad flags (an --html path that cannot be written
+included), 3 when some workload failed, a backend did not answer or
+something was left behind, 130 when interrupted.
 
 The default run takes minutes; --short takes seconds per backend.
 `
