@@ -229,13 +229,12 @@ func TestCompareInterruptedPrompt(t *testing.T) {
 // them and never answers, is reported within seconds, naming its real
 // address, before any workload runs.
 func TestCompareUnreachable(t *testing.T) {
-	refused := testenv.SilentListener(t) // a port nothing else takes
 	silent := testenv.SilentListener(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	refused = ln.Addr().String()
+	refused := ln.Addr().String() // closed: connections are refused
 	ln.Close()
 	for _, tc := range []struct{ name, url, addr string }{
 		{"redis-refused", "redis://" + refused, refused},
