@@ -237,12 +237,21 @@ func (cs Closers) Close() error {
 }
 
 // redacted is u as a string with the whole userinfo, user name included,
-// replaced by "xxxxx".
+// replaced by "*", the mark every redacted error uses. A URL with neither
+// host nor path keeps its "//" (migrate+both://?old=..), which
+// url.URL.String drops.
 func redacted(u *url.URL) string {
-	if u.User == nil {
-		return u.String()
-	}
+	const mark = "redacted"
 	v := *u
-	v.User = url.User("xxxxx")
-	return v.String()
+	if u.User != nil {
+		v.User = url.User(mark) // url.User would escape "*"
+	}
+	s := v.String()
+	switch {
+	case u.User != nil:
+		s = strings.Replace(s, "//"+mark+"@", "//*@", 1)
+	case v.Opaque == "" && v.Scheme != "" && v.Host == "" && v.Path == "":
+		s = strings.Replace(s, v.Scheme+":", v.Scheme+"://", 1)
+	}
+	return s
 }

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -62,6 +64,12 @@ type membership struct {
 
 	slot int        // the slot this member holds, or -1
 	t    *term.Term // the slot's lease, run by the term engine; nil without a slot
+
+	full bool // every slot was taken at the last join: warned once
+
+	twins       string    // the other slots held under this identity, as last read …
+	twinsSince  time.Time // … since when …
+	twinsWarned bool      // … and whether that was warned of
 }
 
 func newMembership(a *Assigner) *membership {
@@ -173,7 +181,34 @@ func (m *membership) scan(ctx context.Context) error {
 		slots[m.slot] = m.self
 	}
 	m.slots = slots
+	m.warnTwins(ctx)
 	return nil
+}
+
+// warnTwins warns when another slot is held under this member's identity
+// for longer than a slot's TTL: two members started with one Identity are
+// two rows of the member list that cannot be told apart, and placement
+// gives each its own share. A slot of the same identity that lapses within
+// the TTL is this member's own from before a crash, not a twin. It warns
+// once per change of those slots.
+func (m *membership) warnTwins(ctx context.Context) {
+	var twins []string
+	for k, s := range m.slots {
+		if m.slot >= 0 && k != m.slot && s.identity == m.self.identity {
+			twins = append(twins, strconv.Itoa(k))
+		}
+	}
+	got := strings.Join(twins, ",")
+	switch {
+	case got == "":
+		m.twins, m.twinsSince = "", time.Time{}
+	case got != m.twins:
+		m.twins, m.twinsSince, m.twinsWarned = got, time.Now(), false
+	case !m.twinsWarned && time.Since(m.twinsSince) > m.ttl:
+		m.twinsWarned = true
+		m.a.log.LogAttrs(ctx, slog.LevelWarn, "another member has this identity; give each member its own Identity",
+			slog.String("slots", got), slog.Int("own_slot", m.slot))
+	}
 }
 
 // scanSlots reads the membership slots of group in chunks of spareSlots
@@ -251,9 +286,19 @@ func (m *membership) join(ctx context.Context) error {
 		}
 	}
 	if len(free) == 0 {
-		m.a.log.LogAttrs(ctx, slog.LevelWarn, "every membership slot is taken; waiting",
+		// Warn when the group becomes full, not at every poll while it stays so.
+		level := slog.LevelWarn
+		if m.full {
+			level = slog.LevelDebug
+		}
+		m.full = true
+		m.a.log.LogAttrs(ctx, level, "every membership slot is taken; waiting",
 			slog.Int("max_members", m.a.opts.MaxMembers))
 		return nil
+	}
+	if m.full {
+		m.full = false
+		m.a.log.LogAttrs(ctx, slog.LevelInfo, "a membership slot is free; joining")
 	}
 	for range joinAttempts {
 		if len(free) == 0 {

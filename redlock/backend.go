@@ -36,6 +36,7 @@ type Backend struct {
 	batch    *batcher   // coalesces renewals; nil unless every client is one server
 	gate     *gate      // bounds the acquire rounds in flight
 	dials    []*dialLog // by node, for clients openURL made; else nil
+	warmer   warmer     // the first connections (see warm)
 
 	done chan struct{} // closed by Close
 	stop chan struct{} // closed by Close once leases are finished: workers exit
