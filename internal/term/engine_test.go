@@ -104,3 +104,47 @@ func TestRenewalsCoalesce(t *testing.T) {
 		}
 	})
 }
+
+// trailing is a lease whose Deadline trails its proof by lag, as a
+// ZooKeeper lease's trails by the ensemble's report lag.
+type trailing struct {
+	backend.Lease
+	lag time.Duration
+}
+
+func (l trailing) Deadline() time.Time  { return l.Lease.Deadline().Add(-l.lag) }
+func (l trailing) DeadlineTrails() bool { return true }
+
+// A lease whose Deadline, when won, lies closer than a renewal interval
+// plus the safety margin is renewed before its step-down point, not on the
+// interval's schedule after it: a renewal is always attempted in time to
+// move the Deadline, so a healthy lease is never given up for want of an
+// attempt.
+func TestRenewedBeforeStepDown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := memory.New()
+		defer b.Close()
+		tm := Timing{TTL: 2 * time.Second, RenewInterval: 667 * time.Millisecond, SafetyMargin: 400 * time.Millisecond}
+		l, err := b.Campaign(t.Context(), backend.Candidate{Election: "e", Identity: "x", TTL: tm.TTL})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lease := trailing{l, 1100 * time.Millisecond} // 0.9 s left when won: step-down at 0.5 s
+		tt := Start(b, context.Background(), lease, lease.Deadline(), tm, Hooks{Callback: "test"})
+		tt.Go(nil)
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		var ended error
+		select {
+		case <-tt.Ended():
+			ended = context.Cause(tt.Context())
+		default:
+		}
+		tt.End(errors.New("done"))
+		<-tt.Returned()
+		_ = tt.Release(t.Context())
+		if ended != nil {
+			t.Errorf("term ended within 5s: %v; want it held while every renewal succeeds", ended)
+		}
+	})
+}

@@ -19,13 +19,15 @@ type attempt struct {
 
 // renew runs attempt a of t, in a goroutine of its own: it reads the
 // lease's Deadline, renews unless the Deadline shows the renewal not due
-// yet, even allowing for coalescing (a driver moved it between renewals),
-// reads the Deadline again, and records the outcome.
+// yet, even allowing for coalescing (a driver moved it between renewals)
+// and the rule that a renewal comes before the step-down point (see
+// Timing.inTime), reads the Deadline again, and records the outcome.
 func (t *Term) renew(a *attempt) {
 	defer close(a.done)
 	defer a.cancel()
 	d := t.l.Deadline()
-	if !t.trails && time.Now().Add(t.tm.RenewInterval/coalesce).Before(t.dueAfter(d)) {
+	now := time.Now()
+	if due := t.tm.inTime(now, d, t.dueAfter(d).Sub(now)); !t.trails && t.tm.RenewInterval/coalesce < due {
 		t.e.recordCheck(t, a, d)
 		return
 	}
@@ -45,7 +47,8 @@ func (e *Engine) recordCheck(t *Term, a *attempt, d time.Time) {
 		if d.After(st.deadline) {
 			st.deadline = d
 		}
-		st.due = t.dueAfter(st.deadline)
+		now := time.Now()
+		st.due = now.Add(t.inTime(now, t.dueAfter(st.deadline).Sub(now)))
 		e.scheduleLocked(t)
 	}
 	e.mu.Unlock()
@@ -141,16 +144,39 @@ func (t *Term) dueAfter(d time.Time) time.Time { return d.Add(t.tm.RenewInterval
 // and at the same instants as the other elections of the process, so that
 // those sharing a session share one request. Called with e.mu held, or
 // before the term is attached.
+//
+// Whatever the schedule, the next renewal is due a little before the
+// step-down point (see Timing.inTime): a lease whose Deadline lies closer
+// than an interval plus the margin (a trailing Deadline, a slow answer) is
+// renewed in time to move it rather than given up unrenewed.
 func (t *Term) next(now time.Time) time.Duration {
 	ri := t.tm.RenewInterval
 	if t.trails {
-		return gridAfter(now, ri, ri/8)
+		return t.inTime(now, gridAfter(now, ri, ri/8))
 	}
 	floor := ri / 4
 	if d := t.dueAfter(t.st.deadline).Sub(now); d >= floor {
-		return d
+		return t.inTime(now, d)
 	}
-	return onGrid(now, floor)
+	return t.inTime(now, onGrid(now, floor))
+}
+
+// inTime returns d, or less when d would start the renewal too close to
+// the step-down point of the term's Deadline (see Timing.inTime). Called
+// with e.mu held, or before the term is attached.
+func (t *Term) inTime(now time.Time, d time.Duration) time.Duration {
+	return t.tm.inTime(now, t.st.deadline, d)
+}
+
+// inTime returns d, or less when d would start a renewal of a lease with
+// the given Deadline later than a quarter of a renewal interval before its
+// step-down point (halfway to it, when it is nearer than half an interval),
+// so that an attempt, and a retry after a quick failure, come before the
+// term must end.
+func (tm Timing) inTime(now, deadline time.Time, d time.Duration) time.Duration {
+	left := tm.StepDownAt(deadline).Sub(now)
+	latest := left - min(tm.RenewInterval/4, left/2)
+	return max(min(d, latest), time.Millisecond)
 }
 
 // renewGrid is the origin of the grid's instants, shared by every term of
