@@ -63,6 +63,11 @@
 // monotonic clock; wall-clock jumps do not matter, clock rate does (see each
 // driver's drift allowance).
 //
+// The Electors of a process that share a Backend share one scheduler: a held
+// election costs no goroutine beyond Run's, and no timer of its own, until a
+// renewal is due; a renewal holds a goroutine only while its request is in
+// flight, and never delays another term's step-down.
+//
 // # Errors
 //
 // [New] validates its arguments and returns an error naming the field and

@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/leaderkit/elector/backend"
+	"github.com/leaderkit/elector/internal/term"
 	"github.com/leaderkit/elector/internal/wait"
 )
 
@@ -24,7 +24,8 @@ type Elector struct {
 	log      *slog.Logger
 
 	running  atomic.Bool
-	resignCh chan *resignRequest // received by the term loop of the current term
+	resignCh chan *resignRequest // received by Run's goroutine during a term
+	obsMu    sync.Mutex          // serialises Observer calls
 
 	mu      sync.Mutex
 	term    *termState // the current or ending term; nil between terms
@@ -116,12 +117,12 @@ func (e *Elector) Run(ctx context.Context) error {
 		defer cancel()
 	}
 	for {
-		l, err := e.campaign(ctx)
+		l, won, err := e.campaign(ctx)
 		if err != nil {
 			return err
 		}
 		token := l.Token()
-		resigned := e.lead(ctx, l)
+		resigned := e.lead(ctx, l, won)
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -132,8 +133,8 @@ func (e *Elector) Run(ctx context.Context) error {
 }
 
 // campaign campaigns until it wins, ctx ends, or the backend fails
-// permanently.
-func (e *Elector) campaign(ctx context.Context) (backend.Lease, error) {
+// permanently. It returns the lease and its Deadline when won.
+func (e *Elector) campaign(ctx context.Context) (backend.Lease, time.Time, error) {
 	c := backend.Candidate{Election: e.election, Identity: e.opts.Identity, TTL: e.opts.TTL}
 	for attempt := 0; ; attempt++ {
 		e.log.LogAttrs(ctx, slog.LevelDebug, "campaigning", slog.Int("attempt", attempt))
@@ -142,28 +143,28 @@ func (e *Elector) campaign(ctx context.Context) (backend.Lease, error) {
 		l, err := e.b.Campaign(ctx, c)
 		e.observe(Event{Kind: EventCampaign, Took: time.Since(began), Err: err})
 		if err == nil {
-			left := time.Until(l.Deadline())
-			if left > e.opts.SafetyMargin {
+			won := l.Deadline()
+			if !e.timing().PastStepDown(won) {
 				e.attemptWon(ctx)
-				return l, nil
+				return l, won, nil
 			}
 			// Won too late to act safely (the campaign itself took most
 			// of the TTL): give it back and try again.
 			e.release(ctx, l, Term{})
-			err = fmt.Errorf("won with only %v left before the lease deadline, within the safety margin %v", left, e.opts.SafetyMargin)
+			err = fmt.Errorf("won with only %v left before the lease deadline, within the safety margin %v", time.Until(won), e.opts.SafetyMargin)
 		}
 		if ctx.Err() != nil {
 			e.attemptEnded()
-			return nil, ctx.Err()
+			return nil, time.Time{}, ctx.Err()
 		}
 		if backend.IsPermanent(err) {
 			e.attemptEnded()
-			return nil, fmt.Errorf("elector: campaign %q: %w", e.election, err)
+			return nil, time.Time{}, fmt.Errorf("elector: campaign %q: %w", e.election, err)
 		}
 		delay := backoff(attempt, e.opts.RenewInterval)
 		e.attemptFailed(ctx, err, delay)
 		if !wait.Sleep(ctx, delay) {
-			return nil, ctx.Err()
+			return nil, time.Time{}, ctx.Err()
 		}
 	}
 }
@@ -194,10 +195,8 @@ func (e *Elector) awaitSuccessor(ctx context.Context, token uint64) {
 // A failure is a warning, except a lease found already gone (an error
 // wrapping backend.ErrLost, as etcd and ZooKeeper return after a loss).
 func (e *Elector) release(ctx context.Context, l backend.Lease, t Term) error {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(e.opts.RenewInterval, time.Second))
-	defer cancel()
 	began := time.Now()
-	err := l.Release(rctx)
+	err := term.Release(ctx, l, e.timing())
 	e.observe(Event{Kind: EventRelease, Term: t, Took: time.Since(began), Err: err})
 	if err != nil && errors.Is(err, backend.ErrLost) {
 		// Gone already (the term ended on its loss, which was the warning):
@@ -311,10 +310,13 @@ func (e *Elector) Check() error {
 	return nil
 }
 
-// observe reports ev to the Observer, if any.
+// observe reports ev to the Observer, if any, one call at a time: renewals
+// are reported from the goroutine that ran them, the rest from Run's.
 func (e *Elector) observe(ev Event) {
 	if e.opts.Observer != nil {
 		ev.Election = e.election
+		e.obsMu.Lock()
+		defer e.obsMu.Unlock()
 		e.opts.Observer(ev)
 	}
 }
@@ -371,10 +373,4 @@ func (e *Elector) watchLeader(ctx context.Context) {
 
 // backoff returns a full-jitter exponential delay for a retry: uniform in
 // [0, min(limit, 25ms·2^attempt)], and at least 1 ms.
-func backoff(attempt int, limit time.Duration) time.Duration {
-	ceil := limit
-	if attempt < 20 {
-		ceil = min(limit, 25*time.Millisecond<<attempt)
-	}
-	return max(time.Millisecond, rand.N(ceil+1))
-}
+func backoff(attempt int, limit time.Duration) time.Duration { return term.Backoff(attempt, limit) }

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/leaderkit/elector/backend"
+	"github.com/leaderkit/elector/internal/term"
 )
 
 var (
@@ -12,7 +13,7 @@ var (
 	// renewal succeeded before the lease's deadline minus
 	// [Options.SafetyMargin]. The reason passed to [Options.OnRevoked] wraps
 	// it together with the cause (for example [backend.ErrLost]).
-	ErrLeaseLost = errors.New("elector: lease lost")
+	ErrLeaseLost = term.ErrLeaseLost
 
 	// ErrResigned is the reason a term ended because [Elector.Resign] was
 	// called.

@@ -2,15 +2,13 @@ package elector
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/leaderkit/elector/backend"
+	"github.com/leaderkit/elector/internal/term"
 )
 
 // Defaults and limits of [Options].
@@ -87,7 +85,8 @@ type Options struct {
 	// terms starting and ending, renewals and releases, with their latency
 	// and outcome. It is the hook for metrics (see package
 	// github.com/leaderkit/elector/promelector for Prometheus). Calls come
-	// from Run's goroutine, in order, and must return quickly.
+	// one at a time, in order, from Run's goroutine and, for renewals, from
+	// the goroutine that ran the renewal; they must return quickly.
 	Observer func(Event)
 
 	// Logger receives structured logs: Info for terms starting and ending,
@@ -107,48 +106,19 @@ func (o *Options) resolve() (Options, error) {
 		r = *o
 	}
 	if r.Identity == "" {
-		r.Identity = defaultIdentity()
+		r.Identity = term.DefaultIdentity()
 	} else if err := backend.ValidateIdentity(r.Identity); err != nil {
 		return r, fmt.Errorf("elector: Options.Identity: %w", err)
 	}
-	switch {
-	case r.TTL == 0:
-		r.TTL = DefaultTTL
-	case r.TTL < MinTTL || r.TTL > MaxTTL:
-		return r, fmt.Errorf("elector: Options.TTL is %v; want between %v and %v (or 0 for the default %v)", r.TTL, MinTTL, MaxTTL, DefaultTTL)
+	tm, err := term.Resolve(r.TTL, r.RenewInterval, r.SafetyMargin, term.Limits{MinTTL: MinTTL, MaxTTL: MaxTTL, DefaultTTL: DefaultTTL})
+	if err != nil {
+		return r, fmt.Errorf("elector: %w", err)
 	}
-	switch {
-	case r.SafetyMargin == 0:
-		r.SafetyMargin = r.TTL / 5
-	case r.SafetyMargin < 0:
-		return r, fmt.Errorf("elector: Options.SafetyMargin is %v; want a positive duration below TTL/2 = %v (or 0 for TTL/5)", r.SafetyMargin, r.TTL/2)
-	case r.SafetyMargin >= r.TTL/2:
-		return r, fmt.Errorf("elector: Options.SafetyMargin %v is too large; want below TTL/2 = %v (or 0 for TTL/5)", r.SafetyMargin, r.TTL/2)
-	}
-	switch {
-	case r.RenewInterval == 0:
-		r.RenewInterval = r.TTL / 3
-	case r.RenewInterval < 0:
-		return r, fmt.Errorf("elector: Options.RenewInterval is %v; want a positive duration below TTL - SafetyMargin = %v (or 0 for TTL/3)", r.RenewInterval, r.TTL-r.SafetyMargin)
-	}
-	if r.RenewInterval >= r.TTL-r.SafetyMargin {
-		return r, fmt.Errorf("elector: Options.RenewInterval %v leaves no time to renew; want below TTL - SafetyMargin = %v - %v = %v",
-			r.RenewInterval, r.TTL, r.SafetyMargin, r.TTL-r.SafetyMargin)
-	}
+	r.TTL, r.RenewInterval, r.SafetyMargin = tm.TTL, tm.RenewInterval, tm.SafetyMargin
 	if r.Logger == nil {
 		r.Logger = slog.Default()
 	}
 	return r, nil
-}
-
-func defaultIdentity() string {
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		host = "localhost"
-	}
-	var b [3]byte
-	_, _ = rand.Read(b[:])
-	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
 }
 
 // validateNew checks New's positional arguments.

@@ -66,7 +66,7 @@
 // so is a '@' in a path or query value that is not encoded as %40.
 // Errors never show a byte of the credentials, whatever their length:
 // they quote the URL with its user name and password, and those of the
-// URLs nested in its query, replaced by xxxxx.
+// URLs nested in its query, replaced by "*".
 //
 // # Errors
 //

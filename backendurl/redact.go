@@ -26,8 +26,8 @@ import (
 //     the Openers quote values through Redact, and hideNested catches the
 //     Opener that does not.
 
-// credentialsMark replaces hidden credentials.
-const credentialsMark = "xxxxx"
+// credentialsMark replaces hidden credentials, in every redacted error.
+const credentialsMark = "*"
 
 // errStrayAt is the error for a URL with an '@' after its authority.
 var errStrayAt = errors.New("backendurl: an '@' after the host list: a backend URL has '@' only to end its user name and password; " +
@@ -46,15 +46,19 @@ func strayAt(u *url.URL) bool {
 // query (see redactText). It keeps the "//" of a URL without a host
 // (migrate+both://?old=…), which url.URL.String drops.
 func redacted(u *url.URL) string {
+	const placeholder = "redacted" // url.User would escape "*"
 	v := *u
 	if v.User != nil {
-		v.User = url.User(credentialsMark)
+		v.User = url.User(placeholder)
 	}
 	v.RawQuery = redactQuery(v.RawQuery)
 	if p := v.Path; strings.Contains(p, "@") {
 		v.Path, v.RawPath = redactText(p), ""
 	}
 	s := v.String()
+	if v.User != nil {
+		s = strings.Replace(s, "//"+placeholder+"@", "//"+credentialsMark+"@", 1)
+	}
 	if v.Scheme != "" && v.Opaque == "" && !strings.HasPrefix(s, v.Scheme+"://") {
 		s = v.Scheme + "://" + strings.TrimPrefix(s, v.Scheme+":")
 	}
@@ -63,7 +67,7 @@ func redacted(u *url.URL) string {
 
 // Redact returns text, a backend URL or what an error quotes of one (a
 // decoded query value, a path), with the user name and password of every
-// URL in it replaced by xxxxx, those of URLs nested in its query
+// URL in it replaced by "*", those of URLs nested in its query
 // included: everything from where credentials could start (after "//", or
 // else after the first ':') to the last '@', however malformed the URL.
 // Text without an '@', as typed or percent-encoded in a query, is returned
@@ -118,7 +122,8 @@ func redactComponent(enc string) string {
 	case err != nil:
 		return credentialsMark
 	}
-	return url.QueryEscape(redactText(d))
+	// '*' means the same encoded or not in a query: show the mark as is.
+	return strings.ReplaceAll(url.QueryEscape(redactText(d)), "%2A", "*")
 }
 
 // lenientUnescape decodes s as a query component: '+' is a space, %XX the

@@ -3,23 +3,35 @@ package compare
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/leaderkit/elector/backend"
 )
 
-// cleanupTimeout bounds the cleanup beyond the wait for crashed holders'
-// leases to lapse.
-const cleanupTimeout = 10 * time.Second
+// Bounds of the cleanup, whatever the TTL: releasing, closing and the
+// targets' Cleanup take at most cleanupTimeout, the check as long again, and
+// the wait for the leases of cut-off holders to lapse at most maxLapseWait.
+const (
+	cleanupTimeout = 10 * time.Second
+	maxLapseWait   = 20 * time.Second
+)
+
+// CleanupBound is the longest the cleanup of [Run] takes once the
+// workloads have stopped, whatever the TTL; [Options.Abort] cuts it short.
+const CleanupBound = 2*cleanupTimeout + maxLapseWait
 
 // cleanup releases every lease still held, closes every client, runs the
 // targets' Cleanup and checks that no election of the run has a leader. It
-// runs with a fresh context, so that it also works after ctx ended.
-func (r *runner) cleanup(parent context.Context) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), cleanupTimeout+2*r.o.TTL)
+// runs under r.stop, so that it also works after the run's ctx ended, and
+// each step is bounded whatever the TTL.
+func (r *runner) cleanup() {
+	ctx, cancel := context.WithTimeout(r.stop, cleanupTimeout)
 	defer cancel()
+	r.note("releasing the leases still held, closing the clients")
 	var wg sync.WaitGroup
 	for _, b := range r.bs {
 		wg.Go(func() { r.releaseAll(ctx, b) })
@@ -28,17 +40,46 @@ func (r *runner) cleanup(parent context.Context) {
 	r.bg.Wait()
 	names := r.names()
 	sort.Strings(names)
+	if len(names) == 0 {
+		return
+	}
+	r.note("removing what the stores keep of the run's elections")
 	for _, b := range r.bs {
+		if b.unreachable {
+			continue
+		}
 		wg.Go(func() {
-			if b.t.Cleanup != nil && len(names) > 0 {
+			if b.t.Cleanup != nil {
 				if err := b.t.Cleanup(ctx, names); err != nil {
 					b.rep.CleanupError = err.Error()
+					return
 				}
+				b.cleaned = true
 			}
-			b.rep.Leftover = r.leftover(ctx, b, names)
 		})
 	}
 	wg.Wait()
+	r.awaitLapse()
+	cctx, cancel := context.WithTimeout(r.stop, cleanupTimeout)
+	defer cancel()
+	for _, b := range r.bs {
+		if !b.unreachable {
+			wg.Go(func() { b.rep.Leftover = r.leftover(cctx, b, names) })
+		}
+	}
+	wg.Wait()
+	if r.stop.Err() != nil {
+		for _, b := range r.bs {
+			b.aborted()
+		}
+	}
+}
+
+// note reports what the cleanup does now through Options.Progress.
+func (r *runner) note(what string) {
+	if r.o.Progress != nil {
+		r.o.Progress(Progress{Phase: PhaseCleanup, Note: what, Elapsed: time.Since(r.rep.Started)})
+	}
 }
 
 // releaseAll releases b's leases and closes its clients.
@@ -49,7 +90,7 @@ func (r *runner) releaseAll(ctx context.Context, b *bstate) {
 		held = append(held, l)
 	}
 	b.mu.Unlock()
-	parallel(len(held), 16, func(i int) { _ = r.release(ctx, b, held[i]) })
+	parallel(len(held), 16, func(i int) { _ = r.releaseWithin(ctx, b, held[i]) })
 	b.mu.Lock()
 	clients := append([]*Client{b.a, b.b}, b.extra...)
 	b.extra = nil
@@ -61,17 +102,46 @@ func (r *runner) releaseAll(ctx context.Context, b *bstate) {
 	}
 }
 
+// awaitLapse waits until the leases of cut-off holders that no waiter took
+// over (the run was interrupted, or the waiter failed) and that lapse
+// within maxLapseWait have lapsed. A lease that lapses later is not waited
+// for: the check reports its election as still led.
+func (r *runner) awaitLapse() {
+	var (
+		now    = time.Now()
+		last   time.Time
+		n, all int
+	)
+	for _, b := range r.bs {
+		b.mu.Lock()
+		for _, t := range b.cutOff {
+			all++
+			if t.Sub(now) <= maxLapseWait {
+				n++
+				last = later(last, t)
+			}
+		}
+		b.mu.Unlock()
+	}
+	if n > 0 && time.Until(last) > 0 {
+		r.note(fmt.Sprintf("waiting %v for the leases of %d of %d cut-off holders to lapse", time.Until(last).Round(100*time.Millisecond), n, all))
+		sleep(r.stop, time.Until(last))
+	}
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
 // leftover returns the elections of names that still have a leader, on a
-// client opened for the check. Leases of crashed holders lapse on their own:
-// the check waits until the last crash is one TTL and a half old.
+// client opened for the check.
 func (r *runner) leftover(ctx context.Context, b *bstate, names []string) []string {
-	if len(names) == 0 {
+	if ctx.Err() != nil {
 		return nil
 	}
-	r.mu.Lock()
-	lapsed := r.lastCrash.Add(r.o.TTL * 3 / 2)
-	r.mu.Unlock()
-	sleep(ctx, time.Until(lapsed))
 	c, err := b.t.Open(ctx)
 	if err != nil {
 		if b.rep.CleanupError == "" {
@@ -99,6 +169,25 @@ func (r *runner) leftover(ctx context.Context, b *bstate, names []string) []stri
 	})
 	sort.Strings(out)
 	return out
+}
+
+// aborted records in b's report what an aborted cleanup may have left.
+func (b *bstate) aborted() {
+	b.mu.Lock()
+	n := len(b.held) + len(b.cutOff)
+	b.mu.Unlock()
+	var left []string
+	if n > 0 {
+		left = append(left, fmt.Sprintf("%d leases still held, which lapse within the TTL", n))
+	}
+	if b.t.Cleanup != nil && !b.cleaned {
+		left = append(left, "keys of its elections that never expire (fencing counters, migrated markers)")
+	}
+	msg := "aborted before the cleanup finished, nothing checked"
+	if len(left) > 0 {
+		msg += "; may remain: " + strings.Join(left, ", ")
+	}
+	b.rep.CleanupError = msg
 }
 
 // leaderErr asks for the leader of election, up to three times while the

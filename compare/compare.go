@@ -51,12 +51,17 @@ type Target struct {
 	// Open and its requests are not counted.
 	OpenCounted func(ctx context.Context) (*Client, error)
 	// Cleanup, when not nil, removes what the store keeps of the elections
-	// named after they were released and the clients closed (Redlock's
-	// fencing counters, which never expire). It must touch nothing else.
+	// named once their leases were released and every client of the run
+	// closed: Redlock's fencing counters and migrated markers, which never
+	// expire, and leases that could not be released (those of cut-off
+	// holders). It must touch nothing else.
 	Cleanup func(ctx context.Context, elections []string) error
 	// TokenSource says where the backend's fencing tokens come from, in a
 	// few words; Safety states its safety assumptions in one line.
 	TokenSource, Safety string
+	// Address, when not empty, names the backend's servers in errors, for
+	// example "127.0.0.1:2379,127.0.0.1:2380"; it must not hold credentials.
+	Address string
 }
 
 // BackendReport is what [Run] measured on one backend.
@@ -108,13 +113,20 @@ type Report struct {
 //
 // Every election Run creates is named under a prefix of its own,
 // PrefixRoot/<random>/, and Run removes everything it created before it
-// returns, also when ctx ends: it then releases what it holds with a fresh
-// context bounded by ten seconds plus the TTL, closes its clients, and returns
-// the partial report with Interrupted set and ctx.Err(). It needs no
-// permission beyond what a candidate in those elections needs.
+// returns, also when ctx ends: it then lets the trial under way stop,
+// releases what it holds (a release is never cut short by ctx, since a
+// lease released with an ended context stays held at the store until it
+// lapses), closes its clients, runs the targets' Cleanup, checks, and
+// returns the partial report with Interrupted set and ctx.Err(). The
+// cleanup takes at most [CleanupBound] whatever the TTL ([Options.Abort]
+// cuts it shorter); each backend's Leftover and CleanupError say what it
+// could not remove. It needs no permission beyond what a candidate in those
+// elections needs.
 //
 // Run returns an error without measuring anything when the options or the
-// targets are invalid or a target cannot be opened.
+// targets are invalid, a target cannot be opened, or a first campaign on a
+// target does not succeed within ten seconds (the backend does not answer):
+// an error that names the target's Address.
 func Run(ctx context.Context, targets []Target, opts *Options) (*Report, error) {
 	o, err := opts.withDefaults()
 	if err != nil {
@@ -127,14 +139,25 @@ func Run(ctx context.Context, targets []Target, opts *Options) (*Report, error) 
 		o.Prefix = NewPrefix()
 	}
 	rep := &Report{Prefix: o.Prefix, Options: *o, Started: time.Now()}
-	r := &runner{o: o, rep: rep}
+	stop, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	if o.Abort != nil {
+		go func() {
+			select {
+			case <-o.Abort:
+				cancel()
+			case <-stop.Done():
+			}
+		}()
+	}
+	r := &runner{o: o, rep: rep, stop: stop}
 	defer func() { rep.Elapsed = time.Since(rep.Started) }()
 	if err := r.open(ctx, targets); err != nil {
-		r.cleanup(ctx)
+		r.cleanup()
 		return nil, err
 	}
 	err = r.measure(ctx)
-	r.cleanup(ctx)
+	r.cleanup()
 	if ctx.Err() != nil {
 		rep.Interrupted = true
 		return rep, ctx.Err()
@@ -205,7 +228,7 @@ func (r *Report) MarshalJSON() ([]byte, error) {
 }
 
 // Failed reports whether any workload of any backend failed, or the cleanup
-// left something behind.
+// left something behind ([Report.Left]).
 func (r *Report) Failed() error {
 	var errs []error
 	for _, b := range r.Backends {
@@ -214,8 +237,17 @@ func (r *Report) Failed() error {
 				errs = append(errs, fmt.Errorf("%s %s: %d errors, first: %s", b.Name, res.Workload, res.Errors, res.FirstError))
 			}
 		}
+	}
+	return errors.Join(append(errs, r.Left())...)
+}
+
+// Left reports what the cleanup left behind or could not check, per
+// backend, or nil when it removed everything the run created.
+func (r *Report) Left() error {
+	var errs []error
+	for _, b := range r.Backends {
 		if len(b.Leftover) > 0 {
-			errs = append(errs, fmt.Errorf("%s: elections still led after the cleanup: %q", b.Name, b.Leftover))
+			errs = append(errs, fmt.Errorf("%s: elections still led after the cleanup (their leases lapse within the TTL, %v): %q", b.Name, r.Options.TTL, b.Leftover))
 		}
 		if b.CleanupError != "" {
 			errs = append(errs, fmt.Errorf("%s: cleanup: %s", b.Name, b.CleanupError))

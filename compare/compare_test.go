@@ -206,8 +206,26 @@ func checkRebalance(t *testing.T, name string, res *compare.Result, o *compare.O
 	}
 }
 
-func checkProgress(t *testing.T, ps []compare.Progress) {
+func checkProgress(t *testing.T, all []compare.Progress) {
 	t.Helper()
+	var ps []compare.Progress
+	cleanup := 0
+	for _, p := range all {
+		if p.Phase != compare.PhaseCleanup {
+			ps = append(ps, p)
+			continue
+		}
+		cleanup++
+		if p.Note == "" || !strings.HasPrefix(p.String(), "cleanup: ") {
+			t.Errorf("cleanup progress %q; want \"cleanup: \" and a note", p)
+		}
+	}
+	if cleanup > 0 && all[len(all)-cleanup].Phase != compare.PhaseCleanup {
+		t.Errorf("cleanup progress before the last trial: %v", all)
+	}
+	if cleanup == 0 {
+		t.Error("no progress of the cleanup reported")
+	}
 	if len(ps) == 0 {
 		t.Fatal("no progress reported")
 	}

@@ -47,12 +47,15 @@
 // no other run shares, inside whatever prefix or root the backend URL sets;
 // it reads and writes nothing else and needs no permission beyond what a
 // candidate of those elections needs. Before Run returns, also when its ctx
-// ends, it releases every lease it holds, closes its clients, waits for the
-// leases of cut-off holders to lapse (about one TTL), lets each Target's
-// Cleanup remove what the store keeps (Redlock's fencing counters), and
-// checks with Leader that none of its elections has a leader; the report
-// lists any that still have one. ZooKeeper's empty parent znodes are
-// container nodes, which the servers delete on their own.
+// ends, it releases every lease it holds, closes its clients, lets each
+// Target's Cleanup remove what the store keeps (Redlock's fencing counters
+// and lock keys, the markers a migrate URL in phase new writes), waits for
+// the leases of cut-off holders that Cleanup could not remove to lapse (at
+// most 20 seconds), and checks with Leader that none of its elections has a
+// leader; the report lists any that still have one, and what went wrong.
+// The cleanup is bounded by [CleanupBound] whatever the TTL. ZooKeeper's
+// empty parent znodes are container nodes, which the servers delete on
+// their own.
 //
 // # Output
 //

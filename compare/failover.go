@@ -43,10 +43,11 @@ func (r *runner) failover(ctx context.Context, b *bstate, i int) {
 	}
 	h.Crash()
 	b.forget(l) // it lapses at the store; nothing can release it now
-	r.mu.Lock()
-	r.lastCrash = time.Now()
-	r.mu.Unlock()
+	b.setCutOff(name, time.Now().Add(r.o.TTL*3/2))
 	at, err := r.finishWaiter(ctx, b, w)
+	if w.err == nil {
+		b.setCutOff(name, time.Time{}) // the waiter won: the lease has lapsed
+	}
 	// Closing a cut-off client may wait for its own timeouts.
 	r.bg.Go(func() { b.closeClient(h) })
 	if err != nil {
@@ -56,4 +57,19 @@ func (r *runner) failover(ctx context.Context, b *bstate, i int) {
 	if ctx.Err() == nil && err == nil {
 		res.add(at.Sub(t0))
 	}
+}
+
+// setCutOff records that election is held by a cut-off holder whose lease
+// lapses at the store by lapse, or, with a zero lapse, that it no longer is.
+func (b *bstate) setCutOff(election string, lapse time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if lapse.IsZero() {
+		delete(b.cutOff, election)
+		return
+	}
+	if b.cutOff == nil {
+		b.cutOff = map[string]time.Time{}
+	}
+	b.cutOff[election] = lapse
 }

@@ -49,9 +49,15 @@ type Options struct {
 	// The default is PrefixRoot/<12 random hex digits>, which no other run
 	// shares. Set it only to know the prefix in advance (tests do).
 	Prefix string
-	// Progress, when not nil, is called after each trial, from Run's
-	// goroutine.
+	// Progress, when not nil, is called after each trial, and as the
+	// cleanup goes from one step to the next, from Run's goroutine.
 	Progress func(Progress)
+	// Abort, when not nil, cuts the cleanup short once it is closed (the
+	// elect command closes it at a second Ctrl-C): Run stops releasing,
+	// removing and checking, and returns at once, and each backend's
+	// CleanupError says what may remain. The leases left lapse within the
+	// TTL; what a Target's Cleanup had to remove stays.
+	Abort <-chan struct{}
 }
 
 // Short returns the options of a quick run (a few seconds per backend with

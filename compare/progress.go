@@ -18,10 +18,21 @@ type Progress struct {
 	// Elapsed is the time since Run started; Left an estimate of the time
 	// still to go.
 	Elapsed, Left time.Duration
+	// Note, in phase [PhaseCleanup] only, says what the cleanup does now;
+	// the counts are zero then.
+	Note string
 }
 
-// String formats p as one line: "renew 12/30 (run 140/400), 1m20s left".
+// PhaseCleanup is the [Progress] phase of the cleanup, which runs once the
+// workloads have ended, also when the run was interrupted.
+const PhaseCleanup = "cleanup"
+
+// String formats p as one line: "renew 12/30 (run 140/400), 1m20s left",
+// or "cleanup: " and the note.
 func (p Progress) String() string {
+	if p.Phase == PhaseCleanup {
+		return fmt.Sprintf("%s: %s", p.Phase, p.Note)
+	}
 	return fmt.Sprintf("%s %d/%d (run %d/%d), elapsed %v, about %v left", p.Phase, p.PhaseDone, p.PhaseTotal,
 		p.Done, p.Total, p.Elapsed.Round(time.Second), p.Left.Round(time.Second))
 }

@@ -18,9 +18,13 @@ import (
 // documents the counter key as the lock key + "//token".
 const counterSuffix = "//token"
 
-// redisCleanup deletes the fencing counters of elections on every node of
-// the redis:// or rediss:// URL u, and nothing else: the lock keys are gone
-// once the leases are released or have lapsed.
+// redisCleanup deletes the keys of elections on every node of the redis://
+// or rediss:// URL u, and nothing else: each fencing counter, which never
+// expires, and each lock key, which holds a lease of a cut-off holder that
+// has not lapsed yet, a lease whose release did not reach the node, or a
+// migrated marker (package migrate), which never expires either. It runs
+// once every client of the run is closed, so no lease of the run is still in
+// use.
 func redisCleanup(ctx context.Context, u *url.URL, elections []string) error {
 	addrs, err := backendurl.Hosts(u, "6379")
 	if err != nil {
@@ -44,9 +48,9 @@ func redisCleanup(ctx context.Context, u *url.URL, elections []string) error {
 			return fmt.Errorf("path %q: want a database number", u.Path)
 		}
 	}
-	keys := make([]string, len(elections))
-	for i, e := range elections {
-		keys[i] = prefix + e + counterSuffix
+	keys := make([]string, 0, 2*len(elections))
+	for _, e := range elections {
+		keys = append(keys, prefix+e, prefix+e+counterSuffix)
 	}
 	password, _ := u.User.Password()
 	var errs []error

@@ -151,8 +151,6 @@ func (r *runner) releaseMany(ctx context.Context, b *bstate) {
 	b.keep.halt()
 	b.keep = nil
 	r.perSecond(Renew)(ctx, b)
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.opTimeout())
-	defer cancel()
 	parallel(len(b.renew), r.o.Concurrency, func(i int) { _ = r.release(ctx, b, b.renew[i]) })
 	b.renew = nil
 	if b.rc != nil && b.rc != b.a {

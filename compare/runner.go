@@ -20,9 +20,13 @@ type runner struct {
 	bs  []*bstate
 	pr  *tracker
 
+	// stop is the context of what must run also after the run's ctx
+	// ended (releases, the cleanup): it ends only when Options.Abort is
+	// closed.
+	stop context.Context
+
 	mu        sync.Mutex
 	elections map[string]bool // every election name campaigned for
-	lastCrash time.Time       // when a holder was last cut off
 	bg        sync.WaitGroup  // closes of crashed clients
 }
 
@@ -43,6 +47,10 @@ type bstate struct {
 	group  *group                    // the partition group of Join and Leave
 	ops    int                       // Throughput and Renew: operations …
 	opTime time.Duration             // … and the time they took
+	cutOff map[string]time.Time      // elections a cut-off holder holds, with when its lease lapses
+
+	cleaned     bool // the target's Cleanup succeeded
+	unreachable bool // the first campaign failed: nothing to clean up or check
 }
 
 func (b *bstate) result(workload string) *Result { return b.rep.Result(workload) }
@@ -89,16 +97,40 @@ func (r *runner) open(ctx context.Context, targets []Target) error {
 		}
 	}
 	// A first campaign on each client makes its connections (and, on
-	// ZooKeeper, its session of this TTL), which no workload should pay for.
-	// A failure shows up again in the workloads.
+	// ZooKeeper, its session of this TTL), which no workload should pay for,
+	// and finds a backend that does not answer before any workload waits
+	// for it.
 	for _, b := range r.bs {
 		for _, c := range []*Client{b.a, b.b} {
-			if l, err := r.campaign(ctx, b, c, r.name("warm-up")); err == nil {
-				_ = r.release(ctx, b, l)
+			wctx, cancel := context.WithTimeout(ctx, reachTimeout)
+			l, err := r.campaign(wctx, b, c, r.name("warm-up"))
+			cancel()
+			switch {
+			case ctx.Err() != nil:
+				return ctx.Err()
+			case errors.Is(err, backend.ErrInvalid):
+				b.unreachable = true
+				return fmt.Errorf("compare: %s refused a first campaign: %w", b.t.label(), err)
+			case err != nil:
+				b.unreachable = true
+				return fmt.Errorf("compare: %s does not answer: a first campaign did not succeed within %v: %w", b.t.label(), reachTimeout, err)
 			}
+			_ = r.release(ctx, b, l)
 		}
 	}
-	return ctx.Err()
+	return nil
+}
+
+// reachTimeout bounds the first campaign on each client, which finds a
+// backend that does not answer.
+const reachTimeout = 10 * time.Second
+
+// label names t in messages: its name, and its address when known.
+func (t *Target) label() string {
+	if t.Address == "" {
+		return t.Name
+	}
+	return t.Name + " (" + t.Address + ")"
 }
 
 // opTimeout bounds one operation that should not wait for anybody.
@@ -124,8 +156,16 @@ func (r *runner) campaignTTL(ctx context.Context, b *bstate, c *Client, election
 }
 
 // release releases l, bounded by opTimeout; a lease found gone counts as
-// released.
-func (r *runner) release(ctx context.Context, b *bstate, l backend.Lease) error {
+// released. It does not end with ctx: a Release whose ctx has ended gives
+// the lease up without removing it from the store (backend.Lease), which
+// would leave the election held until the lease lapses. Only Options.Abort
+// cuts it short.
+func (r *runner) release(_ context.Context, b *bstate, l backend.Lease) error {
+	return r.releaseWithin(r.stop, b, l)
+}
+
+// releaseWithin releases l, bounded by ctx and opTimeout.
+func (r *runner) releaseWithin(ctx context.Context, b *bstate, l backend.Lease) error {
 	ctx, cancel := context.WithTimeout(ctx, r.opTimeout())
 	defer cancel()
 	err := l.Release(ctx)

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/leaderkit/elector/backendurl"
+	"github.com/leaderkit/elector/migrate"
 )
 
 // Scheme facts: default port, fencing-token source and safety assumptions,
@@ -47,8 +48,16 @@ func init() {
 // proxies count the requests it sends by reading the protocol's framing
 // (RESP commands, gRPC messages over HTTP/2, ZooKeeper packets); TLS hides
 // them, so rediss, etcds and zks have no OpenCounted. For redis and rediss,
-// Cleanup deletes the fencing counters of the run's elections (the key
-// lock key + "//token" on every node, which the driver never expires).
+// Cleanup deletes the keys of the run's elections on every node: the
+// fencing counters (lock key + "//token"), which the driver never expires,
+// and the lock keys, which only a lease of a cut-off holder still uses then.
+//
+// For a migrate+PHASE:// URL (package migrate), Cleanup does the same on
+// each inner redis or rediss URL, and removes the "migrated" markers that
+// phase new wrote into an old store of another kind (through its Unmark),
+// so that neither store keeps anything of the run.
+//
+// Address is the URL without credentials or query.
 //
 // URLTarget does not contact the servers; it refuses a URL mux cannot open
 // later (an unknown scheme is found only when Open is called).
@@ -61,8 +70,12 @@ func URLTarget(rawURL string, mux *backendurl.Mux) (Target, error) {
 		return Target{}, errors.New("compare: malformed backend URL") // err would show the credentials
 	}
 	t := Target{
-		Name: u.Scheme,
-		Open: func(ctx context.Context) (*Client, error) { return openURL(ctx, mux, rawURL) },
+		Name:    u.Scheme,
+		Address: addressOf(u),
+		Open:    func(ctx context.Context) (*Client, error) { return openURL(ctx, mux, rawURL) },
+	}
+	if strings.HasPrefix(u.Scheme, migrate.SchemePrefix) {
+		t.Cleanup = func(ctx context.Context, elections []string) error { return migrateCleanup(ctx, mux, u, elections) }
 	}
 	info, ok := schemes[u.Scheme]
 	if !ok {
@@ -79,6 +92,21 @@ func URLTarget(rawURL string, mux *backendurl.Mux) (Target, error) {
 	return t, nil
 }
 
+// addressOf is u's scheme, servers and path, without credentials or query;
+// for a migrate URL, those of its two stores.
+func addressOf(u *url.URL) string {
+	if !strings.HasPrefix(u.Scheme, migrate.SchemePrefix) {
+		return u.Scheme + "://" + u.Host + u.EscapedPath()
+	}
+	var parts []string
+	for _, side := range []string{"old", "new"} {
+		if inner, err := url.Parse(u.Query().Get(side)); err == nil && inner.Scheme != "" {
+			parts = append(parts, side+" "+addressOf(inner))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
 func openURL(ctx context.Context, mux *backendurl.Mux, rawURL string) (*Client, error) {
 	b, closer, err := mux.Open(ctx, rawURL)
 	if err != nil {
@@ -88,7 +116,8 @@ func openURL(ctx context.Context, mux *backendurl.Mux, rawURL string) (*Client, 
 }
 
 // openProxied opens u with every server address replaced by a proxy's; the
-// client's Requests counts what it sends when its protocol can be read.
+// client's Requests counts what it sends when its protocol can be read, and
+// its errors name the servers, not the proxies.
 func openProxied(ctx context.Context, mux *backendurl.Mux, u *url.URL, port string) (*Client, error) {
 	addrs, err := backendurl.Hosts(u, port)
 	if err != nil {
@@ -124,6 +153,11 @@ func openProxied(ctx context.Context, mux *backendurl.Mux, u *url.URL, port stri
 		_ = proxies.Close()
 		return nil, err
 	}
+	pairs := make([]string, 0, 2*len(addrs))
+	for i, a := range addrs {
+		pairs = append(pairs, local[i], a)
+	}
+	b = realAddrs{Backend: b, r: strings.NewReplacer(pairs...)}
 	c := &Client{Backend: b, Closer: append(backendurl.Closers{closer}, proxies...), Crash: cut}
 	if parserFor(u.Scheme) != nil {
 		c.Requests = func() int64 {

@@ -153,6 +153,13 @@ func (l *countingLease) Renew(ctx context.Context) error {
 	return err
 }
 
+// DeadlineTrails forwards backend.TrailingLease, so that a ZooKeeper
+// lease counted here is renewed as it is uncounted.
+func (l *countingLease) DeadlineTrails() bool {
+	t, ok := l.Lease.(backend.TrailingLease)
+	return ok && t.DeadlineTrails()
+}
+
 func (l *countingLease) Release(ctx context.Context) error {
 	l.c.releases.Add(1)
 	return l.Lease.Release(ctx)

@@ -44,9 +44,9 @@ func TestPartitionRedlockQuorumLoss(t *testing.T) {
 		testenv.Fault(t, "kill", "redis", k)
 	}
 	// They come back without the counters: a winning round whose quorum is
-	// the three of them mints token 1 again, as documented ("partition 2
-	// assigned to q0 with token 1; want > 1" failed a `make test` on
-	// 2026-12-01, when that quorum happened to answer first).
+	// the three of them mints token 1 again, as the redlock package
+	// documents, so tokens seen before the outage are not compared with
+	// those after it.
 	g.forgetTokens()
 	down := time.Now()
 	time.Sleep(4 * time.Second) // the outage: longer than the TTL, so every lease is lost

@@ -13,7 +13,11 @@ package integration_test
 //     LeaseKeepAlive messages, and every gRPC message; ZooKeeper mntr
 //     zk_packets_received, session pings included);
 //   - cpu-%: process CPU time per wall second, in % of one core;
-//   - B/election: live heap and stacks per held election (RSS beside it);
+//   - B/election: live heap and stacks per held election (RSS beside it),
+//     and stack-B/election: the stacks' share;
+//   - goroutines/election: goroutines per held election, and for Electors
+//     goroutines-beyond-run/election: those beyond each Elector's Run
+//     goroutine (Run blocks in a goroutine of the caller's);
 //   - renew-p99-ms: where each election renews on its own.
 // Electors also check that no term ends, terms never overlap and tokens
 // strictly increase.
@@ -170,6 +174,13 @@ func runScale(tb testing.TB, c scaleCase, n int, ttl time.Duration, intervals in
 	m["cpu-%"] = 100 * (u1.cpu - u0.cpu).Seconds() / u1.at.Sub(u0.at).Seconds()
 	m["B/election"] = float64(int64(mem.heap)-int64(base.heap)) / float64(n)
 	m["rss-B/election"] = float64(int64(mem.rss)-int64(base.rss)) / float64(n)
+	m["stack-B/election"] = float64(int64(mem.stack)-int64(base.stack)) / float64(n)
+	m["goroutines/election"] = float64(mem.goroutines-base.goroutines) / float64(n)
+	if isElectorCase(c.name) {
+		// Each Elector's Run blocks in a goroutine of the caller's: a floor
+		// of one per election. What the library adds is beyond it.
+		m["goroutines-beyond-run/election"] = m["goroutines/election"] - 1
+	}
 	if p, k := g.renewP99(); k > 0 {
 		m["renew-p99-ms"] = float64(p) / float64(time.Millisecond)
 	}

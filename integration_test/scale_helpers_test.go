@@ -138,12 +138,15 @@ type usage struct {
 	cpu  time.Duration // user + system
 	heap uint64        // live heap and goroutine stacks after a GC
 	rss  uint64
+	// goroutines is the number of goroutines of the process.
+	goroutines int
+	stack      uint64 // goroutine stacks after a GC (part of heap)
 }
 
 // measure takes a usage snapshot; gc first collects garbage, so that heap
 // counts what is live.
 func measure(gc bool) usage {
-	u := usage{at: time.Now()}
+	u := usage{at: time.Now(), goroutines: runtime.NumGoroutine()}
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
 		u.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
@@ -153,6 +156,7 @@ func measure(gc bool) usage {
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		u.heap = ms.HeapAlloc + ms.StackInuse
+		u.stack = ms.StackInuse
 	}
 	if b, err := os.ReadFile("/proc/self/statm"); err == nil {
 		f := strings.Fields(string(b))

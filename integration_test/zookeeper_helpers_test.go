@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"flag"
 	"io"
 	"net"
 	"strings"
@@ -22,6 +23,24 @@ import (
 // zkTTL is the session timeout of every ZooKeeper client here: the 2 s TTL
 // every side-by-side benchmark uses, for every system.
 const zkTTL = 2 * time.Second
+
+// zkStock runs the ZooKeeper benchmarks on the ensemble with ZooKeeper's
+// stock timing (tickTime 2 s, syncLimit 5), every session zkStockTTL.
+var zkStock = flag.Bool("zk.stock", false, "ZooKeeper benchmarks on the stock-timing ensemble (ELECTOR_ZK_STOCK_SERVERS), every session 32s")
+
+// zkStockTTL is the session timeout on the stock-timing ensemble: at least
+// the zookeeper driver's MinSafeTTL there (30.25 s), at most its
+// maxSessionTimeout (40 s).
+const zkStockTTL = 32 * time.Second
+
+// zkSessionTTL is the session timeout of every ZooKeeper client here: zkTTL,
+// or zkStockTTL with -zk.stock.
+func zkSessionTTL() time.Duration {
+	if *zkStock {
+		return zkStockTTL
+	}
+	return zkTTL
+}
 
 // zkRoot is the root znode of the integration elections.
 const zkRoot = "/elector-it"
@@ -54,7 +73,7 @@ func zkConn(tb testing.TB, servers []string, dial zk.Dialer) *zk.Conn {
 	if _, ok := tb.(*testing.B); ok {
 		logger = zkQuiet{} // keep benchmark output parseable
 	}
-	c, _, err := zk.Connect(servers, zkTTL, zk.WithLogger(logger), zk.WithLogInfo(false), zk.WithDialer(dial))
+	c, _, err := zk.Connect(servers, zkSessionTTL(), zk.WithLogger(logger), zk.WithLogInfo(false), zk.WithDialer(dial))
 	if err != nil {
 		tb.Fatal(err)
 	}

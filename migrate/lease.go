@@ -172,3 +172,15 @@ func (l *lease) Release(ctx context.Context) error {
 	l.closeLost()
 	return nil
 }
+
+// DeadlineTrails implements [backend.TrailingLease]: the lease's Deadline
+// trails its proof when the Deadline of a side it holds does (a ZooKeeper
+// lease), as it is the earlier of the two sides'.
+func (l *lease) DeadlineTrails() bool {
+	for _, s := range l.sides() {
+		if t, ok := s.(backend.TrailingLease); ok && t.DeadlineTrails() {
+			return true
+		}
+	}
+	return false
+}

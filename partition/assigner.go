@@ -2,7 +2,6 @@ package partition
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"maps"
 	"slices"
@@ -11,11 +10,8 @@ import (
 
 	"github.com/leaderkit/elector"
 	"github.com/leaderkit/elector/backend"
+	"github.com/leaderkit/elector/internal/term"
 )
-
-// errNoRenewal is the cause of a revocation because no renewal succeeded
-// before the lease's deadline minus SafetyMargin.
-var errNoRenewal = errors.New("no renewal succeeded before the lease deadline minus the safety margin")
 
 // Assigner is one member of a group sharing n partitions: it joins the
 // group's member list, owns the partitions placed on it, hands over those
@@ -127,6 +123,11 @@ func (a *Assigner) setOwned(as Assignment, owned bool) {
 	} else {
 		delete(a.owned, as.Partition)
 	}
+}
+
+// timing returns the timing of the partitions' leases for the term engine.
+func (a *Assigner) timing() term.Timing {
+	return term.Timing{TTL: a.opts.TTL, RenewInterval: a.opts.RenewInterval, SafetyMargin: a.opts.SafetyMargin}
 }
 
 // observe reports ev to the Observer, if any.

@@ -83,9 +83,12 @@
 //     acts; then it is released, so the next owner starts at once rather
 //     than after a TTL. A partition is unowned at most for one hand-over.
 //   - The library costs no goroutine per held partition: one loop decides
-//     for every partition, renewals run in batches, one goroutine watches
-//     every lease's loss. A campaign in flight holds a goroutine (the
-//     contract's Campaign blocks), and so does OnAssigned while it runs.
+//     for every partition, and the leases run on the term engine that the
+//     elector package's Elector uses too (one scheduler per Backend, one
+//     goroutine watching the loss of up to 256 leases). A campaign in
+//     flight holds a goroutine (the contract's Campaign blocks), and so do
+//     a renewal while its request is in flight and OnAssigned while it
+//     runs.
 //
 // # Fencing
 //
@@ -137,11 +140,12 @@
 //     reads a dead member's partition placed on another member again when
 //     its lease ends (the TTL the driver reports; every PollInterval/4 when
 //     it cannot tell), and reads every holder once it is free.
-//   - Each lease is renewed every RenewInterval (default TTL/3); renewals
-//     falling due within RenewInterval/4 of each other go out together. How
-//     many requests that costs depends on the driver: etcd renews one lease
-//     per TTL for every election, ZooKeeper one session; Redlock renews each
-//     key.
+//   - Each lease is renewed as an Elector's is: RenewInterval (default
+//     TTL/3) after the request that proved its deadline, so that leases a
+//     driver renews with one request stay in step, and retried with backoff
+//     before the step-down point after a failure. How many requests that
+//     costs depends on the driver: etcd renews one lease per TTL for every
+//     election, ZooKeeper one session; Redlock renews each key, in batches.
 //
 // # Placement
 //

@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"slices"
 	"time"
 
 	"github.com/leaderkit/elector"
 	"github.com/leaderkit/elector/backend"
+	"github.com/leaderkit/elector/internal/term"
 )
 
 // maxCampaigns bounds the campaigns one member has in flight. A member
@@ -19,23 +19,17 @@ import (
 // owner lets it go, and the backend sees one wave of requests per change.
 const maxCampaigns = 256
 
-// part is a partition this member owns, or owned and is handing over.
+// part is a partition this member owns, or owned and is handing over. Its
+// lease runs on the term engine (internal/term), which renews it, ends it at
+// its step-down point or on its loss, and runs OnAssigned.
 type part struct {
-	as     Assignment
-	term   elector.Term
-	lease  backend.Lease
-	cancel context.CancelFunc // cancels OnAssigned's ctx
-
-	deadline time.Time // the lease's Deadline, as last read off the loop
-	reason   error     // why ownership ended; nil while it lasts
-	returned bool      // OnAssigned has returned
-	// late: OnAssigned was not called, its lease's step-down point having
-	// passed before it could start (see hold); nor is OnRevoked.
-	late      bool
-	releasing bool // the release (then OnRevoked) is under way
-	renewing  bool // a renewal is in flight
-	nextRenew time.Time
-	failed    int // consecutive failed renewals
+	as       Assignment
+	term     elector.Term
+	t        *term.Term
+	reason   error // why ownership ended; nil while it lasts
+	returned bool  // OnAssigned has returned (or was not called: t.Late)
+	// releasing: the release (then OnRevoked) is under way.
+	releasing bool
 }
 
 // camp is a campaign in flight.
@@ -58,25 +52,18 @@ type campResult struct {
 	took     time.Duration
 }
 
-type renewResult struct {
-	pt       *part
-	err      error
-	took     time.Duration
-	deadline time.Time // the lease's Deadline after the attempt
-}
-
 type retry struct {
 	at      time.Time
 	attempt int
 }
 
 // loop is the one goroutine that decides, for every partition, whether this
-// member campaigns, owns, renews or hands over. Blocking work (campaigns,
-// renewals, releases, callbacks) runs in goroutines that report back on
-// channels; the loop itself never calls the backend or a lease method other
-// than Lost (a driver may hold a lease's lock during a renewal, even for
-// Deadline), so a slow store never delays a step-down. Its fields are
-// touched only by the loop's goroutine.
+// member campaigns, owns or hands over. Blocking work (campaigns, releases)
+// runs in goroutines that report back on channels; the leases held run on
+// the term engine, which reports a term it ended and a callback returned
+// through the inbox. The loop itself never calls the backend or a lease
+// method, so a slow store never delays it. Its fields are touched only by
+// the loop's goroutine.
 type loop struct {
 	a       *Assigner
 	view    view // the last member list
@@ -93,15 +80,11 @@ type loop struct {
 	leave      context.CancelFunc
 	memberDone bool
 	strays     int // releases of campaigns won after they were given up
-	renewing   int // renewals in flight
-	dirty      bool
 
 	campaigned chan campResult
-	returned   chan *part
 	released   chan *part
-	renewed    chan renewResult
 	strayDone  chan struct{}
-	lost       *lostWatcher
+	in         inbox
 
 	// beforeAssigned, when set (by tests), runs in each OnAssigned's
 	// goroutine before it checks the lease's deadline: as a process
@@ -119,11 +102,9 @@ func newLoop(a *Assigner) *loop {
 		win:     newWindow(),
 
 		campaigned: make(chan campResult),
-		returned:   make(chan *part),
 		released:   make(chan *part),
-		renewed:    make(chan renewResult),
 		strayDone:  make(chan struct{}),
-		lost:       newLostWatcher(),
+		in:         inbox{kick: make(chan struct{}, 1)},
 		plan:       planState{read: make(chan holdersRead), checked: make(chan partsRead), lapsed: make(chan partsRead), replan: true},
 	}
 }
@@ -132,19 +113,13 @@ func newLoop(a *Assigner) *loop {
 // failed permanently) and nothing it started is still running.
 func (l *loop) run(ctx context.Context, views <-chan view, memberDone <-chan error, leave context.CancelFunc) error {
 	l.leave = leave
-	go l.lost.run()
-	defer l.lost.stop()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	done := ctx.Done()
 	for {
 		wake := l.reconcile(ctx, time.Now())
-		if l.stopping && len(l.parts) == 0 && len(l.camps) == 0 && l.strays == 0 && l.renewing == 0 && !l.plan.reading && !l.plan.checking && !l.plan.lapseBusy {
+		if l.stopping && len(l.parts) == 0 && len(l.camps) == 0 && l.strays == 0 && !l.plan.reading && !l.plan.checking && !l.plan.lapseBusy {
 			return l.stopErr
-		}
-		if l.dirty {
-			l.dirty = false
-			l.lost.update(l.parts)
 		}
 		timer.Reset(time.Until(wake))
 		select {
@@ -152,16 +127,10 @@ func (l *loop) run(ctx context.Context, views <-chan view, memberDone <-chan err
 			l.onView(ctx, v)
 		case r := <-l.campaigned:
 			l.onCampaign(ctx, r)
-		case pt := <-l.returned:
-			l.onReturned(ctx, pt)
+		case <-l.in.kick:
+			l.onInbox(ctx)
 		case pt := <-l.released:
 			delete(l.parts, pt.as.Partition)
-		case r := <-l.renewed:
-			l.onRenew(ctx, r)
-		case pt := <-l.lost.ch:
-			if pt.reason == nil {
-				l.end(ctx, pt, fmt.Errorf("%w: %w", elector.ErrLeaseLost, backend.ErrLost))
-			}
 		case <-l.strayDone:
 			l.strays--
 		case r := <-l.plan.read:
@@ -185,17 +154,15 @@ func (l *loop) run(ctx context.Context, views <-chan view, memberDone <-chan err
 }
 
 // drain handles the frequent events already waiting, up to a bound, so
-// that a burst (a cold start's campaigns, a batch of renewals) costs one
-// reconcile rather than one per event.
+// that a burst (a cold start's campaigns, a wave of callbacks returning)
+// costs one reconcile rather than one per event.
 func (l *loop) drain(ctx context.Context) {
 	for range 1024 {
 		select {
 		case r := <-l.campaigned:
 			l.onCampaign(ctx, r)
-		case r := <-l.renewed:
-			l.onRenew(ctx, r)
-		case pt := <-l.returned:
-			l.onReturned(ctx, pt)
+		case <-l.in.kick:
+			l.onInbox(ctx)
 		case pt := <-l.released:
 			delete(l.parts, pt.as.Partition)
 		default:
@@ -213,50 +180,22 @@ func (l *loop) stop(err error) {
 }
 
 // reconcile brings every partition towards its placement: it ends
-// ownership of partitions placed elsewhere or past their step-down point,
-// releases those whose OnAssigned has returned, cancels campaigns no longer
-// wanted, starts campaigns for placed partitions, and renews leases that are
-// due. It returns when it next has something to do.
+// ownership of partitions placed elsewhere (the engine ends those past their
+// step-down point or lost), releases those whose OnAssigned has returned,
+// cancels campaigns no longer wanted, and starts campaigns for placed
+// partitions. It returns when it next has something to do.
 func (l *loop) reconcile(ctx context.Context, now time.Time) time.Time {
-	o := &l.a.opts
 	wake := l.replan(ctx, now)
-	var due []*part
-	renewNow := false
 	for p, pt := range l.parts {
-		if pt.reason == nil {
-			stepDown := pt.deadline.Add(-o.SafetyMargin)
-			switch {
-			case !l.placed[p]:
-				reason := ErrMoved
-				if l.stopping {
-					reason = l.stopErr
-				}
-				l.end(ctx, pt, reason)
-			case !now.Before(stepDown):
-				l.end(ctx, pt, fmt.Errorf("%w: %w", elector.ErrLeaseLost, errNoRenewal))
-			default:
-				wake = earliest(wake, stepDown)
+		if pt.reason == nil && !l.placed[p] {
+			reason := ErrMoved
+			if l.stopping {
+				reason = l.stopErr
 			}
+			l.end(ctx, pt, reason)
 		}
 		if pt.reason != nil && pt.returned && !pt.releasing {
 			l.release(ctx, pt)
-		}
-		// A partition handed over stays renewed until OnAssigned returns,
-		// so no new owner can act while it still does.
-		if !pt.renewing && !pt.releasing && (pt.reason == nil || !errors.Is(pt.reason, elector.ErrLeaseLost)) {
-			if now.Add(o.RenewInterval / 4).After(pt.nextRenew) {
-				due = append(due, pt) // due, or due soon: renewed together
-				renewNow = renewNow || !now.Before(pt.nextRenew)
-			} else {
-				wake = earliest(wake, pt.nextRenew)
-			}
-		}
-	}
-	if renewNow {
-		l.renew(ctx, due)
-	} else {
-		for _, pt := range due {
-			wake = earliest(wake, pt.nextRenew)
 		}
 	}
 	for p, c := range l.camps {
@@ -414,7 +353,6 @@ func (l *loop) onCampaign(ctx context.Context, r campResult) {
 	if !c.cancelled {
 		l.a.observe(r.p, elector.Event{Kind: elector.EventCampaign, Took: r.took, Err: r.err})
 	}
-	o := &l.a.opts
 	now := time.Now()
 	if r.err == nil && !c.cancelled && !l.placed[r.p] && !c.keepUntil.IsZero() {
 		// A kept campaign won: hold the partition, and place again with
@@ -428,7 +366,7 @@ func (l *loop) onCampaign(ctx context.Context, r campResult) {
 	switch {
 	case r.err == nil && (c.cancelled || !l.placed[r.p]):
 		l.releaseStray(ctx, r.lease)
-	case r.err == nil && r.deadline.Sub(now) <= o.SafetyMargin:
+	case r.err == nil && l.a.timing().PastStepDown(r.deadline):
 		l.releaseStray(ctx, r.lease) // won too late to act safely
 		l.win.Shrink(now.Add(-r.took), now)
 		l.backoff(r.p)
@@ -450,30 +388,21 @@ func (l *loop) onCampaign(ctx context.Context, r campResult) {
 // exponentially growing delay capped at RenewInterval.
 func (l *loop) backoff(p int) {
 	r := l.retries[p]
-	ceil := l.a.opts.RenewInterval
-	if r.attempt < 20 {
-		ceil = min(ceil, 25*time.Millisecond<<r.attempt)
-	}
+	r.at = time.Now().Add(term.Backoff(r.attempt, l.a.opts.RenewInterval))
 	r.attempt++
-	r.at = time.Now().Add(max(time.Millisecond, rand.N(ceil+1)))
 	l.retries[p] = r
 }
 
-// hold starts owning partition p under lease ls.
+// hold starts owning partition p under lease ls, won with the given
+// Deadline: the term engine runs its lease and OnAssigned.
 func (l *loop) hold(ctx context.Context, p int, ls backend.Lease, deadline time.Time) {
 	o := &l.a.opts
 	as := Assignment{Group: l.a.group, Partition: p, Token: ls.Token()}
-	actx, cancel := context.WithCancel(ctx)
 	pt := &part{
-		as:        as,
-		term:      elector.Term{Election: Election(l.a.group, p), Identity: o.Identity, Token: as.Token, Start: time.Now()},
-		lease:     ls,
-		deadline:  deadline,
-		cancel:    cancel,
-		nextRenew: time.Now().Add(o.RenewInterval),
+		as:   as,
+		term: elector.Term{Election: Election(l.a.group, p), Identity: o.Identity, Token: as.Token, Start: time.Now()},
 	}
 	l.parts[p] = pt
-	l.dirty = true
 	l.plan.replan = true
 	if id, ok := l.plan.awaited[p]; ok && !l.isMember(id) {
 		l.plan.raceWon = true
@@ -482,50 +411,60 @@ func (l *loop) hold(ctx context.Context, p int, ls backend.Lease, deadline time.
 	l.a.setOwned(as, true)
 	l.a.observe(p, elector.Event{Kind: elector.EventElected, Term: pt.term})
 	l.a.log.LogAttrs(ctx, slog.LevelDebug, "assigned", slog.Int("partition", p), slog.Uint64("token", as.Token))
-	go func() {
-		if l.beforeAssigned != nil {
-			l.beforeAssigned(p)
-		}
-		// The process may have stopped between the win and now (SIGSTOP, a
-		// paused VM, a long GC pause) for longer than the lease lasts:
-		// OnAssigned would then start while another member may own the
-		// partition. In the partition chaos on ZooKeeper a member paused
-		// for 3.5 s just after it won a partition started OnAssigned 2 ms
-		// after it resumed, its session long expired and the partition
-		// owned by another member since 1.5 s (the fence refused its
-		// write). Checked here, as close to the call as the library gets,
-		// the window is the moment between this check and OnAssigned's
-		// first action; the fencing token covers that.
-		switch {
-		case time.Until(deadline) <= o.SafetyMargin: // as won: Deadline may wait behind a renewal
-			pt.late = true
-		case o.OnAssigned != nil:
+	pt.t = term.Start(l.a.b, ctx, ls, deadline, l.a.timing(), term.Hooks{
+		Callback: "OnAssigned",
+		Renewed:  func(r term.Renewal) { l.renewed(ctx, pt, r) },
+		Ended:    func(reason error) { l.in.post(pt, reason) },
+		Returned: func() { l.in.post(pt, nil) },
+		Before: func() {
+			if l.beforeAssigned != nil {
+				l.beforeAssigned(p)
+			}
+		},
+	})
+	pt.t.Go(func(actx context.Context) {
+		if o.OnAssigned != nil {
 			o.OnAssigned(actx, as)
 		}
-		l.returned <- pt
-	}()
+	})
 }
 
-// onReturned handles the return of pt's OnAssigned. One never called, its
-// lease's step-down point having passed, ends the ownership at once.
-func (l *loop) onReturned(ctx context.Context, pt *part) {
-	pt.returned = true
-	if pt.late && pt.reason == nil {
-		l.end(ctx, pt, fmt.Errorf("%w: the lease's step-down point passed before OnAssigned could start", elector.ErrLeaseLost))
+// renewed reports a renewal of pt's lease: an event, and a warning for a
+// failure that did not lose the lease.
+func (l *loop) renewed(ctx context.Context, pt *part, r term.Renewal) {
+	l.a.observe(pt.as.Partition, elector.Event{Kind: elector.EventRenew, Term: pt.term, Took: r.Took, Err: r.Err})
+	if r.Err != nil && !errors.Is(r.Err, backend.ErrLost) {
+		l.a.log.LogAttrs(ctx, slog.LevelWarn, "renewal failed; retrying", slog.Int("partition", pt.as.Partition),
+			slog.Int("failures", r.Failures), slog.Any("error", r.Err), slog.Duration("retry_in", r.RetryIn))
+	}
+}
+
+// onInbox handles what the engine reported: terms it ended (their lease
+// lost or past its step-down point, or OnAssigned not started in time), and
+// callbacks returned.
+func (l *loop) onInbox(ctx context.Context) {
+	for _, ev := range l.in.take() {
+		switch pt := ev.pt; {
+		case ev.ended != nil:
+			if pt.reason == nil {
+				l.end(ctx, pt, ev.ended)
+			}
+		default:
+			pt.returned = true
+		}
 	}
 }
 
 // end ends the ownership of pt: its ctx is cancelled now; the lease is
-// released once OnAssigned has returned.
+// released once OnAssigned has returned. Until then a partition handed over
+// stays renewed, so no new owner can act while OnAssigned still does.
 func (l *loop) end(ctx context.Context, pt *part, reason error) {
-	pt.reason = reason
-	pt.cancel()
-	l.dirty = true
+	pt.reason = pt.t.End(reason)
 	l.plan.replan = true
 	l.a.setOwned(pt.as, false)
-	l.a.observe(pt.as.Partition, elector.Event{Kind: elector.EventEnded, Term: pt.term, Err: reason})
+	l.a.observe(pt.as.Partition, elector.Event{Kind: elector.EventEnded, Term: pt.term, Err: pt.reason})
 	l.a.log.LogAttrs(ctx, slog.LevelDebug, "revoking", slog.Int("partition", pt.as.Partition),
-		slog.Uint64("token", pt.as.Token), slog.Any("reason", reason))
+		slog.Uint64("token", pt.as.Token), slog.Any("reason", pt.reason))
 }
 
 // release gives pt's lease back, then calls OnRevoked, in the background.
@@ -534,10 +473,11 @@ func (l *loop) release(ctx context.Context, pt *part) {
 	o := &l.a.opts
 	go func() {
 		began := time.Now()
-		err := l.releaseLease(ctx, pt.lease)
+		err := pt.t.Release(ctx)
+		l.warnRelease(ctx, err)
 		l.a.observe(pt.as.Partition, elector.Event{Kind: elector.EventRelease, Term: pt.term, Took: time.Since(began), Err: err})
 		l.a.observe(pt.as.Partition, elector.Event{Kind: elector.EventRevoked, Term: pt.term, Err: pt.reason})
-		if o.OnRevoked != nil && !pt.late {
+		if o.OnRevoked != nil && !pt.t.Late() {
 			o.OnRevoked(pt.as, pt.reason)
 		}
 		l.released <- pt
@@ -548,19 +488,14 @@ func (l *loop) release(ctx context.Context, pt *part) {
 func (l *loop) releaseStray(ctx context.Context, ls backend.Lease) {
 	l.strays++
 	go func() {
-		_ = l.releaseLease(ctx, ls)
+		l.warnRelease(ctx, term.Release(ctx, ls, l.a.timing()))
 		l.strayDone <- struct{}{}
 	}()
 }
 
-// releaseLease releases ls with a fresh context bounded by
-// max(RenewInterval, 1s), even when ctx has ended.
-func (l *loop) releaseLease(ctx context.Context, ls backend.Lease) error {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(l.a.opts.RenewInterval, time.Second))
-	defer cancel()
-	err := ls.Release(rctx)
+// warnRelease logs a failed release, except of a lease found already gone.
+func (l *loop) warnRelease(ctx context.Context, err error) {
 	if err != nil && !errors.Is(err, backend.ErrLost) {
 		l.a.log.LogAttrs(ctx, slog.LevelWarn, "release failed; the election stays held until the driver deletes the lease or it lapses", slog.Any("error", err))
 	}
-	return err
 }

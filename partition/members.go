@@ -7,11 +7,14 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/leaderkit/elector"
 	"github.com/leaderkit/elector/backend"
+	"github.com/leaderkit/elector/internal/term"
 )
 
 // spareSlots is how many free membership slots past the highest one taken
@@ -59,9 +62,14 @@ type membership struct {
 	// partitions' leases expire.
 	ttl, renewEvery, margin time.Duration
 
-	slot      int // the slot this member holds, or -1
-	lease     backend.Lease
-	nextRenew time.Time
+	slot int        // the slot this member holds, or -1
+	t    *term.Term // the slot's lease, run by the term engine; nil without a slot
+
+	full bool // every slot was taken at the last join: warned once
+
+	twins       string    // the other slots held under this identity, as last read …
+	twinsSince  time.Time // … since when …
+	twinsWarned bool      // … and whether that was warned of
 }
 
 func newMembership(a *Assigner) *membership {
@@ -113,13 +121,13 @@ func (m *membership) run(ctx context.Context) error {
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
 	for {
-		if m.lease != nil {
+		if m.t != nil {
 			m.keep(ctx)
 		}
 		if err := m.scan(ctx); err != nil {
 			return err
 		}
-		if m.lease == nil {
+		if m.t == nil {
 			if err := m.join(ctx); err != nil {
 				return err
 			}
@@ -128,35 +136,27 @@ func (m *membership) run(ctx context.Context) error {
 		if sw != nil {
 			sw.sync(ctx, m.slots, m.a.opts.Identity)
 		}
-		next := m.a.opts.PollInterval
-		if m.lease != nil {
-			next = min(next, max(time.Until(m.nextRenew), 0))
+		var ended <-chan struct{}
+		if m.t != nil {
+			ended = m.t.Ended()
 		}
-		t.Reset(next)
+		t.Reset(m.a.opts.PollInterval)
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-t.C:
 		case <-poke: // a slot another member held changed: scan now
+		case <-ended: // the slot's lease is lost: rejoin now
 		}
 	}
 }
 
 // scan reads the slots in use. A slot whose read fails transiently keeps
-// its last known holder. A scan never delays the slot's renewal: it is cut
-// short when the renewal falls due, and the last reading stands.
+// its last known holder. A scan never delays the slot's renewal: the term
+// engine renews it.
 func (m *membership) scan(ctx context.Context) error {
-	sctx := ctx
-	if m.lease != nil {
-		var cancel context.CancelFunc
-		sctx, cancel = context.WithDeadline(ctx, m.nextRenew)
-		defer cancel()
-	}
-	slots, read, err := scanSlots(sctx, m.a.b, m.a.group, m.a.opts.MaxMembers, m.slots, false)
-	switch {
-	case err != nil && ctx.Err() == nil && sctx.Err() != nil:
-		return nil // cut short: keep the last reading
-	case err != nil:
+	slots, read, err := scanSlots(ctx, m.a.b, m.a.group, m.a.opts.MaxMembers, m.slots, false)
+	if err != nil {
 		return err
 	}
 	// The list is complete once every slot in it has been read at least
@@ -181,7 +181,34 @@ func (m *membership) scan(ctx context.Context) error {
 		slots[m.slot] = m.self
 	}
 	m.slots = slots
+	m.warnTwins(ctx)
 	return nil
+}
+
+// warnTwins warns when another slot is held under this member's identity
+// for longer than a slot's TTL: two members started with one Identity are
+// two rows of the member list that cannot be told apart, and placement
+// gives each its own share. A slot of the same identity that lapses within
+// the TTL is this member's own from before a crash, not a twin. It warns
+// once per change of those slots.
+func (m *membership) warnTwins(ctx context.Context) {
+	var twins []string
+	for k, s := range m.slots {
+		if m.slot >= 0 && k != m.slot && s.identity == m.self.identity {
+			twins = append(twins, strconv.Itoa(k))
+		}
+	}
+	got := strings.Join(twins, ",")
+	switch {
+	case got == "":
+		m.twins, m.twinsSince = "", time.Time{}
+	case got != m.twins:
+		m.twins, m.twinsSince, m.twinsWarned = got, time.Now(), false
+	case !m.twinsWarned && time.Since(m.twinsSince) > m.ttl:
+		m.twinsWarned = true
+		m.a.log.LogAttrs(ctx, slog.LevelWarn, "another member has this identity; give each member its own Identity",
+			slog.String("slots", got), slog.Int("own_slot", m.slot))
+	}
 }
 
 // scanSlots reads the membership slots of group in chunks of spareSlots
@@ -259,9 +286,19 @@ func (m *membership) join(ctx context.Context) error {
 		}
 	}
 	if len(free) == 0 {
-		m.a.log.LogAttrs(ctx, slog.LevelWarn, "every membership slot is taken; waiting",
+		// Warn when the group becomes full, not at every poll while it stays so.
+		level := slog.LevelWarn
+		if m.full {
+			level = slog.LevelDebug
+		}
+		m.full = true
+		m.a.log.LogAttrs(ctx, level, "every membership slot is taken; waiting",
 			slog.Int("max_members", m.a.opts.MaxMembers))
 		return nil
+	}
+	if m.full {
+		m.full = false
+		m.a.log.LogAttrs(ctx, slog.LevelInfo, "a membership slot is free; joining")
 	}
 	for range joinAttempts {
 		if len(free) == 0 {
@@ -282,11 +319,22 @@ func (m *membership) join(ctx context.Context) error {
 		case err != nil:
 			m.a.log.LogAttrs(ctx, slog.LevelDebug, "join attempt failed", slog.Int("slot", k), slog.Any("error", err))
 			continue
-		case time.Until(l.Deadline()) <= m.margin:
+		}
+		won := l.Deadline()
+		if m.timing().PastStepDown(won) {
 			m.release(ctx, l)
 			return nil
 		}
-		m.slot, m.lease, m.nextRenew = k, l, time.Now().Add(m.renewEvery)
+		m.slot = k
+		m.t = term.Start(m.a.b, ctx, l, won, m.timing(), term.Hooks{
+			Callback: "the membership",
+			Renewed: func(r term.Renewal) {
+				if r.Err != nil && !errors.Is(r.Err, backend.ErrLost) {
+					m.a.log.LogAttrs(ctx, slog.LevelWarn, "membership renewal failed; retrying", slog.Any("error", r.Err))
+				}
+			},
+		})
+		m.t.Go(nil) // nothing runs while the slot is held
 		m.slots[k] = m.self
 		m.a.log.LogAttrs(ctx, slog.LevelInfo, "joined", slog.Int("slot", k), slog.Int("weight", m.self.weight), slog.Uint64("token", l.Token()))
 		return nil
@@ -326,48 +374,23 @@ func (m *membership) campaignSlot(ctx context.Context, k int) (backend.Lease, er
 	return l, err
 }
 
-// keep renews the slot's lease when it is due, and drops the slot when the
-// lease is lost or its deadline minus SafetyMargin has passed. The slot
-// protects nothing (each partition has its own lease and deadline), so a
-// deadline passing is noticed at the next poll.
+// keep drops the slot when the term engine has ended its lease (lost, or
+// not renewed before its step-down point). The slot protects nothing (each
+// partition has its own lease and deadline): the member rejoins.
 func (m *membership) keep(ctx context.Context) {
-	var cause error
-	select {
-	case <-m.lease.Lost():
-		cause = backend.ErrLost
-	default:
+	reason := m.t.Reason()
+	if reason == nil {
+		return
 	}
-	if cause == nil && !time.Now().Before(m.nextRenew) {
-		rctx, cancel := context.WithDeadline(ctx, m.lease.Deadline().Add(-m.margin))
-		err := m.lease.Renew(rctx)
-		cancel()
-		switch {
-		case err == nil:
-			m.nextRenew = time.Now().Add(m.renewEvery)
-		case ctx.Err() != nil:
-			return
-		case errors.Is(err, backend.ErrLost):
-			cause = err
-		default:
-			m.nextRenew = time.Now().Add(m.renewEvery / 8)
-			m.a.log.LogAttrs(ctx, slog.LevelWarn, "membership renewal failed; retrying", slog.Any("error", err))
-		}
-	}
-	if cause == nil {
-		if time.Now().Before(m.lease.Deadline().Add(-m.margin)) {
-			return
-		}
-		cause = errNoRenewal
-	}
-	m.a.log.LogAttrs(ctx, slog.LevelWarn, "membership lost; rejoining", slog.Int("slot", m.slot), slog.Any("error", cause))
-	m.release(ctx, m.lease)
+	m.a.log.LogAttrs(ctx, slog.LevelWarn, "membership lost; rejoining", slog.Int("slot", m.slot), slog.Any("error", reason))
+	_ = m.t.Release(ctx)
 	m.slots[m.slot] = seat{}
-	m.slot, m.lease = -1, nil
+	m.slot, m.t = -1, nil
 }
 
 // publish replaces the view waiting in out with the current one.
 func (m *membership) publish() {
-	v := view{joined: m.lease != nil, complete: m.complete}
+	v := view{joined: m.t != nil, complete: m.complete}
 	var seats []seat
 	for _, s := range m.slots {
 		if s.identity != "" && (s.identity != m.self.identity || v.joined) {
@@ -382,19 +405,26 @@ func (m *membership) publish() {
 	m.out <- v
 }
 
+// errLeft is the reason the slot's term ends when the member leaves.
+var errLeft = errors.New("partition: left the group")
+
 // leave releases the slot, if held.
 func (m *membership) leave(ctx context.Context) {
-	if m.lease != nil {
-		m.release(ctx, m.lease)
+	if m.t != nil {
+		m.t.End(errLeft)
+		_ = m.t.Release(ctx)
 		m.a.log.LogAttrs(ctx, slog.LevelInfo, "left", slog.Int("slot", m.slot))
-		m.slot, m.lease = -1, nil
+		m.slot, m.t = -1, nil
 	}
 }
 
 // release gives l back with a fresh context bounded by
-// max(RenewInterval, 1s).
+// max(RenewInterval, 1s) (see term.Release).
 func (m *membership) release(ctx context.Context, l backend.Lease) {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(m.a.opts.RenewInterval, time.Second))
-	defer cancel()
-	_ = l.Release(rctx)
+	_ = term.Release(ctx, l, m.a.timing())
+}
+
+// timing returns the timing of the slot's lease.
+func (m *membership) timing() term.Timing {
+	return term.Timing{TTL: m.ttl, RenewInterval: m.renewEvery, SafetyMargin: m.margin}
 }

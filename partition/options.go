@@ -2,18 +2,16 @@ package partition
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/leaderkit/elector"
 	"github.com/leaderkit/elector/backend"
+	"github.com/leaderkit/elector/internal/term"
 )
 
 // Defaults and limits of [New] and [Options].
@@ -133,7 +131,7 @@ func (o *Options) resolve() (Options, error) {
 		r = *o
 	}
 	if r.Identity == "" {
-		r.Identity = defaultIdentity()
+		r.Identity = term.DefaultIdentity()
 	} else if err := backend.ValidateIdentity(r.Identity); err != nil {
 		return r, fmt.Errorf("partition: Options.Identity: %w", err)
 	}
@@ -149,24 +147,11 @@ func (o *Options) resolve() (Options, error) {
 	if err := backend.ValidateIdentity(slotIdentity(r.Identity, r.Weight)); err != nil {
 		return r, fmt.Errorf("partition: Options.Identity with %q appended, as its membership slot holds it (Options.Weight %d): %w", weightMark+strconv.Itoa(r.Weight), r.Weight, err)
 	}
-	switch {
-	case r.TTL == 0:
-		r.TTL = DefaultTTL
-	case r.TTL < elector.MinTTL || r.TTL > elector.MaxTTL:
-		return r, invalid("TTL", r.TTL, fmt.Sprintf("between %v and %v (or 0 for %v)", elector.MinTTL, elector.MaxTTL, DefaultTTL))
+	tm, err := term.Resolve(r.TTL, r.RenewInterval, r.SafetyMargin, term.Limits{MinTTL: elector.MinTTL, MaxTTL: elector.MaxTTL, DefaultTTL: DefaultTTL})
+	if err != nil {
+		return r, fmt.Errorf("partition: %w: %w", backend.ErrInvalid, err)
 	}
-	switch {
-	case r.SafetyMargin == 0:
-		r.SafetyMargin = r.TTL / 5
-	case r.SafetyMargin < 0 || r.SafetyMargin >= r.TTL/2:
-		return r, invalid("SafetyMargin", r.SafetyMargin, fmt.Sprintf("in (0, TTL/2 = %v) (or 0 for TTL/5)", r.TTL/2))
-	}
-	switch {
-	case r.RenewInterval == 0:
-		r.RenewInterval = r.TTL / 3
-	case r.RenewInterval < 0 || r.RenewInterval >= r.TTL-r.SafetyMargin:
-		return r, invalid("RenewInterval", r.RenewInterval, fmt.Sprintf("in (0, TTL - SafetyMargin = %v) (or 0 for TTL/3)", r.TTL-r.SafetyMargin))
-	}
+	r.TTL, r.RenewInterval, r.SafetyMargin = tm.TTL, tm.RenewInterval, tm.SafetyMargin
 	switch {
 	case r.PollInterval == 0:
 		r.PollInterval = min(r.RenewInterval, DefaultPollInterval)
@@ -187,16 +172,6 @@ func (o *Options) resolve() (Options, error) {
 
 func invalid(field string, v any, want string) error {
 	return fmt.Errorf("partition: %w: Options.%s is %v; want %s", backend.ErrInvalid, field, v, want)
-}
-
-func defaultIdentity() string {
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		host = "localhost"
-	}
-	var b [3]byte
-	_, _ = rand.Read(b[:])
-	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
 }
 
 // validateNew checks New's positional arguments.

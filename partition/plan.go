@@ -133,26 +133,17 @@ type holdersRead struct {
 
 // replan recomputes l.placed when something it depends on changed, starts
 // a reading of the holders when one is due, and returns when it next has
-// something to do (a reading falling due).
+// something to do (a reading falling due). Its phases: outside the member
+// list (replanOutside), placing (place), following up on what the
+// placement awaits (followUp), and reading every holder when due
+// (readWhenDue).
 func (l *loop) replan(ctx context.Context, now time.Time) time.Time {
 	wake := now.Add(time.Hour)
 	ps := &l.plan
 	v := l.view
 	i, joined := slices.BinarySearch(v.members, l.a.opts.Identity)
 	if l.stopping || !l.settled || !v.joined || !joined {
-		if !l.stopping && !ps.reading && ps.readAt.IsZero() {
-			// A first reading tells a joiner whether the group runs
-			// already (see onView), and what it holds. It starts with a
-			// probe of a few partitions, so that members starting
-			// together (finding them free) do not each read all n. It
-			// starts at once, while the membership scans and joins: a
-			// joiner's reading is on the critical path of its join.
-			l.readHolders(ctx, now, true)
-		}
-		if ps.replan {
-			ps.replan = false
-			l.placeHeld()
-		}
+		l.replanOutside(ctx, now)
 		return wake
 	}
 	held := 0
@@ -164,48 +155,99 @@ func (l *loop) replan(ctx context.Context, now time.Time) time.Time {
 	quota := QuotasWeighted(l.a.group, l.a.n, v.members, v.weights)[i]
 	if ps.replan {
 		ps.replan = false
-		owners, claimed := l.ownersNow(held, quota)
-		at := PlaceWeighted(l.a.group, l.a.n, v.members, v.weights, owners)
-		believed := make([]string, l.a.n)
-		l.placed = make(map[int]bool)
-		ps.elsewhere = make(map[int]bool)
-		awaited := ps.awaited
-		ps.awaited = make(map[int]string)
-		for p, k := range at {
-			believed[p] = v.members[k]
-			if k != i {
-				continue
-			}
-			l.placed[p] = true
-			if owners[p] != "" && owners[p] != l.a.opts.Identity {
-				ps.elsewhere[p] = true
-			}
-			if l.parts[p] != nil {
-				continue
-			}
-			// Awaited from the same holder until won: a later placement,
-			// from the belief rather than a reading, no longer names a
-			// departed holder.
-			switch id, ok := awaited[p]; {
-			case ok:
-				ps.awaited[p] = id
-			case claimed[p] != "":
-				ps.awaited[p] = claimed[p]
-			case ps.elsewhere[p]:
-				ps.awaited[p] = owners[p]
-			}
-		}
-		if len(awaited) == 0 && len(ps.awaited) > 0 {
-			ps.checkAt = now.Add(l.a.opts.PollInterval)
-		}
-		for p := range ps.seen {
-			if _, ok := ps.awaited[p]; !ok {
-				delete(ps.seen, p)
-			}
-		}
-		ps.owners = believed
-		l.forgetRetries()
+		l.place(now, i, held, quota)
 	}
+	wake = earliest(wake, l.followUp(ctx, now, held, quota))
+	if ps.readNow && !ps.reading {
+		ps.readNow = false
+		l.readHolders(ctx, now, false)
+		return wake
+	}
+	if held < quota && !ps.reading && l.a.n <= cheapReading {
+		wake = earliest(wake, l.lapseCheck(ctx, now))
+	}
+	if held >= quota || ps.reading {
+		return wake
+	}
+	return earliest(wake, l.readWhenDue(ctx, now))
+}
+
+// replanOutside is replan while this member is stopping, not settled or
+// out of the member list: it starts the first reading, and places nothing
+// new (see placeHeld).
+func (l *loop) replanOutside(ctx context.Context, now time.Time) {
+	ps := &l.plan
+	if !l.stopping && !ps.reading && ps.readAt.IsZero() {
+		// A first reading tells a joiner whether the group runs
+		// already (see onView), and what it holds. It starts with a
+		// probe of a few partitions, so that members starting
+		// together (finding them free) do not each read all n. It
+		// starts at once, while the membership scans and joins: a
+		// joiner's reading is on the critical path of its join.
+		l.readHolders(ctx, now, true)
+	}
+	if ps.replan {
+		ps.replan = false
+		l.placeHeld()
+	}
+}
+
+// place recomputes l.placed, this member being member i of the member list
+// and holding held partitions of its quota, from who owns what as it knows
+// (see ownersNow), and what each partition placed here awaits.
+func (l *loop) place(now time.Time, i, held, quota int) {
+	ps := &l.plan
+	v := l.view
+	owners, claimed := l.ownersNow(held, quota)
+	at := PlaceWeighted(l.a.group, l.a.n, v.members, v.weights, owners)
+	believed := make([]string, l.a.n)
+	l.placed = make(map[int]bool)
+	ps.elsewhere = make(map[int]bool)
+	awaited := ps.awaited
+	ps.awaited = make(map[int]string)
+	for p, k := range at {
+		believed[p] = v.members[k]
+		if k != i {
+			continue
+		}
+		l.placed[p] = true
+		if owners[p] != "" && owners[p] != l.a.opts.Identity {
+			ps.elsewhere[p] = true
+		}
+		if l.parts[p] != nil {
+			continue
+		}
+		// Awaited from the same holder until won: a later placement,
+		// from the belief rather than a reading, no longer names a
+		// departed holder.
+		switch id, ok := awaited[p]; {
+		case ok:
+			ps.awaited[p] = id
+		case claimed[p] != "":
+			ps.awaited[p] = claimed[p]
+		case ps.elsewhere[p]:
+			ps.awaited[p] = owners[p]
+		}
+	}
+	if len(awaited) == 0 && len(ps.awaited) > 0 {
+		ps.checkAt = now.Add(l.a.opts.PollInterval)
+	}
+	for p := range ps.seen {
+		if _, ok := ps.awaited[p]; !ok {
+			delete(ps.seen, p)
+		}
+	}
+	ps.owners = believed
+	l.forgetRetries()
+}
+
+// followUp reads the holders of the awaited partitions when due (see
+// check) and, once no campaign races a departed member's lease any more,
+// asks for a reading of every holder if this member is short. It returns
+// when the next check is due.
+func (l *loop) followUp(ctx context.Context, now time.Time, held, quota int) time.Time {
+	ps := &l.plan
+	wake := now.Add(time.Hour)
 	if len(ps.awaited) > 0 && !ps.checking {
 		if !now.Before(ps.checkAt) {
 			l.check(ctx, now)
@@ -218,17 +260,13 @@ func (l *loop) replan(ctx context.Context, now time.Time) time.Time {
 		ps.raceWon = false
 		ps.readNow = ps.readNow || held < quota
 	}
-	if ps.readNow && !ps.reading {
-		ps.readNow = false
-		l.readHolders(ctx, now, false)
-		return wake
-	}
-	if held < quota && !ps.reading && l.a.n <= cheapReading {
-		wake = earliest(wake, l.lapseCheck(ctx, now))
-	}
-	if held >= quota || ps.reading {
-		return wake
-	}
+	return wake
+}
+
+// readWhenDue starts a reading of every holder, for a member short of its
+// quota, once one is due; otherwise it returns when one is.
+func (l *loop) readWhenDue(ctx context.Context, now time.Time) time.Time {
+	ps := &l.plan
 	// Each reading is n Leader reads: on a cold start every member is
 	// short, and reading each poll overloaded a Redlock quorum (1,024
 	// partitions over 10 members, 100,000 Redis requests a second). A
@@ -244,7 +282,7 @@ func (l *loop) replan(ctx context.Context, now time.Time) time.Time {
 		}
 	}
 	if ps.ownSeq == ps.seq && !ps.readAt.IsZero() && now.Before(ps.readAt.Add(every)) {
-		return earliest(wake, ps.readAt.Add(every))
+		return ps.readAt.Add(every)
 	}
 	// After a change of the member list, the hand-overs placed from the
 	// belief complete within about a poll (the others notice the change,
@@ -262,16 +300,16 @@ func (l *loop) replan(ctx context.Context, now time.Time) time.Time {
 		settle /= changeEvery
 	}
 	if due := ps.changedAt.Add(settle); ps.ownSeq != ps.seq && now.Before(due) {
-		return earliest(wake, due)
+		return due
 	}
 	// Campaigns failing (the window was cut) mean a loaded store: a
 	// reading of n holders would add to the load that fails them. Read
 	// once a round of campaigns has gone by without a failure.
 	if ps.ownSeq == ps.seq && l.win.Congested(now, every) {
-		return earliest(wake, l.win.Cut().Add(every))
+		return l.win.Cut().Add(every)
 	}
 	l.readHolders(ctx, now, false)
-	return wake
+	return now.Add(time.Hour)
 }
 
 // placeHeld places on this member, while it is not in the member list,

@@ -106,9 +106,9 @@ func (l *lockedLease) Release(ctx context.Context) error {
 // loop, reading their Deadline, waited until then, past partition 0's
 // step-down point (t0+3.7s) and its expiry at the store (t0+4s), where
 // member b, which no longer sees a, takes it. The ledger fails the test if
-// a's OnAssigned for partition 0 still runs then. The parent of commit
-// 52c3c04 fails it every time; the scenario runs 3 times, with the map
-// orders and goroutine schedules of each.
+// a's OnAssigned for partition 0 still runs then. A loop that waits on the
+// renewals' Deadline fails it every time; the scenario runs 3 times, with
+// the map orders and goroutine schedules of each.
 func TestStalledRenewalDoesNotDelayStepDown(t *testing.T) {
 	for round := range 3 {
 		stalledRenewal(t, fmt.Sprintf("stall-%d", round))

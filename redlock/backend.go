@@ -36,6 +36,7 @@ type Backend struct {
 	batch    *batcher   // coalesces renewals; nil unless every client is one server
 	gate     *gate      // bounds the acquire rounds in flight
 	dials    []*dialLog // by node, for clients openURL made; else nil
+	warmer   warmer     // the first connections (see warm)
 
 	done chan struct{} // closed by Close
 	stop chan struct{} // closed by Close once leases are finished: workers exit
@@ -54,7 +55,10 @@ type Backend struct {
 	wg     sync.WaitGroup // every goroutine the Backend started
 }
 
-var _ backend.Backend = (*Backend)(nil)
+var (
+	_ backend.Backend = (*Backend)(nil)
+	_ backend.Warner  = (*Backend)(nil)
+)
 
 // New returns a Backend over clients, each one independent Redis master (a
 // Redis Cluster or a Sentinel-managed group counts as one node: its

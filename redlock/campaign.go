@@ -44,6 +44,7 @@ func (b *Backend) Campaign(ctx context.Context, c backend.Candidate) (backend.Le
 	c.TTL = ttlMillis(c.TTL)
 	key := b.lockKey(c.Election)
 	campaign := newCampaignID()
+	b.warm(ctx)
 	var w *waiter // subscribed to releases once the election is found held
 	defer func() {
 		if w != nil {

@@ -26,6 +26,7 @@ func (b *Backend) Leader(ctx context.Context, election string) (backend.Holder, 
 		return backend.Holder{}, err
 	}
 	key := b.lockKey(election)
+	b.warm(ctx)
 	r := startRound(ctx, b, nil, func(ctx context.Context, cl redis.UniversalClient, _ int) (observed, error) {
 		return parseObserved(readScript.Run(ctx, cl, []string{key}).Slice())
 	})

@@ -117,7 +117,7 @@ func nodeCountAdvice(n int) string {
 // sentence each, or nil: a single master (no failure tolerated) or an even
 // number of masters (no more failures tolerated than with one master
 // fewer, and more nodes to reach). Programs such as elect log them at
-// start; New does not log.
+// start; New does not log. It implements [backend.Warner].
 func (b *Backend) Warnings() []string {
 	if w := nodeCountAdvice(len(b.clients)); w != "" {
 		return []string{w}

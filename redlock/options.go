@@ -53,6 +53,10 @@ type Options struct {
 	// room for GC pauses and loaded hosts; since every round ends as soon as
 	// its outcome is decided, a slow node costs this much only when the
 	// round cannot be decided without it. The allowed range is 1 ms to 10 s.
+	// It does not bound the making of the first connections: before its
+	// first round, a Backend connects to the nodes and loads its scripts
+	// there, waiting until a quorum of them is ready, at most 1 s (or
+	// NodeTimeout if longer), once.
 	//
 	// It bounds socket reads and writes only if the client honours context
 	// deadlines: go-redis does so only with ContextTimeoutEnabled, which [New]

@@ -3,8 +3,8 @@
 #
 # Usage:
 #   servers.sh install                 install the Debian packages if any is missing (root)
-#   servers.sh start [redis|etcd|zk|all]   start (idempotent) and wait until ready
-#   servers.sh stop  [redis|etcd|zk|all]   stop what this script started; remove data
+#   servers.sh start [redis|etcd|zk|kube|all]  start (idempotent) and wait until ready
+#   servers.sh stop  [redis|etcd|zk|kube|all]  stop what this script started; remove data
 #   servers.sh env                     print `export` lines for the running kinds
 #   servers.sh status                  one line per node: port, pid, state
 #   servers.sh kill    KIND N          SIGKILL node N (1-based)
@@ -38,9 +38,19 @@
 #   etcd  5    single member, client https://127.0.0.1:23795 (client-cert TLS), peer
 #              23805; its server certificate names only DNS:etcd.internal, so a
 #              client must set the TLS server name
-#   zk    1-3  ensemble, client 127.0.0.1:21811-21813
+#   zk    1-3  ensemble, client 127.0.0.1:21811-21813, fast timing (tickTime 100 ms,
+#              syncLimit 5; ELECTOR_ZK_* below), session timeouts 1-30 s
 #   zk    4    standalone, TLS only (Netty secureClientPort) on 127.0.0.1:21814,
 #              client certificate required
+#   zk    5-7  ensemble, client 127.0.0.1:21815-21817, ZooKeeper's stock timing and
+#              session timeouts (zoo_sample.cfg, as Debian ships it: tickTime 2000,
+#              initLimit 10, syncLimit 5; sessions 4-40 s); four-letter words srvr
+#              (the default whitelist) and wchp (the benchmarks count watches), not
+#              conf, so clients cannot read the timing
+#   kube  1    kube-apiserver, https://127.0.0.1:24431, storing in the etcd cluster
+#              (etcd 1-3) under its own prefix; a static bearer token (system:masters).
+#              Built from source (k8s.io/kubernetes, scripts/kube-apiserver/) on first
+#              use into a cache outside the checkout; starting kube starts etcd too.
 #
 # TLS material (a CA, server and client certificates, EC P-256) is made with
 # openssl into <state dir>/<kind>/tls when a TLS node first starts.
@@ -55,7 +65,8 @@ STATE=${ELECTOR_STATE_DIR:-/tmp/elector-servers}
 HOST=127.0.0.1
 # OFF shifts every port below, so that a second set of servers (another
 # ELECTOR_STATE_DIR) can run beside the first: ELECTOR_PORT_OFFSET=100 puts
-# Redis on 7101-7107, etcd on 23891-23895 and ZooKeeper on 21911-21914.
+# Redis on 7101-7107, etcd on 23891-23895, ZooKeeper on 21911-21917 and the
+# kube-apiserver on 24531.
 OFF=${ELECTOR_PORT_OFFSET:-0}
 [[ $OFF =~ ^[0-9]+$ ]] && ((OFF % 100 == 0 && OFF < 1000)) || {
 	printf 'servers.sh: error: ELECTOR_PORT_OFFSET must be a multiple of 100 below 1000, got %q\n' "$OFF" >&2
@@ -63,15 +74,17 @@ OFF=${ELECTOR_PORT_OFFSET:-0}
 }
 START_TIMEOUT=${ELECTOR_START_TIMEOUT:-60} # seconds a kind may take to become ready
 STOP_GRACE=${ELECTOR_STOP_GRACE:-5}        # seconds between SIGTERM and SIGKILL
-# The ZooKeeper ensemble's timing, read when a node (re)starts. The zookeeper
-# driver's Deadline assumes syncLimit × tickTime below the Elector's
-# SafetyMargin (zookeeper/doc.go, # Safety): a paused leader expires the
-# sessions its followers kept answering for that long. The defaults (5 s)
-# keep a loaded CI machine's ensemble stable; scripts/chaos.sh sets 100 ms ×
-# 3 = 300 ms, below the 400 ms margin of its 2 s TTL.
-ZK_TICK_MS=${ELECTOR_ZK_TICK_MS:-500}
-ZK_SYNC_LIMIT=${ELECTOR_ZK_SYNC_LIMIT:-10}
-ZK_INIT_LIMIT=${ELECTOR_ZK_INIT_LIMIT:-20}
+# The timing of ZooKeeper ensemble 1-3, read when a node (re)starts. The
+# zookeeper driver refuses a TTL below 2.5 × ((syncLimit + 1) × tickTime +
+# 100 ms) (zookeeper.MinSafeTTL; zookeeper/doc.go, # Safety): a follower
+# keeps answering its clients for syncLimit × tickTime after its leader last
+# counted them. The tests campaign with TTLs of 2 s, which needs (syncLimit
+# + 1) × tickTime at most 0.7 s: 100 ms × 5 (1.75 s). The stock timing
+# (2000 ms × 5) needs 30.25 s; ensemble 5-7 runs it, for the tests of what
+# a stock ensemble allows.
+ZK_TICK_MS=${ELECTOR_ZK_TICK_MS:-100}
+ZK_SYNC_LIMIT=${ELECTOR_ZK_SYNC_LIMIT:-5}
+ZK_INIT_LIMIT=${ELECTOR_ZK_INIT_LIMIT:-100}
 for v in ZK_TICK_MS ZK_SYNC_LIMIT ZK_INIT_LIMIT; do
 	[[ ${!v} =~ ^[1-9][0-9]*$ ]] || {
 		printf 'servers.sh: error: ELECTOR_%s must be a positive integer, got %q\n' "$v" "${!v}" >&2
@@ -92,7 +105,7 @@ ZK_LOG_FLAGS=(-Dorg.slf4j.simpleLogger.showDateTime=true '-Dorg.slf4j.simpleLogg
 ZK_TLS_CLASSPATH=$ZK_CLASSPATH:/usr/share/java/netty-codec.jar
 ETCD_TLS_SERVER_NAME=etcd.internal
 
-KINDS=(redis etcd zk)
+KINDS=(redis etcd zk kube)
 # chromium is not a server: the compare package's test opens its HTML report
 # in it (headless), and under CI a missing tool must be installed, not skipped.
 # gcc provides cc, which builds scripts/clockshim.c for the chaos clock mode.
@@ -253,7 +266,8 @@ nodes_of() { # all node numbers of a kind
 	case $1 in
 	redis) echo 1 2 3 4 5 6 7 ;;
 	etcd) echo 1 2 3 4 5 ;;
-	zk) echo 1 2 3 4 ;;
+	zk) echo 1 2 3 4 5 6 7 ;;
+	kube) echo 1 ;;
 	esac
 }
 
@@ -572,11 +586,14 @@ zk_launch() { # zk_launch N
 	fi
 	[[ -e $dir/data/myid ]] || echo "$n" >"$dir/data/myid"
 	{
-		printf '%s\n' "tickTime=$ZK_TICK_MS" "initLimit=$ZK_INIT_LIMIT" "syncLimit=$ZK_SYNC_LIMIT" \
-			minSessionTimeout=1000 maxSessionTimeout=30000 \
-			"dataDir=$dir/data" "clientPortAddress=$HOST" "clientPort=$port"
-		for i in 1 2 3; do printf 'server.%d=%s:%d:%d\n' "$i" "$HOST" $((21820 + OFF + i)) $((21830 + OFF + i)); done
-		printf '%s\n' '4lw.commands.whitelist=*' admin.enableServer=false
+		if ((n <= 3)); then
+			printf '%s\n' "tickTime=$ZK_TICK_MS" "initLimit=$ZK_INIT_LIMIT" "syncLimit=$ZK_SYNC_LIMIT" \
+				minSessionTimeout=1000 maxSessionTimeout=30000 '4lw.commands.whitelist=*'
+		else # stock: zoo_sample.cfg's timing and ZooKeeper's default session range
+			printf '%s\n' tickTime=2000 initLimit=10 syncLimit=5 4lw.commands.whitelist=srvr,wchp
+		fi
+		printf '%s\n' "dataDir=$dir/data" "clientPortAddress=$HOST" "clientPort=$port" admin.enableServer=false
+		for i in $(zk_members "$n"); do printf 'server.%d=%s:%d:%d\n' "$i" "$HOST" $((21820 + OFF + i)) $((21830 + OFF + i)); done
 	} >"$dir/zoo.cfg"
 	spawn zk "$n" java -Xms128m -Xmx128m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
 		-Djava.net.preferIPv4Stack=true "${ZK_LOG_FLAGS[@]}" -cp "$ZK_CLASSPATH" \
@@ -602,6 +619,10 @@ zk_tls_launch() {
 	spawn zk 4 java -Xms64m -Xmx128m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
 		-Djava.net.preferIPv4Stack=true "${ZK_LOG_FLAGS[@]}" -cp "$ZK_TLS_CLASSPATH" \
 		org.apache.zookeeper.server.quorum.QuorumPeerMain "$dir/zoo.cfg"
+}
+
+zk_members() { # zk_members N prints the nodes of N's ensemble
+	if (($1 <= 3)); then echo 1 2 3; else echo 5 6 7; fi
 }
 
 zk_4lw() { # zk_4lw N WORD prints the server's answer
@@ -640,6 +661,151 @@ zk_env() {
 	env_line ELECTOR_ZK_TLS_CA "$tls/ca.crt"
 	env_line ELECTOR_ZK_TLS_CERT "$tls/client.crt"
 	env_line ELECTOR_ZK_TLS_KEY "$tls/client.key"
+	env_line ELECTOR_ZK_STOCK_SERVERS "$HOST:$(zk_client_port 5),$HOST:$(zk_client_port 6),$HOST:$(zk_client_port 7)"
+}
+
+# ---------------------------------------------------------------- kube (kube-apiserver)
+
+# The apiserver is built from the k8s.io/kubernetes module of this release by
+# the wrapper module in scripts/kube-apiserver (its go.mod pins the staging
+# modules); the binary is cached under KUBE_CACHE, named for the release and
+# a hash of the wrapper's files, so only the first start pays for the build.
+KUBE_VERSION=v1.37.2
+KUBE_CACHE=${ELECTOR_KUBE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/elector}
+KUBE_TOKEN=elector-kube-token
+KUBE_NAMESPACE=default
+KUBE_START_TIMEOUT=${ELECTOR_KUBE_START_TIMEOUT:-180} # a cold apiserver on a busy machine is slow
+
+kube_port() { echo $((24430 + OFF + $1)); }
+kube_tls_dir() { printf '%s/kube/tls' "$STATE"; }
+kube_url() { printf 'https://%s:%s' "$HOST" "$(kube_port "$1")"; }
+
+# kube_needs_etcd KIND... prints the kinds, with etcd before kube when kube is
+# among them and etcd neither is nor runs: the apiserver stores in it.
+kube_needs_etcd() {
+	local kinds=" $* "
+	if [[ $kinds == *" kube "* && $kinds != *" etcd "* ]] && ! kind_running etcd; then
+		kinds=" etcd${kinds}"
+	fi
+	echo $kinds
+}
+
+# kube_binary prints the path of the cached kube-apiserver, building it first
+# when it is missing.
+kube_binary() {
+	local src hash bin t0
+	src=$(dirname "$SCRIPT")/kube-apiserver
+	hash=$(cat "$src/go.mod" "$src/go.sum" "$src/main.go" | sha256sum | cut -c1-12)
+	bin=$KUBE_CACHE/kube-apiserver-$KUBE_VERSION-$hash
+	if [[ ! -x $bin ]]; then
+		command -v go >/dev/null 2>&1 || die "kube: building kube-apiserver needs the go command"
+		mkdir -p "$KUBE_CACHE"
+		log "kube: building kube-apiserver $KUBE_VERSION into $bin (minutes on a cold cache)"
+		t0=$(now)
+		(cd "$src" && go build -trimpath -ldflags "-s -w
+			-X k8s.io/component-base/version.gitVersion=$KUBE_VERSION
+			-X k8s.io/component-base/version.gitMajor=1
+			-X k8s.io/component-base/version.gitMinor=${KUBE_VERSION#v1.}" -o "$bin.tmp.$$" .) >&2 ||
+			die "kube: building kube-apiserver failed (see the go output above)"
+		mv "$bin.tmp.$$" "$bin"
+		log "kube: built kube-apiserver in $(since "$t0")"
+	fi
+	printf '%s' "$bin"
+}
+
+# kube_certs writes into the TLS dir, once: a CA, the serving certificate for
+# 127.0.0.1/localhost and a client certificate (tls_set), the service-account
+# signing key pair, the static token file (the token's user is in
+# system:masters) and a kubeconfig holding the server, the CA and the token.
+kube_certs() {
+	local tls
+	tls=$(kube_tls_dir)
+	tls_set "$tls"
+	if [[ ! -s $tls/sa.pub ]]; then
+		openssl_in "$tls" genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out sa.key
+		chmod 600 "$tls/sa.key"
+		openssl_in "$tls" pkey -in sa.key -pubout -out sa.pub
+	fi
+	if [[ ! -s $tls/token ]]; then
+		printf '%s\n' "$KUBE_TOKEN" >"$tls/token"
+		printf '%s,elector-admin,elector-admin,"system:masters"\n' "$KUBE_TOKEN" >"$tls/tokens.csv"
+		chmod 600 "$tls/token" "$tls/tokens.csv"
+	fi
+	cat >"$tls/kubeconfig" <<-KUBECONFIG
+		apiVersion: v1
+		kind: Config
+		clusters:
+		- name: elector-test
+		  cluster:
+		    server: $(kube_url 1)
+		    certificate-authority: $tls/ca.crt
+		users:
+		- name: elector-admin
+		  user:
+		    tokenFile: $tls/token
+		contexts:
+		- name: elector-test
+		  context:
+		    cluster: elector-test
+		    user: elector-admin
+		    namespace: $KUBE_NAMESPACE
+		current-context: elector-test
+	KUBECONFIG
+}
+
+kube_launch() { # kube_launch 1
+	local n=$1 dir port bin tls etcds i
+	dir=$(node_dir kube "$n")
+	port=$(kube_port "$n")
+	port_busy "$port" && die "kube $n: port $port is already in use by a process this script did not start"
+	for i in 1 2 3; do etcd_ready "$i" >/dev/null 2>&1 && break; done ||
+		die "kube $n: the etcd cluster does not answer; start it first (servers.sh start etcd)"
+	bin=$(kube_binary)
+	kube_certs
+	tls=$(kube_tls_dir)
+	etcds="$(etcd_client_url 1),$(etcd_client_url 2),$(etcd_client_url 3)"
+	mkdir -p "$dir/certs"
+	# Loopback only (so no endpoint reconciler: it refuses a loopback
+	# address); its own etcd prefix, so that nothing else in the test
+	# cluster is read as Kubernetes objects; no priority and fairness, whose
+	# queueing would throttle a test's bursts of Lease updates.
+	spawn kube "$n" "$bin" --bind-address "$HOST" --advertise-address "$HOST" --secure-port "$port" \
+		--endpoint-reconciler-type none \
+		--cert-dir "$dir/certs" --tls-cert-file "$tls/server.crt" --tls-private-key-file "$tls/server.key" \
+		--client-ca-file "$tls/ca.crt" --token-auth-file "$tls/tokens.csv" --anonymous-auth=false \
+		--authorization-mode RBAC \
+		--service-account-issuer "$(kube_url "$n")" --service-account-key-file "$tls/sa.pub" \
+		--service-account-signing-key-file "$tls/sa.key" --service-cluster-ip-range 10.0.0.0/24 \
+		--etcd-servers "$etcds" --etcd-prefix /elector-kube \
+		--enable-priority-and-fairness=false --profiling=false
+}
+
+# kube_get PATH prints what the apiserver answers to GET PATH (2 s at most).
+kube_get() {
+	local tls
+	tls=$(kube_tls_dir)
+	curl -sf --max-time 2 --cacert "$tls/ca.crt" -H "Authorization: Bearer $KUBE_TOKEN" "$(kube_url 1)$1"
+}
+
+# Ready: /readyz answers ok, and the namespace the tests use exists (the
+# apiserver's bootstrap controller creates it shortly after it starts).
+kube_ready() { [[ $(kube_get /readyz) == ok ]] && kube_get "/api/v1/namespaces/$KUBE_NAMESPACE" >/dev/null; }
+
+kube_addr() { kube_url "$1"; }
+
+kube_wait() { # kube_wait N...
+	local n START_TIMEOUT=$KUBE_START_TIMEOUT # read by wait_ready
+	for n in "$@"; do wait_ready kube "$n"; done
+}
+
+# kube_env exports the kube:// URL of the apiserver: its address, the CA that
+# signed its certificate, the file holding the bearer token and the
+# namespace; and the kubeconfig file holding the same.
+kube_env() {
+	local tls
+	tls=$(kube_tls_dir)
+	env_line ELECTOR_KUBE_URL "kube://$HOST:$(kube_port 1)?namespace=$KUBE_NAMESPACE&ca=$tls/ca.crt&token_file=$tls/token"
+	env_line ELECTOR_KUBE_KUBECONFIG "$tls/kubeconfig"
 }
 
 # ---------------------------------------------------------------- commands
@@ -649,8 +815,8 @@ env_line() { printf "export %s='%s'\n" "$1" "$2"; } # values hold no single quot
 parse_kinds() { # parse_kinds [KIND|all] → kind names
 	case ${1:-all} in
 	all) echo "${KINDS[@]}" ;;
-	redis | etcd | zk) echo "$1" ;;
-	*) die "unknown server kind '$1' (want redis, etcd, zk or all)" ;;
+	redis | etcd | zk | kube) echo "$1" ;;
+	*) die "unknown server kind '$1' (want redis, etcd, zk, kube or all)" ;;
 	esac
 }
 
@@ -659,9 +825,10 @@ ports_of() { # every port a kind listens on
 	redis) for n in $(nodes_of redis); do redis_port "$n"; done ;;
 	etcd) for n in 1 2 3 4 5; do etcd_client_port "$n" && etcd_peer_port "$n"; done ;;
 	zk)
-		for n in 1 2 3; do zk_client_port "$n" && echo $((21820 + OFF + n)) $((21830 + OFF + n)); done
+		for n in 1 2 3 5 6 7; do zk_client_port "$n" && echo $((21820 + OFF + n)) $((21830 + OFF + n)); done
 		zk_client_port 4
 		;;
+	kube) kube_port 1 ;;
 	esac
 }
 
@@ -698,6 +865,7 @@ make_tls() {
 		redis) tls_set "$(redis_tls_dir)" & ;;
 		etcd) etcd_certs & ;;
 		zk) zk_certs & ;;
+		kube) kube_certs & ;;
 		esac
 		pids+=($!)
 	done
@@ -708,7 +876,9 @@ make_tls() {
 cmd_start() {
 	local kinds kind t0 nodes
 	kinds=$(parse_kinds "${1:-all}")
+	kinds=$(kube_needs_etcd $kinds)
 	cmd_install
+	if [[ " $kinds " == *" kube "* ]]; then kube_binary >/dev/null; fi
 	mkdir -p "$STATE"
 	t0=$(now)
 	for kind in $kinds; do preflight "$kind"; done
@@ -723,6 +893,9 @@ cmd_start() {
 	done
 	for kind in $kinds; do
 		read -r -a nodes <<<"$(nodes_of "$kind")"
+		# The apiserver needs its etcd up: it starts once etcd is ready
+		# (kinds lists etcd before kube).
+		if [[ $kind == kube ]]; then launch_kind kube; fi
 		"${kind}_wait" "${nodes[@]}"
 		log "$kind ready ($(since "$t0") since start)"
 	done
@@ -770,6 +943,7 @@ cmd_status() {
 			redis) port=$(redis_port "$n") ;;
 			etcd) port=$(etcd_client_port "$n") ;;
 			zk) port=$(zk_client_port "$n") ;;
+			kube) port=$(kube_port "$n") ;;
 			esac
 			if pid=$(node_pid "$kind" "$n"); then
 				state=running

@@ -3,8 +3,8 @@
 #
 # Starts every test server with scripts/servers.sh (and stops them on exit,
 # even on failure, unless they were all already running), then runs go vet and
-# go test -race in each module: the root module, integration_test and
-# examples (a module with no .go file yet is skipped). Exits non-zero if
+# go test -race in each module: the root module, integration_test,
+# examples and kube (a module with no .go file yet is skipped). Exits non-zero if
 # anything failed; every module is tested even after a failure.
 #
 # Environment:
@@ -21,11 +21,11 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 SERVERS=$ROOT/scripts/servers.sh
-MODULES=(. integration_test examples)
+MODULES=(. integration_test examples kube)
 
 # Leave servers alone that were all up before we came (a developer's `make
 # servers`); otherwise stop them whatever happens.
-if [[ $("$SERVERS" env | grep -c -E 'ELECTOR_(REDIS_ADDRS|ETCD_ENDPOINTS|ZK_SERVERS)=') -eq 3 ]]; then
+if [[ $("$SERVERS" env | grep -c -E 'ELECTOR_(REDIS_ADDRS|ETCD_ENDPOINTS|ZK_SERVERS|KUBE_URL)=') -eq 4 ]]; then
 	echo "test.sh: servers already running; leaving them up" >&2
 else
 	trap '"$SERVERS" stop all' EXIT

@@ -33,6 +33,7 @@ type Backend struct {
 	made     uint64                     // sessions made so far
 	leases   map[*lease]struct{}        // held leases
 
+	timing   learned            // the ensemble's timing, once a server reported it (timing.go)
 	dirs     knownDirs          // znodes known to exist (dirs.go)
 	ensuring singleflight.Group // creations of znodes in flight, by path
 }
@@ -128,6 +129,17 @@ func (b *Backend) campaignSession(ctx context.Context, ttl time.Duration) (*sess
 		b.drop(s)
 		return nil, errGranted(timeout, s.granted)
 	}
+	// Asked once a session is up, so that a refusal never hides why no
+	// server can be reached.
+	timing, err := b.Timing(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := timing.checkTTL(timeout); err != nil {
+		b.drop(s)
+		return nil, err
+	}
+	s.setLag(timing.ReportLag())
 	return s, nil
 }
 

@@ -229,6 +229,7 @@ func (b *Backend) await(ctx context.Context, s *session, c backend.Candidate, in
 	dir := in.dir
 	name := path[len(dir)+1:]
 	var ownWatch <-chan zk.Event // armed on the candidate's own znode
+	var stat *zk.Stat            // of the own znode, read when its watch was armed
 	for {
 		st, changed := s.state()
 		if st.closed {
@@ -243,8 +244,9 @@ func (b *Backend) await(ctx context.Context, s *session, c backend.Candidate, in
 			return nil, err
 		}
 		if rearm {
-			ownWatch = me.watch
+			ownWatch, stat = me.watch, me.stat
 		}
+		me.stat = stat
 		cands := sortCandidates(me.kids)
 		idx := slices.IndexFunc(cands, func(cd candidate) bool { return cd.name == name })
 		if idx < 0 {
@@ -289,24 +291,26 @@ func (b *Backend) await(ctx context.Context, s *session, c backend.Candidate, in
 }
 
 // readOwn lists the children of dir (leaving a children watch, which the
-// lease uses if the candidate leads) and reads the candidate's own znode
-// path (with a watch when rearm is set) in one round trip.
+// lease uses if the candidate leads) and, with rearm set, reads the
+// candidate's own znode path with a watch, in one round trip. While that
+// watch is armed and has not fired, the znode (its owner and czxid) is as
+// read then, so the listing alone is sent.
 func (b *Backend) readOwn(ctx context.Context, s *session, in *intent, path string, rearm bool) (own, error) {
 	dir := in.dir
 	s.listen(in, dir)
 	return do(b, ctx, func() (own, error) {
+		if !rearm {
+			kids, _, _, err := s.conn.ChildrenW(dir)
+			return own{kids: kids}, err
+		}
 		kc := make(chan own, 1)
 		go func() {
 			kids, _, _, err := s.conn.ChildrenW(dir)
 			kc <- own{kids: kids, err: err}
 		}()
 		var me own
-		var err error
-		if rearm {
-			_, me.stat, me.watch, err = s.conn.GetW(path)
-		} else {
-			_, me.stat, err = s.conn.Get(path)
-		}
+		_, stat, watch, err := s.conn.GetW(path)
+		me.stat, me.watch = stat, watch
 		ls := <-kc
 		me.kids = ls.kids
 		if err == nil {

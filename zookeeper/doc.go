@@ -5,7 +5,12 @@
 //
 //	b, _ := zookeeper.New([]string{"zk1:2181", "zk2:2181", "zk3:2181"}, nil)
 //	defer b.Close()
-//	e, _ := elector.New(b, "send-invoices", &elector.Options{TTL: 5 * time.Second, OnElected: lead})
+//	e, _ := elector.New(b, "send-invoices", &elector.Options{TTL: 40 * time.Second, OnElected: lead})
+//
+// The TTL must be at least [MinSafeTTL] of the ensemble's tickTime and
+// syncLimit: 30.25s on an ensemble as ZooKeeper's sample configuration sets
+// it up (tickTime 2s, syncLimit 5), 6.5s with tickTime 500ms and syncLimit
+// 4 (see Safety).
 //
 // The [Backend] owns its ZooKeeper sessions (one go-zookeeper zk.Conn each),
 // so it sees every connection-state change: a ZooKeeper session timeout is
@@ -126,20 +131,24 @@
 // default) plus 2 ms for clock drift. Sessions expire at the ensemble's
 // leader, one timeout after it last counted the session, and a follower
 // tells the leader which sessions it heard from only in its reply to the
-// leader's next ping, which the leader sends every tickTime/2. So the basis
-// is the send time of the newest answered request that the leader must
-// have counted: one answered by the session's handshake (the leader makes
-// or revalidates the session), or one followed by the answer, on the same
-// connection, to a request sent at least TTL/4 after the first answer
-// arrived (the server then ran long enough to report it). A server counts a
-// request from when it receives it, which is later, so a leader cut off from
-// the ensemble reaches its Deadline before its session can expire. The basis
-// trails the newest answer by about TTL/4 to TTL/3: go-zookeeper pings every
-// third of the session timeout, so the Deadline is at least about two
-// thirds of a TTL away after each ping. A lease says so to the Elector
-// (its Deadline trails its proof), which then renews it once per
-// RenewInterval, on a grid shared by the Electors of the process, rather
-// than whenever the Deadline looks due. go-zookeeper drops a connection
+// leader's next ping, which the leader sends every tickTime/2; a follower
+// whose leader is paused, or cut off from it, keeps answering for up to
+// syncLimit × tickTime (see Safety). So the basis is the send time of the
+// newest answered request that the leader must have counted: one answered
+// by the session's handshake (the leader makes or revalidates the session),
+// or one followed by the answer, on the same connection, to a request sent
+// at least a report lag after the first answer arrived: the ensemble's
+// [Timing.ReportLag], (syncLimit + 1) × tickTime + 100 ms, or TTL/4 if
+// longer. A server counts a request from when it receives it, which is
+// later, so a leader cut off from the ensemble reaches its Deadline before
+// its session can expire. The basis trails the newest answer by the report
+// lag and the gap between answered requests (a session holding leases sends
+// a request of its own when it has had no answer for a twelfth of its
+// timeout), so the Deadline stays about TTL × 11/12 less the report lag
+// ahead, which is why Campaign refuses a TTL below [MinSafeTTL] (see
+// Safety). A lease says so to the Elector (its Deadline trails its proof),
+// which then renews it once per RenewInterval, on a grid shared by the
+// Electors of the process, rather than whenever the Deadline looks due. go-zookeeper drops a connection
 // silent for two thirds of the session timeout, so the default policy
 // steps down at the latest two thirds of a TTL after the last answer.
 //
@@ -219,9 +228,9 @@
 //
 // # Errors
 //
-// Invalid options (from New) and TTLs (from Campaign, as above) wrap
-// [backend.ErrInvalid], and so do election names that ZooKeeper paths
-// cannot hold: beyond [backend.ValidateElection], the characters
+// Invalid options (from New) and TTLs (from Campaign, as above, and below
+// [MinSafeTTL], see Safety) wrap [backend.ErrInvalid], and so do election
+// names that ZooKeeper paths cannot hold: beyond [backend.ValidateElection], the characters
 // U+007F-U+009F, U+D800-U+F8FF and U+FFF0-U+FFFF and characters outside the
 // Basic Multilingual Plane (the Java server sees them as surrogates), and
 // segments starting with "_c_". Calls after Close wrap [backend.ErrClosed];
@@ -245,21 +254,61 @@
 //   - this process's monotonic clock runs no more than
 //     [Options.DriftFactor] (1% by default) slower than the ZooKeeper
 //     leader's over one TTL;
+//   - the ensemble's tickTime and syncLimit are at most those the Backend
+//     works with ([Backend.Timing]): stated in [Options.TickTime] and
+//     [Options.SyncLimit], else read from the servers' conf four-letter
+//     word, else ZooKeeper's sample configuration (tickTime 2s, syncLimit
+//     5) assumed. Raise the stated values before the ensemble's;
+//   - packets between the ensemble's servers arrive within 100 ms, or are
+//     lost.
+//
+// The leader alone expires sessions: its SessionTrackerImpl expires a
+// session one timeout after its last touch, rounded up to a tick
+// (ExpiryQueue.roundToNextInterval), and a resumed leader expires at once
+// what fell due while it was stopped, before it reads what its followers
+// queued (SessionTrackerImpl.run). A follower answers a client's request,
+// pings included, by itself, and only notes the session
+// (LearnerSessionTracker.touchSession); it reports the sessions it noted
+// in its reply to the leader's next ping (Learner.ping), which the leader
+// sends every tickTime/2 (Leader.lead) and counts when it reads the reply
+// (LearnerHandler, case Leader.PING). A request the follower forwards (a
+// sync, a write) enters the leader's pipeline without touching the session
+// (LeaderZooKeeperServer.submitLearnerRequest), so no answer a client can
+// see proves that the leader counted it: only a session handshake does
+// (the leader makes or revalidates the session). A follower keeps serving
+// while it hears from its leader at least every syncLimit × tickTime (its
+// read timeout, set in Learner.syncWithLeader), so a paused leader, or a
+// follower cut off from a running one, leaves the follower answering for
+// up to that long with nothing counted, and the leader then expires the
+// session by its own last count. Hence the report lag: a follower that
+// answered a request sent (syncLimit + 1) × tickTime + 100 ms after an
+// earlier answer arrived had heard from its leader at most syncLimit ×
+// tickTime before, so the leader still ran a tick and 100 ms after that
+// earlier answer: long enough to ping the follower and read its reply.
+// With a TTL of at least [MinSafeTTL], the session also outlives any
+// leader pause its followers ride out, so a resumed leader counts the
+// follower's report before the session is due.
+// On ZooKeeper's sample configuration that is a TTL of 30.25s or more;
+// Campaign refuses a shorter one with an error naming the numbers. Sources
+// (ZooKeeper 3.8.4; 3.5.5 to 3.9.5 forward and time out alike), under
+// https://github.com/apache/zookeeper/blob/release-3.8.4/zookeeper-server/src/main/java/org/apache/zookeeper/server/:
+// SessionTrackerImpl.java (run, line 158; touchSession, 179), ExpiryQueue.java
+// (roundToNextInterval, 53), ZooKeeperServer.java (submitRequest touches
+// the session, 1178; revalidateSession, 1036),
+// quorum/LearnerSessionTracker.java (touchSession, 139), quorum/Learner.java
+// (read timeout tickTime × syncLimit, 758; ping, 842), quorum/Leader.java
+// (a ping every tickTime/2, 733), quorum/LearnerHandler.java (PING, 683),
+// quorum/LeaderZooKeeperServer.java (submitLearnerRequest, 200).
+//
+// Further assumptions:
+//
 //   - the ensemble's leader pings its followers at least every TTL/4, that
 //     is tickTime is at most half the shortest TTL: true of every TTL an
 //     ensemble grants with the default minSessionTimeout (2×tickTime). A
 //     follower paused or killed right after it answered a request never
 //     reports it; the Deadline does not count such an answer until the
-//     same server has answered a request sent at least TTL/4 after that
-//     answer arrived;
-//   - the server a Backend talks to is part of the quorum, with its leader
-//     running. A follower cut off from its leader, or whose leader is paused,
-//     keeps answering its clients for up to syncLimit × tickTime (it drops
-//     them once its leader has been silent that long) without reporting
-//     them, and the leader, still or again in charge, expires the sessions by
-//     its own last count: their Deadlines can then be late by up to
-//     syncLimit × tickTime. Keep syncLimit × tickTime below the
-//     SafetyMargin of every Elector (TTL/5 by default), and fence writes;
+//     same server has answered a request sent at least TTL/4 (or the report
+//     lag, if longer) after that answer arrived;
 //   - nobody deletes a leader's znode by hand: that ends the term at the
 //     store at once, and the leader learns it only through its watch. Any
 //     client may do so unless the znodes have a restrictive ACL (see

@@ -13,9 +13,15 @@ import (
 
 // An elector over a ZooKeeper ensemble whose leader writes a znode only
 // while its term is current at the ensemble: the Guard's check makes the
-// multi fail once the term has ended. (No output: it needs the servers.)
+// multi fail once the term has ended. The ensemble's timing, stated here,
+// allows TTLs from zookeeper.MinSafeTTL(500ms, 4) = 6.5s. (No output: it
+// needs the servers.)
 func ExampleNew() {
-	b, err := zookeeper.New([]string{"zk1:2181", "zk2:2181", "zk3:2181"}, &zookeeper.Options{Root: "/elector"})
+	b, err := zookeeper.New([]string{"zk1:2181", "zk2:2181", "zk3:2181"}, &zookeeper.Options{
+		Root:      "/elector",
+		TickTime:  500 * time.Millisecond, // zoo.cfg: tickTime=500
+		SyncLimit: 4,                      // zoo.cfg: syncLimit=4
+	})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -27,7 +33,7 @@ func ExampleNew() {
 	}
 	defer conn.Close()
 	e, err := elector.New(b, "send-invoices", &elector.Options{
-		TTL: 5 * time.Second, // the session timeout of this election's session
+		TTL: 10 * time.Second, // the session timeout of this election's session
 		OnElected: func(ctx context.Context, t elector.Term) {
 			check, err := b.Guard(t.Election, t.Token)
 			if err != nil {

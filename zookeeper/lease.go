@@ -35,7 +35,10 @@ type lease struct {
 	kept     *sync.Once // ended with its znode perhaps alive: hands it to the janitor once
 }
 
-var _ backend.Lease = (*lease)(nil)
+var (
+	_ backend.Lease         = (*lease)(nil)
+	_ backend.TrailingLease = (*lease)(nil)
+)
 
 // newLease registers the lease of a candidate that found its znode path
 // first in a listing of its election that set a children watch (its

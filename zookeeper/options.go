@@ -97,6 +97,20 @@ type Options struct {
 	// [backend.MaxDriftFactor]].
 	DriftFactor float64
 
+	// TickTime and SyncLimit state the ensemble's tickTime and syncLimit
+	// (zoo.cfg), which bound how late the ensemble's leader may count a
+	// session that a follower kept answering (see [Timing] and the
+	// package documentation, section Safety): Deadlines count an answer
+	// only (SyncLimit + 1) × TickTime + 100 ms after it arrived, and
+	// Campaign refuses a TTL below [MinSafeTTL] of them. Set both, or
+	// neither: zero means the Backend asks the servers once, with the conf
+	// four-letter word (which their 4lw.commands.whitelist must allow),
+	// and assumes ZooKeeper's sample configuration, tickTime 2s and
+	// syncLimit 5, when no server reports them. State the largest values
+	// of any server, and the new ones before a rolling change raises them.
+	TickTime  time.Duration
+	SyncLimit int
+
 	// Logger receives go-zookeeper's own diagnostics (connection failures)
 	// at level Warn and, at level Debug, each wait of a candidate behind
 	// another (its predecessor's znode, identity and session). Nil discards
@@ -121,6 +135,9 @@ type config struct {
 	grace  time.Duration
 	drift  float64
 	logger *slog.Logger
+
+	tick      time.Duration // Options.TickTime; 0: learn it
+	syncLimit int
 }
 
 func (o *Options) config() (config, error) {
@@ -134,6 +151,9 @@ func (o *Options) config() (config, error) {
 		dialer: o.Dialer,
 		grace:  o.DisconnectGrace,
 		logger: o.Logger,
+
+		tick:      o.TickTime,
+		syncLimit: o.SyncLimit,
 	}
 	if c.root == "" {
 		c.root = DefaultRoot
@@ -144,6 +164,16 @@ func (o *Options) config() (config, error) {
 	if c.grace < 0 {
 		return c, fmt.Errorf("zookeeper: %w: Options.DisconnectGrace is %v; want >= 0, at most half of every TTL campaigned with",
 			backend.ErrInvalid, c.grace)
+	}
+	switch {
+	case c.tick < 0 || c.syncLimit < 0:
+		return c, fmt.Errorf("zookeeper: %w: Options.TickTime is %v and Options.SyncLimit %d; want both positive (the ensemble's zoo.cfg values), or both zero to ask the servers",
+			backend.ErrInvalid, c.tick, c.syncLimit)
+	case (c.tick == 0) != (c.syncLimit == 0):
+		return c, fmt.Errorf("zookeeper: %w: Options.TickTime is %v and Options.SyncLimit %d; want both set (the ensemble's zoo.cfg values), or both zero to ask the servers",
+			backend.ErrInvalid, c.tick, c.syncLimit)
+	case c.tick > 0 && c.tick < time.Millisecond:
+		return c, fmt.Errorf("zookeeper: %w: Options.TickTime is %v; want whole milliseconds, as zoo.cfg states it", backend.ErrInvalid, c.tick)
 	}
 	drift, err := backend.ValidateDriftFactor(o.DriftFactor)
 	if err != nil {

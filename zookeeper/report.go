@@ -15,15 +15,19 @@ import "time"
 // https://github.com/apache/zookeeper/tree/master/zookeeper-server/src/main/java/org/apache/zookeeper/server/quorum.
 //
 // So an answered request becomes the Deadline's basis only once the same
-// connection has answered a request sent at least reportLag after that
-// answer arrived: the server ran for reportLag after it had the first
-// request, long enough to reply to a ping of the leader's (it had one if it
-// was connected to a leader that pings every reportLag or more often). A
-// handshake's answer counts at once: a new session is made by the leader,
-// and a reconnection with an existing session is revalidated by it, which
-// touches the session.
+// connection has answered a request sent at least a report lag after that
+// answer arrived: TTL/4, so that the server ran long enough after it had
+// the first request to reply to a ping of the leader's (it had one if it
+// was connected to a leader that pings every TTL/4 or more often), or the
+// ensemble's Timing.ReportLag if longer, so that the leader ran long enough
+// after it to read that reply (a follower answers for syncLimit × tickTime
+// after it last heard from its leader; see the package documentation,
+// section Safety). A handshake's answer counts at once: a new session is
+// made by the leader, and a reconnection with an existing session is
+// revalidated by it, which touches the session.
 
-// reportLagDivisor sets reportLag to the session timeout over it: TTL/4 is
+// reportLagDivisor sets the least report lag to the session timeout over
+// it: TTL/4 is
 // tickTime/2 or more on every ensemble whose minSessionTimeout is its
 // default, 2×tickTime, since such an ensemble grants no timeout below that;
 // and it leaves a twelfth of the timeout for the round trip of the next
@@ -60,11 +64,10 @@ func (r *reports) linked(sent time.Time) {
 	}
 }
 
-// answered records the reply, arrived at at, to a request written at sent,
-// given the session timeout. It first confirms every pending answer that
-// arrived at least timeout/reportLagDivisor before sent.
-func (r *reports) answered(sent, at time.Time, timeout time.Duration) {
-	lag := timeout / reportLagDivisor
+// answered records the reply, arrived at at, to a request written at sent.
+// It first confirms every pending answer that arrived at least lag before
+// sent.
+func (r *reports) answered(sent, at time.Time, lag time.Duration) {
 	n := 0
 	for n < len(r.pending) && !sent.Before(r.pending[n].at.Add(lag)) {
 		if s := r.pending[n].sent; s.After(r.basis) {

@@ -26,33 +26,33 @@ func TestReportsConfirmAnswersLater(t *testing.T) {
 	if !r.basis.Equal(at(0)) {
 		t.Fatalf("after the handshake: basis %v, want the handshake's send time", r.basis.Sub(t0))
 	}
-	r.answered(at(1300), at(1302), timeout) // a ping
+	r.answered(at(1300), at(1302), timeout/reportLagDivisor) // a ping
 	if !r.basis.Equal(at(0)) {
 		t.Fatalf("after one answer: basis %v, want 0s: the answer may not have reached the leader", r.basis.Sub(t0))
 	}
-	r.answered(at(2000), at(2001), timeout) // 698ms after the last arrival: too soon
+	r.answered(at(2000), at(2001), timeout/reportLagDivisor) // 698ms after the last arrival: too soon
 	if !r.basis.Equal(at(0)) {
 		t.Fatalf("after an answer 698ms later: basis %v, want 0s", r.basis.Sub(t0))
 	}
-	r.answered(at(2302), at(2303), timeout) // exactly reportLag after the first arrival
+	r.answered(at(2302), at(2303), timeout/reportLagDivisor) // exactly reportLag after the first arrival
 	if !r.basis.Equal(at(1300)) {
 		t.Fatalf("after an answer sent reportLag after the first arrived: basis %v, want 1.3s", r.basis.Sub(t0))
 	}
-	r.answered(at(3100), at(3101), timeout)
+	r.answered(at(3100), at(3101), timeout/reportLagDivisor)
 	if !r.basis.Equal(at(2000)) {
 		t.Fatalf("basis %v, want 2s", r.basis.Sub(t0))
 	}
 	// Requests sent close together merge: the older send time waits for
 	// the newer arrival.
-	r.answered(at(3110), at(3160), timeout)
+	r.answered(at(3110), at(3160), timeout/reportLagDivisor)
 	if len(r.pending) != 2 || !r.pending[1].sent.Equal(at(3100)) || !r.pending[1].at.Equal(at(3160)) {
 		t.Fatalf("pending %v, want the 2.302s answer and the merge (sent 3.1s, arrived 3.16s)", r.pending)
 	}
-	r.answered(at(4150), at(4151), timeout) // confirms 2.302 and not yet the merge
+	r.answered(at(4150), at(4151), timeout/reportLagDivisor) // confirms 2.302 and not yet the merge
 	if !r.basis.Equal(at(2302)) {
 		t.Fatalf("basis %v, want 2.302s", r.basis.Sub(t0))
 	}
-	r.answered(at(4160), at(4161), timeout)
+	r.answered(at(4160), at(4161), timeout/reportLagDivisor)
 	if !r.basis.Equal(at(3100)) {
 		t.Fatalf("basis %v, want 3.1s, the merged answer's older send time", r.basis.Sub(t0))
 	}
@@ -63,7 +63,7 @@ func TestReportsConfirmAnswersLater(t *testing.T) {
 	}
 	// A flood of answers keeps a bounded queue.
 	for i := range 10000 {
-		r.answered(at(5001+i), at(5002+i), timeout)
+		r.answered(at(5001+i), at(5002+i), timeout/reportLagDivisor)
 	}
 	if len(r.pending) > 2*reportSlots {
 		t.Fatalf("%d pending answers, want at most %d", len(r.pending), 2*reportSlots)
@@ -129,6 +129,9 @@ func TestDeadlineSurvivesUnreportedAnswer(t *testing.T) {
 		t.Fatalf("Campaign: %v", err)
 	}
 	l := bl.(*lease)
+	if _, err := admin.Sync(l.path); err != nil { // catch up with the create
+		t.Fatal(err)
+	}
 	ok, _, gone, err := admin.ExistsW(l.path)
 	if err != nil || !ok {
 		t.Fatalf("ExistsW(%s): %v, %v", l.path, ok, err)

@@ -54,6 +54,7 @@ type session struct {
 	queue      []*lease             // leases to check, for dispatch
 	kick       chan struct{}        // wakes dispatch when queue grows
 	reports    reports              // answers not yet known to the ensemble leader; the Deadline's basis
+	lag        time.Duration        // the ensemble's report lag (Timing.ReportLag), once known
 }
 
 // state is what a session knows of itself at one instant.
@@ -357,7 +358,18 @@ func (s *session) heard(sent time.Time) {
 	if sent.After(s.st.heard) {
 		s.st.heard = sent
 	}
-	s.reports.answered(sent, time.Now(), s.st.timeout)
+	s.reports.answered(sent, time.Now(), max(s.st.timeout/reportLagDivisor, s.lag))
+	s.mu.Unlock()
+}
+
+// setLag sets how long after an answer arrived a request must have been
+// sent, and answered, for the Deadline to count the first (see report.go):
+// the ensemble's report lag, or a quarter of the timeout if longer. It is
+// set before a lease uses the session; the answers of its setup, pending
+// until then, wait for it too.
+func (s *session) setLag(lag time.Duration) {
+	s.mu.Lock()
+	s.lag = lag
 	s.mu.Unlock()
 }
 

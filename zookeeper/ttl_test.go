@@ -74,7 +74,11 @@ func TestTTLsGetTheirOwnSessions(t *testing.T) {
 			t.Fatal("Lost still open after Close")
 		}
 	}
-	// Close ended both sessions: the servers deleted both znodes at once.
+	// Close ended both sessions: the servers deleted both znodes at once
+	// (as the admin's server sees once it has caught up).
+	if _, err := f.admin.Sync("/"); err != nil {
+		t.Fatal(err)
+	}
 	for _, l := range leases {
 		if ok, _, err := f.admin.Exists(l.(*lease).path); err != nil || ok {
 			t.Fatalf("znode %s after Close: exists=%v err=%v, want it deleted with its session", l.(*lease).path, ok, err)
@@ -83,19 +87,23 @@ func TestTTLsGetTheirOwnSessions(t *testing.T) {
 }
 
 // TestTTLOutsideRangeRefused checks that a TTL the ensemble does not grant
-// as a session timeout (the test ensemble accepts 1s to 30s) is refused with
-// ErrInvalid naming what was asked, granted and accepted, and that the
-// session made for it is closed.
+// as a session timeout (the test ensemble accepts 1s to 30s), or one below
+// what its timing allows (1.75s for tickTime 100ms and syncLimit 5), is
+// refused with ErrInvalid naming what was asked, granted and accepted, and
+// that no session made for it is left.
 func TestTTLOutsideRangeRefused(t *testing.T) {
 	f := newFixture(t)
 	b, _ := f.backend(nil)
 	graced, _ := f.backend(&Options{Root: testRoot, DisconnectGrace: time.Second})
+	// A timing that allows 500ms, to reach the ensemble's own refusal.
+	fast, _ := f.backend(&Options{Root: testRoot, TickTime: 10 * time.Millisecond, SyncLimit: 1})
 	for _, tc := range []struct {
 		b    *Backend
 		ttl  time.Duration
 		want []string
 	}{
-		{b, 500 * time.Millisecond, []string{"TTL 500ms", "granted a 1s session", "from 1s"}},
+		{fast, 500 * time.Millisecond, []string{"TTL 500ms", "granted a 1s session", "from 1s"}},
+		{b, 1500 * time.Millisecond, []string{"TTL 1.5s is below 1.75s", "syncLimit 5 × tickTime 100ms, conf of 127.0.0.1:", "at least 1.75s", "at most 500ms"}},
 		{b, 40 * time.Second, []string{"TTL 40s", "granted a 30s session", "up to 30s"}},
 		{b, 0, []string{"TTL is 0s", "between 100ms"}},
 		{b, time.Millisecond, []string{"TTL is 1ms", "between 100ms"}},

@@ -8,10 +8,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/url"
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -43,8 +45,13 @@ Prints a table (or --json, or --markdown) on stdout, progress on stderr;
 
 Works only in elections named elect-compare/<random>/... (inside the URL's
 prefix or root), and removes everything it created before it exits, also
-when interrupted. Exit 0 when every workload ran without error, 3 when
-some failed or something was left behind, 130 when interrupted.
+when interrupted, or names what it left. A backend that does not answer a
+first campaign within 10s is reported before any workload runs. Ctrl-C
+stops the trial under way, then cleans up (at most 40s whatever --ttl); a
+second Ctrl-C stops the cleanup at once. Exit 0 when every workload ran
+without error, 2 for bad flags (an --html path that cannot be written
+included), 3 when some workload failed, a backend did not answer or
+something was left behind, 130 when interrupted.
 
 The default run takes minutes; --short takes seconds per backend.
 `
@@ -171,15 +178,35 @@ func compareMain(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
+	html, err := openHTML(c.html)
+	if err != nil {
+		return err
+	}
+	defer html.discard()
 	o := c.options()
+	warnFloors(ctx, stderr, targets, o.TTL)
 	o.Prefix = compare.NewPrefix()
 	fmt.Fprintf(stderr, "elect compare: elections under %s\n", o.Prefix)
 	o.Progress = progressPrinter(stderr)
 	// A crashed holder's go-redis clients would log their failed dials.
 	redis.SetLogger(redisLogger{newLogger(stderr, "info", "text")})
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	abort := make(chan struct{})
+	o.Abort = abort
+	stopSignals := onStopSignals(func(n int, s os.Signal) {
+		switch n {
+		case 1:
+			fmt.Fprintf(stderr, "elect compare: %v: stopping the trial under way, then removing what the run created under %s "+
+				"(at most %v once the trial stopped); %v again to stop at once and leave it\n", s, o.Prefix, compare.CleanupBound, s)
+			cancel()
+		case 2:
+			fmt.Fprintf(stderr, "elect compare: %v again: stopping the cleanup now\n", s)
+			close(abort)
+		}
+	})
 	rep, err := compare.Run(ctx, targets, o)
+	stopSignals()
 	switch {
 	case rep == nil && errors.Is(err, backend.ErrInvalid):
 		return exitf(exitUsage, "%v", err)
@@ -188,10 +215,13 @@ func compareMain(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	case rep == nil:
 		return exitf(exitBackend, "%v", err)
 	}
-	if err := c.write(rep, stdout); err != nil {
+	if err := c.write(rep, stdout, html); err != nil {
 		return err
 	}
 	if rep.Interrupted {
+		if left := rep.Left(); left != nil {
+			return exitf(exitInterrupted, "compare: interrupted; left behind under %s:\n%v", rep.Prefix, left)
+		}
 		return exitf(exitInterrupted, "compare: interrupted; removed what the run created under %s", rep.Prefix)
 	}
 	if err := rep.Failed(); err != nil {
@@ -200,8 +230,100 @@ func compareMain(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	return nil
 }
 
+// warnFloors prints, for each target whose backend reports the shortest
+// TTL its store's configuration allows (backend.TTLFloor), that TTL and
+// why, and a warning when ttl is below it: the backend refuses such
+// Campaigns.
+func warnFloors(ctx context.Context, w io.Writer, targets []compare.Target, ttl time.Duration) {
+	for _, t := range targets {
+		cl, err := t.Open(ctx)
+		if err != nil {
+			continue // Run reports it
+		}
+		if f, ok := cl.Backend.(backend.TTLFloor); ok {
+			if floor, why, err := f.MinTTL(ctx); err == nil {
+				fmt.Fprintf(w, "elect compare: %s: %s: leases need a TTL of at least %v\n", t.Name, why, floor)
+				if ttl < floor {
+					fmt.Fprintf(w, "elect compare: warning: --ttl %v is below it; %s refuses every Campaign\n", ttl, t.Name)
+				}
+			}
+		}
+		cl.Closer.Close()
+	}
+}
+
+// onStopSignals calls f with the count and the signal at each SIGINT or
+// SIGTERM, from a goroutine of its own, until the function it returns is
+// called; that function waits for f's last call.
+func onStopSignals(f func(n int, s os.Signal)) (stop func()) {
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for n := 1; ; n++ {
+			select {
+			case s := <-sigs:
+				f(n, s)
+			case <-done:
+				return
+			}
+		}
+	})
+	return func() {
+		signal.Stop(sigs)
+		close(done)
+		wg.Wait()
+	}
+}
+
+// htmlFile is the --html file, opened before the run so that a path that
+// cannot be written is refused before anything runs.
+type htmlFile struct {
+	f       *os.File
+	created bool // by this run: removed unless written
+	written bool
+}
+
+// openHTML opens path for writing without truncating it (nil for no path).
+func openHTML(path string) (*htmlFile, error) {
+	if path == "" {
+		return nil, nil
+	}
+	_, statErr := os.Stat(path)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, exitf(exitUsage, "compare: --html: cannot write the report there: %v", err)
+	}
+	return &htmlFile{f: f, created: errors.Is(statErr, fs.ErrNotExist)}, nil
+}
+
+// write replaces the file's content with rep's HTML page.
+func (h *htmlFile) write(rep *compare.Report) error {
+	if err := h.f.Truncate(0); err != nil {
+		return err
+	}
+	if err := rep.WriteHTML(h.f); err != nil {
+		return err
+	}
+	h.written = true
+	return nil
+}
+
+// discard closes the file, and removes it if this run created it and wrote
+// nothing.
+func (h *htmlFile) discard() {
+	if h == nil {
+		return
+	}
+	_ = h.f.Close()
+	if h.created && !h.written {
+		_ = os.Remove(h.f.Name())
+	}
+}
+
 // write prints the report in the chosen format, and the HTML file.
-func (c *compareConfig) write(rep *compare.Report, stdout io.Writer) error {
+func (c *compareConfig) write(rep *compare.Report, stdout io.Writer, html *htmlFile) error {
 	var err error
 	switch {
 	case c.json:
@@ -214,18 +336,13 @@ func (c *compareConfig) write(rep *compare.Report, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if c.html == "" {
+	if html == nil {
 		return nil
 	}
-	f, err := os.Create(c.html)
-	if err != nil {
+	if err := html.write(rep); err != nil {
 		return exitf(exitInternal, "compare: --html: %v", err)
 	}
-	if err := rep.WriteHTML(f); err != nil {
-		f.Close()
-		return exitf(exitInternal, "compare: --html: %v", err)
-	}
-	if err := f.Close(); err != nil {
+	if err := html.f.Close(); err != nil {
 		return exitf(exitInternal, "compare: --html: %v", err)
 	}
 	return nil

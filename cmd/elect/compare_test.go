@@ -5,6 +5,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -156,7 +158,7 @@ func checkRenewCost(t *testing.T, name string, c *struct {
 // elections (renew) and while a crashed holder's lease is lapsing
 // (failover): it exits 130, and nothing is left under its prefix.
 func TestCompareInterrupted(t *testing.T) {
-	for _, phase := range []string{"renew", "failover"} {
+	for _, phase := range []string{"handover", "renew", "failover"} {
 		t.Run(phase, func(t *testing.T) {
 			args := append([]string{"compare", "--short", "--held=200", "--trials=3"}, compareArgs(t)...)
 			var stdout testenv.Buffer
@@ -173,6 +175,110 @@ func TestCompareInterrupted(t *testing.T) {
 			assertNothingLeft(t, prefix)
 		})
 	}
+}
+
+// TestCompareInterruptedPrompt: SIGINT during failover at a TTL of 25s
+// ends elect compare well within the TTL, saying what it does; it
+// names the cut-off holders' elections it leaves (etcd and ZooKeeper,
+// whose leases lapse on their own) and leaves nothing on Redis. A second
+// SIGINT stops the cleanup at once and says what may remain.
+func TestCompareInterruptedPrompt(t *testing.T) {
+	for _, twice := range []bool{false, true} {
+		t.Run(map[bool]string{false: "once", true: "twice"}[twice], func(t *testing.T) {
+			args := append([]string{"compare", "--short", "--ttl=25s", "--held=20", "--trials=3", "--throughput-trials=1"}, compareArgs(t)...)
+			p := startElectOut(t, "compare", nil, io.Discard, args...)
+			prefix := waitMatch(t, p, regexp.MustCompile(`elections under (\S+)`))
+			waitMatch(t, p, regexp.MustCompile(`elect compare: failover 1/`))
+			p.signal(syscall.SIGINT)
+			start := time.Now()
+			waitMatch(t, p, regexp.MustCompile(`stopping the trial under way, then removing what the run created`))
+			if twice {
+				waitMatch(t, p, regexp.MustCompile(`cleanup: `))
+				p.signal(syscall.SIGINT)
+			}
+			// The cut-off holders' leases lapse 1.5 TTLs after the cut, past
+			// compare's longest wait for them: it does not wait.
+			bound := 15 * time.Second
+			if code := p.wait(bound); code != exitInterrupted {
+				t.Fatalf("exit %d after SIGINT; want %d\n%s", code, exitInterrupted, p.out.String())
+			}
+			t.Logf("exited %v after SIGINT", time.Since(start).Round(time.Millisecond))
+			out := p.out.String()
+			if twice {
+				if !strings.Contains(out, "stopping the cleanup now") || !strings.Contains(out, "left behind under "+prefix) {
+					t.Errorf("a second SIGINT: no word of the cleanup stopped and of what may remain:\n%s", out)
+				}
+				return
+			}
+			if strings.Contains(out, "removed what the run created") {
+				if !strings.Contains(out, "left behind") {
+					assertNothingLeft(t, prefix)
+				}
+			} else if !regexp.MustCompile(`left behind under ` + regexp.QuoteMeta(prefix) + `:\n(etcd|zk): elections still led .*failover/0`).MatchString(out) {
+				t.Errorf("neither removed everything nor named the cut-off holders' elections left:\n%s", out)
+			}
+			keys, _ := redisKeysUnder(t, prefix)
+			if len(keys) > 0 {
+				t.Errorf("redis: keys %q left under %s", keys, prefix)
+			}
+		})
+	}
+}
+
+// TestCompareUnreachable: a backend that refuses connections, or accepts
+// them and never answers, is reported within seconds, naming its real
+// address, before any workload runs.
+func TestCompareUnreachable(t *testing.T) {
+	silent := testenv.SilentListener(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := ln.Addr().String() // closed: connections are refused
+	ln.Close()
+	for _, tc := range []struct{ name, url, addr string }{
+		{"redis-refused", "redis://" + refused, refused},
+		{"etcd-silent", "etcd://" + silent, silent},
+		{"zk-refused", "zk://" + refused, refused},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p := startElect(t, "compare", nil, "compare", "--short", "--backend="+tc.url)
+			if code := p.wait(40 * time.Second); code != exitBackend {
+				t.Fatalf("exit %d; want %d\n%s", code, exitBackend, p.out.String())
+			}
+			out := p.out.String()
+			if !strings.Contains(out, "does not answer") || !strings.Contains(out, tc.addr) || strings.Contains(out, "rebalance") {
+				t.Errorf("want a report naming %s before any workload:\n%s", tc.addr, out)
+			}
+		})
+	}
+}
+
+// TestCompareHTMLUnwritable: an --html path that cannot be written is
+// refused (exit 2) before the run starts.
+func TestCompareHTMLUnwritable(t *testing.T) {
+	code, out := runElect(t, nil, append([]string{"compare", "--short", "--html=" + filepath.Join(t.TempDir(), "no", "such", "dir", "r.html")}, compareArgs(t)...)...)
+	if code != exitUsage || !strings.Contains(out, "--html") || strings.Contains(out, "elections under") {
+		t.Errorf("exit %d; want %d, refused before the run:\n%s", code, exitUsage, out)
+	}
+}
+
+// redisKeysUnder returns the keys of the test Redis nodes under prefix.
+func redisKeysUnder(t *testing.T, prefix string) ([]string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out []string
+	for _, addr := range testenv.RedisAddrs(t) {
+		c := redis.NewClient(&redis.Options{Addr: addr})
+		keys, err := c.Keys(ctx, "elect-test:"+prefix+"*").Result()
+		c.Close()
+		if err != nil {
+			return out, err
+		}
+		out = append(out, keys...)
+	}
+	return out, nil
 }
 
 // waitMatch waits for re to match elect's output and returns its first

@@ -173,7 +173,7 @@ func printUsage(w io.Writer, fs *flag.FlagSet, head string) {
 			line += " " + arg
 		}
 		fmt.Fprintf(w, "%s\n      %s\n      [%s", line, usage, envName(f.Name))
-		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0s" {
+		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0s" && f.DefValue != "0" {
 			fmt.Fprintf(w, ", default %s", f.DefValue)
 		}
 		fmt.Fprintln(w, "]")

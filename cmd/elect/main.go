@@ -119,11 +119,11 @@ func elect(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	case errors.As(err, &ee):
 		if ee.msg != "" {
-			fmt.Fprintf(stderr, "elect: %s\n", ee.msg)
+			fmt.Fprintf(stderr, "elect: %s\n", forUser(ee.msg))
 		}
 		return ee.code
 	default:
-		fmt.Fprintf(stderr, "elect: %v\n", err)
+		fmt.Fprintf(stderr, "elect: %s\n", forUser(err.Error()))
 		return exitInternal
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/leaderkit/elector/backend/memory"
 	"github.com/leaderkit/elector/backendurl"
+	"github.com/leaderkit/elector/internal/testenv"
 	"github.com/leaderkit/elector/partition"
 )
 
@@ -136,5 +137,102 @@ func TestPartitionsWeight(t *testing.T) {
 	}
 	if len(back.Members) != 2 || back.Members[1].Weight != 3 || !strings.Contains(out.String(), `"weight":3`) {
 		t.Errorf("--json output %s; want each member's weight", out.String())
+	}
+}
+
+// TestPartitionsUsage: bad flags exit 2 with a message naming the flag and
+// the limit, before the backend is read.
+func TestPartitionsUsage(t *testing.T) {
+	partStore()
+	for _, tc := range []struct{ args, want string }{
+		{"--group=g --partitions=65537", "--partitions 65537: want at most 65536"},
+		{"--group=/a --partitions=4", `--group "/a"`},
+		{"--group=" + strings.Repeat("a", 300) + " --partitions=4", "--group is 300 bytes; want at most 249"},
+		{"--group=g --partitions=4 --timeout=0s", "--timeout 0s: want a positive duration"},
+	} {
+		var stdout, stderr bytes.Buffer
+		args := append([]string{"partitions", "--backend=partmem://"}, strings.Fields(tc.args)...)
+		if code := elect(context.Background(), args, &stdout, &stderr); code != exitUsage || !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("elect partitions %s: exit %d, stderr %q; want %d saying %q", tc.args, code, stderr.String(), exitUsage, tc.want)
+		}
+	}
+}
+
+// TestPartitionsWrongCount: with --partitions lower than the members' own
+// count, elect partitions warns that partition N has a holder; with a
+// higher one, that the last partitions have no owner while the others do;
+// with two members of one identity, that they share it. A group without
+// members prints "members": [] in JSON.
+func TestPartitionsWrongCount(t *testing.T) {
+	store := partStore()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	a, err := partition.New(store.Peer(), "count", 6, &partition.Options{Identity: "w1", TTL: time.Second, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wg.Go(func() { _ = a.Run(ctx) })
+	run := func(n int) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		code := elect(ctx, []string{"partitions", "--backend=partmem://", "--group=count", fmt.Sprintf("--partitions=%d", n)}, &stdout, &stderr)
+		return code, stdout.String(), stderr.String()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for code, _, _ := run(6); code != exitOK; code, _, _ = run(6) {
+		if time.Now().After(deadline) {
+			t.Fatal("the member does not own the 6 partitions within 10s")
+		}
+		time.Sleep(20 * time.Millisecond) // polling a member's progress through the CLI
+	}
+	if _, _, stderr := run(6); stderr != "" {
+		t.Errorf("--partitions 6 (right): stderr %q; want no warning", stderr)
+	}
+	if _, _, stderr := run(4); !strings.Contains(stderr, `warning: partition 4 of group "count" has a holder (w1`) {
+		t.Errorf("--partitions 4 (too few): stderr %q; want a warning that partition 4 has a holder", stderr)
+	}
+	if code, _, stderr := run(8); code != exitNoLeader || !strings.Contains(stderr, "the group may have 6 partitions, not --partitions 8") {
+		t.Errorf("--partitions 8 (too many): exit %d, stderr %q; want 1 and a warning that the group may have 6", code, stderr)
+	}
+	twin, err := partition.New(store.Peer(), "count", 6, &partition.Options{Identity: "w1", TTL: time.Second, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wg.Go(func() { _ = twin.Run(ctx) })
+	for _, _, stderr := run(6); !strings.Contains(stderr, `share the identity "w1"`); _, _, stderr = run(6) {
+		if time.Now().After(deadline.Add(10 * time.Second)) {
+			t.Fatalf("two members named w1: no warning within 10s; last stderr %q", stderr)
+		}
+		time.Sleep(20 * time.Millisecond) // polling a member's progress through the CLI
+	}
+	var stdout, stderr bytes.Buffer
+	elect(ctx, []string{"partitions", "--backend=partmem://", "--group=empty", "--partitions=2", "--json"}, &stdout, &stderr)
+	if !strings.Contains(stdout.String(), `"members":[]`) {
+		t.Errorf("--json of a group without members: %s; want \"members\":[]", stdout.String())
+	}
+}
+
+// TestPartitionsNoAnswerCause: when the backend does not answer within
+// --timeout, elect partitions says why as far as a connection to each
+// server tells: a server that accepts connections and never answers, a
+// TLS server whose certificate authority the URL does not name; without
+// numbers the user never set.
+func TestPartitionsNoAnswerCause(t *testing.T) {
+	endpoint, _, _, _ := testenv.EtcdTLS(t)
+	silent := testenv.SilentListener(t)
+	for _, tc := range []struct{ url, want string }{
+		{"zk://" + silent, silent + ": accepts connections"},
+		{"etcd://" + silent, silent + ": accepts connections"},
+		{"etcds://" + endpoint, "certificate signed by unknown authority (give the CA's certificate file as query parameter ca=FILE)"},
+		{"etcds://user:s3cret@" + endpoint, "certificate signed by unknown authority (give the CA's certificate file as query parameter ca=FILE)"},
+	} {
+		code, out := runElect(t, nil, "partitions", "--backend="+tc.url, "--group=g", "--partitions=2", "--timeout=2s")
+		if code != exitBackend || !strings.Contains(out, tc.want) {
+			t.Errorf("elect partitions --backend=%s: exit %d, output\n%s\nwant %d and %q", tc.url, code, out, exitBackend, tc.want)
+		}
+		if strings.Contains(out, "s3cret") || strings.Contains(out, "(dial_timeout)") {
+			t.Errorf("elect partitions --backend=%s: output shows the password or an unset dial_timeout:\n%s", tc.url, out)
+		}
 	}
 }

@@ -124,6 +124,9 @@ func statusMain(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	switch {
 	case errors.Is(err, backend.ErrNoLeader):
 		printHolder(stdout, c, backend.Holder{}, false)
+		if f, ok := b.(backend.TTLFloor); ok && !c.json {
+			printFloor(ctx, stdout, f)
+		}
 		return &exitError{code: exitNoLeader}
 	case errors.Is(err, context.DeadlineExceeded):
 		return exitf(exitBackend, "status: no answer from the backend within --timeout %v: %v", c.timeout, err)
@@ -131,7 +134,18 @@ func statusMain(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		return exitf(exitBackend, "status: %v", err)
 	}
 	printHolder(stdout, c, h, false)
+	if f, ok := b.(backend.TTLFloor); ok && !c.json {
+		printFloor(ctx, stdout, f)
+	}
 	return nil
+}
+
+// printFloor prints the shortest TTL the backend's store configuration
+// allows, when the backend can tell (backend.TTLFloor).
+func printFloor(ctx context.Context, w io.Writer, f backend.TTLFloor) {
+	if floor, why, err := f.MinTTL(ctx); err == nil {
+		fmt.Fprintf(w, "store: %s: leases need a TTL of at least %v\n", why, floor)
+	}
 }
 
 func watchMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {

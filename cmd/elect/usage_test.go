@@ -25,9 +25,9 @@ func TestUsageErrors(t *testing.T) {
 		{"run --backend=consul://h --election=e -- true", nil, exitUsage, `unknown scheme "consul"; want one of etcd, etcds, migrate+both, migrate+done, migrate+new, migrate+old, redis, rediss, zk, zks`},
 		{"run --backend=redis://h1?prefx=a --election=e -- true", nil, exitUsage, `unknown query parameter "prefx"`},
 		{"run --backend=127.0.0.1:6379 --election=e -- true", nil, exitUsage, "is not a backend URL"},
-		{"run " + ok + " --ttl=5 -- true", nil, exitUsage, `invalid value "5" for flag -ttl`},
-		{"run " + ok + " --ttl=50ms -- true", nil, exitUsage, "Options.TTL is 50ms; want between 100ms and 1h0m0s"},
-		{"run " + ok + " --bogus -- true", nil, exitUsage, "flag provided but not defined: -bogus"},
+		{"run " + ok + " --ttl=5 -- true", nil, exitUsage, `invalid value "5" for flag --ttl`},
+		{"run " + ok + " --ttl=50ms -- true", nil, exitUsage, "--ttl 50ms; want between 100ms and 1h0m0s"},
+		{"run " + ok + " --bogus -- true", nil, exitUsage, "flag provided but not defined: --bogus"},
 		{"run " + ok + " --on-exit=retry -- true", nil, exitUsage, `--on-exit "retry": want exit, restart or resign`},
 		{"run " + ok + " --once --hold=1s --wait=5s -- true", nil, exitUsage, "want --hold >= --wait"},
 		{"run " + ok + " --grace=-1s -- true", nil, exitUsage, "--grace is -1s"},
@@ -41,11 +41,19 @@ func TestUsageErrors(t *testing.T) {
 		{"run --election= --backend=etcd://h -- true", nil, exitUsage, "set --election"},
 		{"status " + ok + " extra", nil, exitUsage, `status: unexpected argument "extra"`},
 		{"watch " + ok + " --json=maybe", nil, exitUsage, "watch: invalid boolean value"},
-		{"status --election=e --backend=redis://u:s3cret@h?x=1", nil, exitUsage, "redis://xxxxx@h?x=1"},
+		{"status --election=e --backend=redis://u:s3cret@h?x=1", nil, exitUsage, "redis://*@h?x=1"},
+		{"status --election=e --backend=migrate+both://?old=redis%3A%2F%2Fu%3As3cret%40h&new=etcd%3A%2F%2Fh2&bogus=1", nil, exitUsage, `"migrate+both://?old=redis%3A%2F%2F*%40h&new=`},
+		{"run " + ok + " --ttl=9000000000s -- true", nil, exitUsage, "elector: --ttl 2500000h0m0s; want between"},
+		{"status --election=e --backend=redis://h?node_timeout=20s", nil, exitUsage, "query parameter node_timeout is 20s; want 1ms to 10s"},
+		{"compare --backend=redis://h --trials=-1", nil, exitUsage, "--trials -1; want 0 (default) or 1 to"},
+		{"partitions --backend=redis://h --group=g --partitions=x", nil, exitUsage, `invalid value "x" for flag --partitions`},
 	} {
 		code, out := runElect(t, tc.env, strings.Fields(tc.args)...)
 		if code != tc.code || !strings.Contains(out, tc.want) {
 			t.Errorf("elect %s: got exit %d and\n%s\nwant exit %d and output containing %q", tc.args, code, out, tc.code, tc.want)
+		}
+		if strings.Contains(out, "Options.") || strings.Contains(out, "Candidate.") {
+			t.Errorf("elect %s: output names a Go field instead of a flag or URL parameter:\n%s", tc.args, out)
 		}
 		if strings.Contains(out, "s3cret") {
 			t.Errorf("elect %s: output shows the password:\n%s", tc.args, out)
@@ -57,11 +65,12 @@ func TestUsageErrors(t *testing.T) {
 // exit 0.
 func TestHelp(t *testing.T) {
 	for args, want := range map[string][]string{
-		"help":           {"elect run", "Exit codes:", "127"},
-		"run --help":     {"Usage: elect run", "--once", "[ELECT_HOLD, default 10s]", "ELECT_TERM_TOKEN"},
-		"help status":    {"Usage: elect status", "--json", "[ELECT_TIMEOUT, default 5s]"},
-		"watch -h":       {"Usage: elect watch"},
-		"help run extra": {"Usage: elect run"},
+		"help":            {"elect run", "Exit codes:", "127"},
+		"run --help":      {"Usage: elect run", "--once", "[ELECT_HOLD, default 10s]", "ELECT_TERM_TOKEN"},
+		"help status":     {"Usage: elect status", "--json", "[ELECT_TIMEOUT, default 5s]"},
+		"watch -h":        {"Usage: elect watch"},
+		"help run extra":  {"Usage: elect run"},
+		"help partitions": {"Usage: elect partitions", "--partitions number", "[ELECT_PARTITIONS]"},
 		// help of help is the top usage, not a recursion without end.
 		"help --help": {"elect run", "Exit codes:"},
 		"help -h":     {"elect run", "Exit codes:"},

@@ -30,8 +30,15 @@ type Config struct {
 	// or zk. Addrs are its nodes' addresses; Addrs[i] is node i+1.
 	ServerKind string
 	// Addrs are the backend's node addresses; Addrs[i] is servers.sh node
-	// i+1.
+	// FirstNode+i.
 	Addrs []string
+	// FirstNode is the servers.sh number of Addrs[0]; 0 means 1 (ZooKeeper's
+	// stock-timing ensemble is nodes 5-7).
+	FirstNode int
+	// SyncWindow is the ZooKeeper ensemble's syncLimit × tickTime: the
+	// pause-store-leader fault stops its leader for less than that, so
+	// that the followers ride it out.
+	SyncWindow time.Duration
 	// Script is the path of scripts/servers.sh.
 	Script string
 	// Binary is the path of the built ./candidate program.
@@ -170,6 +177,9 @@ func Run(ctx context.Context, cfg Config) (events []Event, err error) {
 	return c.hist.Events(), errors.Join(nerr, c.cleanupErr())
 }
 
+// first returns the servers.sh number of the backend's first node.
+func (c *campaign) first() int { return max(c.cfg.FirstNode, 1) }
+
 func aofFlag(aof bool) string {
 	if aof {
 		return "--aof"
@@ -197,19 +207,19 @@ func (c *campaign) servers(args ...string) error {
 // the kind is ready); Redis nodes are restarted without AOF if the campaign
 // used it, as the other tests expect.
 func (c *campaign) restoreNodes() error {
-	errs := c.restoreKind(c.cfg.ServerKind, len(c.cfg.Addrs), c.cfg.AOF || c.cfg.Clock)
+	errs := c.restoreKind(c.cfg.ServerKind, c.first(), len(c.cfg.Addrs), c.cfg.AOF || c.cfg.Clock)
 	if c.cfg.OldKind != "" {
-		errs = append(errs, c.restoreKind(c.cfg.OldKind, len(c.cfg.OldAddrs), true)...)
+		errs = append(errs, c.restoreKind(c.cfg.OldKind, 1, len(c.cfg.OldAddrs), true)...)
 	}
 	return errors.Join(errs...)
 }
 
-// restoreKind restores the n nodes of serverKind; persisted reports
-// whether Redis nodes ran with AOF or the clock shim.
-func (c *campaign) restoreKind(serverKind string, n int, persisted bool) []error {
+// restoreKind restores the n nodes of serverKind numbered from first;
+// persisted reports whether Redis nodes ran with AOF or the clock shim.
+func (c *campaign) restoreKind(serverKind string, first, n int, persisted bool) []error {
 	var errs []error
 	for i := range n {
-		node := fmt.Sprint(i + 1)
+		node := fmt.Sprint(first + i)
 		_ = c.servers("resume", serverKind, node)
 		if serverKind == "redis" && persisted {
 			errs = append(errs, c.servers("restart", "redis", node))

@@ -18,7 +18,7 @@ var (
 	flagLong     = flag.Bool("chaos.long", false, "run the long campaign (make chaos) instead of the short one (make test)")
 	flagSeed     = flag.Uint64("chaos.seed", 0, "seed of the nemesis schedule; 0 picks one (printed)")
 	flagOut      = flag.String("chaos.out", "", "directory for the report (JSON, SVG, candidate logs); default a temporary one")
-	flagCampaign = flag.String("chaos.campaigns", "redlock-aof,redlock-noaof,etcd,zookeeper", "campaigns to run; a suffix -restarts, -concurrent or -clock picks a fault mode (e.g. redlock-noaof-restarts, etcd-concurrent, redlock-noaof-clock), -partitions the partition mode (etcd-partitions); migrate-<old>-<new> a rolling migration (migrate-redis-etcd)")
+	flagCampaign = flag.String("chaos.campaigns", "redlock-aof,redlock-noaof,etcd,zookeeper", "campaigns to run; a suffix -restarts, -concurrent or -clock picks a fault mode (e.g. redlock-noaof-restarts, etcd-concurrent, redlock-noaof-clock), -partitions the partition mode (etcd-partitions); migrate-<old>-<new> a rolling migration (migrate-redis-etcd); zookeeper-stock runs on the ensemble with ZooKeeper's stock timing")
 	flagFaults   = flag.Int("chaos.faults", 0, "faults per campaign (0: 100 long, 5 short)")
 	flagTerms    = flag.Int("chaos.terms", 0, "terms per campaign (0: 300 long, 12 short)")
 	flagMigrate  = flag.Int("chaos.migrations", 0, "full migrations per migrate campaign (0: 20 long, 1 short)")
@@ -26,10 +26,24 @@ var (
 	flagRecheck  = flag.String("chaos.recheck", "", "check the <campaign>-history.jsonl files a run left in this directory instead of running campaigns")
 )
 
-// chaosTTL is the lease TTL of every campaign (ZooKeeper: the session
-// timeout): the shortest all three drivers accept on the test servers (etcd
-// leases are whole seconds; the ensemble's minSessionTimeout is 1 s).
+// chaosTTL is the lease TTL of the campaigns on Redis and etcd: the
+// shortest they accept on the test servers (etcd leases are whole seconds).
 const chaosTTL = time.Second
+
+// zkTTL is the lease TTL (session timeout) of a ZooKeeper campaign on
+// ensemble 1-3 (tickTime 100 ms, syncLimit 5): at least its
+// zookeeper.MinSafeTTL, 1.75 s.
+const zkTTL = 2 * time.Second
+
+// zkStockTTL is the lease TTL of a zookeeper-stock campaign, on the
+// ensemble with ZooKeeper's stock timing (tickTime 2 s, syncLimit 5):
+// at least its zookeeper.MinSafeTTL, 30.25 s, and at most its
+// maxSessionTimeout, 40 s.
+const zkStockTTL = 32 * time.Second
+
+// zkStockWindow is the stock ensemble's syncLimit × tickTime, for the
+// pause-store-leader fault (ensemble 1-3 reports its own, see zkWindow).
+const zkStockWindow = 10 * time.Second
 
 // partitionTTL is the lease TTL of a partition campaign: five members
 // renewing 64 partitions each through toxiproxy need more than chaosTTL on
@@ -39,8 +53,14 @@ const partitionTTL = 2 * time.Second
 
 // ttlOf returns the TTL of campaign name.
 func ttlOf(name string) time.Duration {
-	if strings.HasSuffix(name, "-"+ModePartitions) {
+	base, _ := SplitCampaign(name)
+	switch {
+	case base == "zookeeper-stock":
+		return zkStockTTL
+	case strings.HasSuffix(name, "-"+ModePartitions):
 		return partitionTTL
+	case strings.Contains(name, "zookeeper"):
+		return zkTTL // a migrate campaign from or to it too
 	}
 	return chaosTTL
 }
@@ -109,6 +129,11 @@ func TestChaos(t *testing.T) {
 			// A migration takes some 20 rolls of a candidate, each a
 			// hand-over and a quiet spell: give each 90 s.
 			cfg.MaxDuration = max(cfg.MaxDuration, time.Duration(cfg.Migrations)*90*time.Second)
+		}
+		if cfg.TTL == zkStockTTL {
+			// A quiet spell and a fault take one to three TTLs: 100
+			// faults at a 32 s TTL take some two hours.
+			cfg.MaxDuration = max(cfg.MaxDuration, time.Duration(cfg.MinFaults)*3*cfg.TTL)
 		}
 		if cfg.Mode == ModePartitions {
 			// Each fault waits for all partitions to be owned again
@@ -200,6 +225,9 @@ func configure(t *testing.T, name string, cfg *Config) error {
 		cfg.Mode, cfg.Candidates, cfg.Migrations = ModeMigrate, 5, 1
 		cfg.OldDriver, cfg.OldKind, cfg.OldAddrs = old[0], old[1], addrs(t, old[1])
 		cfg.Driver, cfg.ServerKind, cfg.Addrs = nw[0], nw[1], addrs(t, nw[1])
+		if nw[1] == "zk" {
+			cfg.SyncWindow = zkWindow(t)
+		}
 		// The nemesis hits the new store's nodes and, with the old- kinds,
 		// the old store's; Redis ones restart with AOF, so that the marker
 		// survives.
@@ -214,7 +242,10 @@ func configure(t *testing.T, name string, cfg *Config) error {
 	case "etcd":
 		cfg.Driver, cfg.ServerKind, cfg.Addrs = "etcd", "etcd", testenv.EtcdEndpoints(t)
 	case "zookeeper":
-		cfg.Driver, cfg.ServerKind, cfg.Addrs = "zookeeper", "zk", testenv.ZKServers(t)
+		cfg.Driver, cfg.ServerKind, cfg.Addrs, cfg.SyncWindow = "zookeeper", "zk", testenv.ZKServers(t), zkWindow(t)
+	case "zookeeper-stock":
+		cfg.Driver, cfg.ServerKind, cfg.Addrs, cfg.SyncWindow = "zookeeper", "zk", testenv.ZKStockServers(t), zkStockWindow
+		cfg.FirstNode = 5
 	default:
 		return fmt.Errorf("unknown campaign %q in -chaos.campaigns", name)
 	}

@@ -25,6 +25,11 @@ const (
 	FaultKillMajor   = "kill-majority"
 	FaultPauseMinor  = "pause-minority"
 	FaultPauseMajor  = "pause-majority"
+	// ZooKeeper: SIGSTOP the ensemble's leader server for 1/2 to 4/5 of
+	// its syncLimit × tickTime (Config.SyncWindow): its followers keep
+	// answering the candidates, and the leader, resumed, expires sessions
+	// by its own stale count.
+	FaultPauseStoreLeader = "pause-store-leader"
 	// Redis: kill nodes and restart them at once, with AOF (appendfsync
 	// always) or empty.
 	FaultRestartMinorAOF   = "restart-minority-aof"
@@ -39,6 +44,8 @@ func FaultKinds(serverKind string, aof bool) []string {
 	kinds := []string{FaultKillLeader, FaultPauseLeader, FaultCutLeader, FaultSlowLeader, FaultResetLeader,
 		FaultPauseMinor, FaultPauseMajor}
 	switch {
+	case serverKind == "zk":
+		return append(kinds, FaultKillMinor, FaultKillMajor, FaultPauseStoreLeader)
 	case serverKind != "redis":
 		return append(kinds, FaultKillMinor, FaultKillMajor)
 	case aof:
@@ -117,6 +124,9 @@ func (c *campaign) inject(ctx context.Context, rng *rand.Rand, kind string) erro
 	if ok, err := c.injectClock(ctx, rng, kind); ok {
 		return err
 	}
+	if kind == FaultPauseStoreLeader {
+		return c.pauseStoreLeader(ctx, rng)
+	}
 	if strings.HasSuffix(kind, "-leader") {
 		return c.injectLeader(ctx, rng, kind)
 	}
@@ -180,9 +190,15 @@ func (c *campaign) injectLeader(ctx context.Context, rng *rand.Rand, kind string
 	return nil
 }
 
-// pickNodes returns the numbers (from 1, sorted) of a random minority or,
-// for a "majority" kind, majority of n backend nodes.
+// pickNodes returns the servers.sh numbers (sorted) of a random minority
+// or, for a "majority" kind, majority of the n backend nodes.
 func (c *campaign) pickNodes(rng *rand.Rand, kind string, n int) []string {
+	return pickFrom(rng, kind, c.first(), n)
+}
+
+// pickFrom returns the numbers (sorted) of a random minority or, for a
+// "majority" kind, majority of n nodes numbered from first.
+func pickFrom(rng *rand.Rand, kind string, first, n int) []string {
 	count := (n - 1) / 2 // minority
 	if strings.Contains(kind, "majority") {
 		count = n/2 + 1
@@ -191,7 +207,7 @@ func (c *campaign) pickNodes(rng *rand.Rand, kind string, n int) []string {
 	slices.Sort(nodes)
 	var names []string
 	for _, i := range nodes {
-		names = append(names, fmt.Sprint(i+1))
+		names = append(names, fmt.Sprint(first+i))
 	}
 	return names
 }
@@ -226,7 +242,11 @@ func (c *campaign) injectNodes(ctx context.Context, rng *rand.Rand, kind string)
 	if old {
 		serverKind, n = c.cfg.OldKind, len(c.cfg.OldAddrs)
 	}
-	names := c.pickNodes(rng, base, n)
+	first := c.first()
+	if old {
+		first = 1
+	}
+	names := pickFrom(rng, base, first, n)
 	c.faultBegins(kind, serverKind+" "+strings.Join(names, ","))
 	defer c.faultHeals(kind)
 	switch {

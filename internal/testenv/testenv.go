@@ -36,24 +36,25 @@ const (
 
 // The environment variables printed by `scripts/servers.sh env`.
 const (
-	envRedisAddrs    = "ELECTOR_REDIS_ADDRS"
-	envRedisAuthAddr = "ELECTOR_REDIS_AUTH_ADDR"
-	envEtcdEndpoints = "ELECTOR_ETCD_ENDPOINTS"
-	envEtcdTLS       = "ELECTOR_ETCD_TLS_ENDPOINT"
-	envEtcdTLSCA     = "ELECTOR_ETCD_TLS_CA"
-	envEtcdTLSCert   = "ELECTOR_ETCD_TLS_CERT"
-	envEtcdTLSKey    = "ELECTOR_ETCD_TLS_KEY"
-	envEtcdTLSNamed  = "ELECTOR_ETCD_TLS_NAMED_ENDPOINT"
-	envRedisTLSAddr  = "ELECTOR_REDIS_TLS_ADDR"
-	envRedisTLSCA    = "ELECTOR_REDIS_TLS_CA"
-	envRedisTLSCert  = "ELECTOR_REDIS_TLS_CERT"
-	envRedisTLSKey   = "ELECTOR_REDIS_TLS_KEY"
-	envZKServers     = "ELECTOR_ZK_SERVERS"
-	envZKTLSServer   = "ELECTOR_ZK_TLS_SERVER"
-	envZKTLSCA       = "ELECTOR_ZK_TLS_CA"
-	envZKTLSCert     = "ELECTOR_ZK_TLS_CERT"
-	envZKTLSKey      = "ELECTOR_ZK_TLS_KEY"
-	envScripts       = "ELECTOR_SCRIPTS"
+	envRedisAddrs     = "ELECTOR_REDIS_ADDRS"
+	envRedisAuthAddr  = "ELECTOR_REDIS_AUTH_ADDR"
+	envEtcdEndpoints  = "ELECTOR_ETCD_ENDPOINTS"
+	envEtcdTLS        = "ELECTOR_ETCD_TLS_ENDPOINT"
+	envEtcdTLSCA      = "ELECTOR_ETCD_TLS_CA"
+	envEtcdTLSCert    = "ELECTOR_ETCD_TLS_CERT"
+	envEtcdTLSKey     = "ELECTOR_ETCD_TLS_KEY"
+	envEtcdTLSNamed   = "ELECTOR_ETCD_TLS_NAMED_ENDPOINT"
+	envRedisTLSAddr   = "ELECTOR_REDIS_TLS_ADDR"
+	envRedisTLSCA     = "ELECTOR_REDIS_TLS_CA"
+	envRedisTLSCert   = "ELECTOR_REDIS_TLS_CERT"
+	envRedisTLSKey    = "ELECTOR_REDIS_TLS_KEY"
+	envZKStockServers = "ELECTOR_ZK_STOCK_SERVERS"
+	envZKServers      = "ELECTOR_ZK_SERVERS"
+	envZKTLSServer    = "ELECTOR_ZK_TLS_SERVER"
+	envZKTLSCA        = "ELECTOR_ZK_TLS_CA"
+	envZKTLSCert      = "ELECTOR_ZK_TLS_CERT"
+	envZKTLSKey       = "ELECTOR_ZK_TLS_KEY"
+	envScripts        = "ELECTOR_SCRIPTS"
 )
 
 // RedisAddrs returns the host:port addresses of the five independent Redis
@@ -115,6 +116,15 @@ func EtcdTLSNamed(t testing.TB) string {
 func ZKServers(t testing.TB) []string {
 	t.Helper()
 	return list(t, envZKServers)
+}
+
+// ZKStockServers returns the host:port client addresses of the second
+// three-server ZooKeeper ensemble, which runs ZooKeeper's stock timing
+// (tickTime 2s, syncLimit 5, sessions 4-40 s), in server order: element i
+// is server i+5 for [Fault].
+func ZKStockServers(t testing.TB) []string {
+	t.Helper()
+	return list(t, envZKStockServers)
 }
 
 // ZKTLS returns the host:port of the standalone ZooKeeper server that

@@ -1,0 +1,26 @@
+package depcheck
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// The Kubernetes driver is a module of its own (kube/go.mod): the root
+// module's graph, whose go.mod files every importer of the library
+// downloads, holds no Kubernetes module, so a program that uses Redis alone
+// neither downloads nor compiles client-go.
+func TestNoKubernetesModuleInTheGraph(t *testing.T) {
+	out, err := exec.Command("go", "list", "-m", "all").Output()
+	if err != nil {
+		t.Fatalf("go list -m all: %v", err)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		// k8s.io/ holds client-go, api, apimachinery and the rest of
+		// Kubernetes; sigs.k8s.io/yaml, which etcd's client brings, is a
+		// plain YAML library.
+		if m := strings.Fields(line); len(m) > 0 && strings.HasPrefix(m[0], "k8s.io/") {
+			t.Errorf("go list -m all: got %s, want no Kubernetes module in the root module's graph (the kube driver has its own go.mod)", m[0])
+		}
+	}
+}

@@ -1,0 +1,208 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+
+	"github.com/leaderkit/elector/backend"
+)
+
+// Backend runs elections on Lease objects of one namespace through a
+// client the caller configured (server, credentials, rate limits). It
+// implements [backend.Backend] and [backend.Watcher]. Create it with [New].
+type Backend struct {
+	leases coordinationv1client.LeaseInterface
+	ns     string
+	set    settings
+
+	done chan struct{} // closed by Close
+	bg   sync.WaitGroup
+
+	mu     sync.Mutex
+	closed bool
+	held   map[*lease]struct{} // won and not yet finished
+}
+
+var (
+	_ backend.Backend = (*Backend)(nil)
+	_ backend.Watcher = (*Backend)(nil)
+)
+
+// New returns a Backend storing elections in the Leases of namespace
+// through client, typically clientset.CoordinationV1() of a
+// k8s.io/client-go clientset. opts may be nil for the defaults.
+//
+// The clientset's rest.Config carries client-go's client-side rate limit
+// (QPS 5, burst 10 by default), which every request of the Backend passes;
+// a process holding many elections or handing them over often should raise
+// it (see the package documentation, # Timing).
+func New(client coordinationv1client.LeasesGetter, namespace string, opts *Options) (*Backend, error) {
+	if client == nil {
+		return nil, fmt.Errorf("kube: %w: client is nil", backend.ErrInvalid)
+	}
+	if errs := validation.IsDNS1123Label(namespace); len(errs) > 0 {
+		return nil, fmt.Errorf("kube: %w: namespace %q: %s", backend.ErrInvalid, namespace, errs[0])
+	}
+	set, err := opts.settings()
+	if err != nil {
+		return nil, err
+	}
+	return &Backend{
+		leases: client.Leases(namespace),
+		ns:     namespace,
+		set:    set,
+		done:   make(chan struct{}),
+		held:   make(map[*lease]struct{}),
+	}, nil
+}
+
+// Namespace returns the namespace of the Backend's Leases.
+func (b *Backend) Namespace() string { return b.ns }
+
+// usable returns an error wrapping [backend.ErrClosed] once Close was called.
+func (b *Backend) usable(op, election string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return fmt.Errorf("kube: %s %q: %w", op, election, backend.ErrClosed)
+	}
+	return nil
+}
+
+// Leader reports the holder the election's Lease names: its identity, its
+// token (the Lease's leaseTransitions) and the time left until its
+// renewTime + leaseDurationSeconds by this process's clock. A Lease that
+// names no holder (released, or never held) or does not exist is no leader.
+// A holder that stopped without releasing is reported until another
+// candidate takes the Lease over, as kubectl shows it.
+func (b *Backend) Leader(ctx context.Context, election string) (backend.Holder, error) {
+	name, err := leaseName(election)
+	if err != nil {
+		return backend.Holder{}, err
+	}
+	if err := b.usable("leader", election); err != nil {
+		return backend.Holder{}, err
+	}
+	l, err := b.get(ctx, name)
+	switch {
+	case ctx.Err() != nil:
+		return backend.Holder{}, ctx.Err()
+	case apierrors.IsNotFound(err):
+		return backend.Holder{}, fmt.Errorf("kube: leader %q: %w", election, backend.ErrNoLeader)
+	case err != nil:
+		return backend.Holder{}, fmt.Errorf("kube: leader %q: %w", election, err)
+	}
+	h := holder(election, l)
+	if h.IsZero() {
+		return backend.Holder{}, fmt.Errorf("kube: leader %q: %w", election, backend.ErrNoLeader)
+	}
+	return h, nil
+}
+
+// Close finishes every lease of the Backend (their Lost channels close),
+// makes waiting Campaigns and Watches return, and releases the Leases the
+// Backend holds, so successors are elected at once. Releasing is bounded by
+// [Options.CleanupTimeout]; a Lease it cannot release expires after its
+// holder's duration. Close does not close the client. It is idempotent.
+func (b *Backend) Close() error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		b.bg.Wait()
+		return nil
+	}
+	b.closed = true
+	close(b.done)
+	for l := range b.held {
+		l.finish()
+		b.bg.Go(l.clear) // under b.mu: a concurrent Close waits for these
+	}
+	b.held = nil
+	b.mu.Unlock()
+	b.bg.Wait()
+	return nil
+}
+
+// forget removes a finished lease from the held set.
+func (b *Backend) forget(l *lease) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.held, l)
+}
+
+// keep adds a won lease to the held set, or reports false when the Backend
+// was closed meanwhile.
+func (b *Backend) keep(l *lease) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return false
+	}
+	b.held[l] = struct{}{}
+	return true
+}
+
+// bounded runs one request with ctx bounded by Options.RequestTimeout.
+func bounded[T any](b *Backend, ctx context.Context, f func(context.Context) (T, error)) (T, error) {
+	ctx, cancel := context.WithTimeout(ctx, b.set.request)
+	defer cancel()
+	v, err := f(ctx)
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && !apierrors.IsConflict(err) {
+		err = fmt.Errorf("no answer within %v (Options.RequestTimeout): %w", b.set.request, err)
+	}
+	return v, err
+}
+
+func (b *Backend) get(ctx context.Context, name string) (*coordinationv1.Lease, error) {
+	return bounded(b, ctx, func(ctx context.Context) (*coordinationv1.Lease, error) {
+		return b.leases.Get(ctx, name, metav1.GetOptions{})
+	})
+}
+
+func (b *Backend) create(ctx context.Context, l *coordinationv1.Lease) (*coordinationv1.Lease, error) {
+	return bounded(b, ctx, func(ctx context.Context) (*coordinationv1.Lease, error) {
+		return b.leases.Create(ctx, l, metav1.CreateOptions{})
+	})
+}
+
+func (b *Backend) update(ctx context.Context, l *coordinationv1.Lease) (*coordinationv1.Lease, error) {
+	return bounded(b, ctx, func(ctx context.Context) (*coordinationv1.Lease, error) {
+		return b.leases.Update(ctx, l, metav1.UpdateOptions{})
+	})
+}
+
+// list reads the election's Lease (nil when there is none) and the
+// resourceVersion to watch it from.
+func (b *Backend) list(ctx context.Context, name string) (*coordinationv1.Lease, string, error) {
+	ll, err := bounded(b, ctx, func(ctx context.Context) (*coordinationv1.LeaseList, error) {
+		return b.leases.List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	for i := range ll.Items {
+		if ll.Items[i].Name == name {
+			return &ll.Items[i], ll.ResourceVersion, nil
+		}
+	}
+	return nil, ll.ResourceVersion, nil
+}
+
+// permanent wraps err in [backend.ErrInvalid] when the apiserver refused the
+// request as one it will never accept: a Lease it will not store. Refused
+// credentials and missing rights stay transient, since they can be mended
+// while the process runs (a rotated token, an RBAC grant).
+func permanent(err error) error {
+	if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
+		return fmt.Errorf("%w: %w", backend.ErrInvalid, err)
+	}
+	return err
+}

@@ -1,0 +1,204 @@
+package kube
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+)
+
+// The benchmarks compare this driver with client-go's leaderelection on
+// the same apiserver, each side with its usual timing scaled to the tests'
+// (client-go: LeaseDuration 3 s, RenewDeadline 2 s, RetryPeriod 200 ms;
+// elector: TTL 3 s, the same lease). Timings need a quiet machine:
+//
+//	cd kube && go test -run '^$' -bench . -benchtime 20x
+
+// reportQuantiles reports the median and 90th percentile of d.
+func reportQuantiles(b *testing.B, d []time.Duration, unit string) {
+	if len(d) == 0 {
+		return
+	}
+	slices.Sort(d)
+	b.ReportMetric(float64(d[len(d)/2].Microseconds())/1000, "ms-p50/"+unit)
+	b.ReportMetric(float64(d[len(d)*9/10].Microseconds())/1000, "ms-p90/"+unit)
+}
+
+// Graceful hand-over: the holder releases; time until the waiting
+// candidate leads.
+func BenchmarkHandover(b *testing.B) {
+	s := testServer(b)
+	b.Run("elector", func(b *testing.B) {
+		x, y := testBackend(b, s, nil), testBackend(b, s, nil)
+		name := testName(b)
+		var took []time.Duration
+		holder := mustCampaign(b, x, backendCand(name, "x", goLeaseDuration))
+		for b.Loop() {
+			ch := campaignAsync(testCtx(b), y, backendCand(name, "y", goLeaseDuration))
+			pending(b, ch, 50*time.Millisecond) // the waiter is watching
+			released := time.Now()
+			if err := holder.Release(testCtx(b)); err != nil {
+				b.Fatal(err)
+			}
+			r := await(b, ch, 5*time.Second)
+			if r.err != nil {
+				b.Fatal(r.err)
+			}
+			took = append(took, r.at.Sub(released))
+			holder = r.l.(*lease)
+			x, y = y, x
+		}
+		_ = holder.Release(testCtx(b))
+		reportQuantiles(b, took, "handover")
+	})
+	b.Run("client-go", func(b *testing.B) {
+		name := testName(b)
+		var took []time.Duration
+		holder := runClientGoT(b, s, name, "g0")
+		if !holder.leads(5 * time.Second) {
+			b.Fatal("client-go did not lead a free Lease")
+		}
+		i := 1
+		for b.Loop() {
+			waiter := runClientGoT(b, s, name, "g"+string(rune('0'+i%10)))
+			i++
+			if waiter.leads(goRetryPeriod) {
+				b.Fatal("client-go waiter led while the Lease was held")
+			}
+			released := time.Now()
+			holder.stop() // ReleaseOnCancel
+			if !waiter.leads(5 * time.Second) {
+				b.Fatal("client-go waiter did not take over")
+			}
+			took = append(took, waiter.at.Sub(released))
+			holder = waiter
+		}
+		holder.stop()
+		reportQuantiles(b, took, "handover")
+	})
+}
+
+// Acquire and release a free election.
+func BenchmarkAcquireRelease(b *testing.B) {
+	s := testServer(b)
+	b.Run("elector", func(b *testing.B) {
+		kb := testBackend(b, s, nil)
+		name := testName(b)
+		for b.Loop() {
+			l, err := kb.Campaign(testCtx(b), backendCand(name, "x", goLeaseDuration))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := l.Release(testCtx(b)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("client-go", func(b *testing.B) {
+		name := testName(b)
+		for b.Loop() {
+			g := runClientGoT(b, s, name, "g")
+			if !g.leads(5 * time.Second) {
+				b.Fatal("client-go did not lead a free Lease")
+			}
+			g.stop() // releases
+		}
+	})
+}
+
+// One renewal of a held election.
+func BenchmarkRenew(b *testing.B) {
+	s := testServer(b)
+	b.Run("elector", func(b *testing.B) {
+		kb := testBackend(b, s, nil)
+		l := mustCampaign(b, kb, backendCand(testName(b), "x", time.Minute))
+		for b.Loop() {
+			if err := l.Renew(testCtx(b)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		_ = l.Release(testCtx(b))
+	})
+	b.Run("client-go", func(b *testing.B) {
+		// client-go's renewal fast path: LeaseLock.Update of the record it
+		// last wrote, with a new renewTime.
+		lock := &resourcelock.LeaseLock{
+			LeaseMeta:  metav1.ObjectMeta{Name: testName(b), Namespace: s.ns},
+			Client:     s.client(b),
+			LockConfig: resourcelock.ResourceLockConfig{Identity: "g"},
+		}
+		now := metav1.Now()
+		rec := resourcelock.LeaderElectionRecord{HolderIdentity: "g", LeaseDurationSeconds: 60, AcquireTime: now, RenewTime: now}
+		if err := lock.Create(testCtx(b), rec); err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			rec.RenewTime = metav1.Now()
+			if err := lock.Update(testCtx(b), rec); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// Crash failover: the holder is cut off from the apiserver right after a
+// renewal; time from that renewal until a waiting candidate leads.
+func BenchmarkCrashFailover(b *testing.B) {
+	s := testServer(b)
+	b.Run("elector", func(b *testing.B) {
+		name := testName(b)
+		var took []time.Duration
+		waiter := testBackend(b, s, nil)
+		for b.Loop() {
+			p := newProxy(b, s.addr())
+			kb, err := New(s.via(b, p.Addr()), s.ns, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			l := mustCampaign(b, kb, backendCand(name, "x", goLeaseDuration))
+			ch := campaignAsync(testCtx(b), waiter, backendCand(name, "y", goLeaseDuration))
+			pending(b, ch, 50*time.Millisecond)
+			if err := l.Renew(testCtx(b)); err != nil {
+				b.Fatal(err)
+			}
+			renewed := time.Now()
+			p.Cut()
+			r := await(b, ch, 10*time.Second)
+			if r.err != nil {
+				b.Fatal(r.err)
+			}
+			took = append(took, r.at.Sub(renewed))
+			_ = r.l.Release(testCtx(b))
+			_ = kb.Close()
+			p.Close()
+		}
+		reportQuantiles(b, took, "failover")
+	})
+	b.Run("client-go", func(b *testing.B) {
+		name := testName(b)
+		var took []time.Duration
+		for b.Loop() {
+			p := newProxy(b, s.addr())
+			holder := runClientGo(b, s.via(b, p.Addr()), s.ns, name, "g-holder", false)
+			if !holder.leads(10 * time.Second) {
+				b.Fatal("client-go did not lead")
+			}
+			waiter := runClientGoT(b, s, name, "g-waiter")
+			if waiter.leads(goRetryPeriod) {
+				b.Fatal("client-go waiter led while the Lease was held")
+			}
+			p.Cut() // within one RetryPeriod of the holder's last renewal
+			cut := time.Now()
+			if !waiter.leads(10 * time.Second) {
+				b.Fatal("client-go waiter did not take over")
+			}
+			took = append(took, waiter.at.Sub(cut))
+			holder.stop()
+			waiter.stop()
+			p.Close()
+		}
+		reportQuantiles(b, took, "failover")
+	})
+}

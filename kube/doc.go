@@ -1,0 +1,169 @@
+// Package kube is the Kubernetes driver of elector: leader elections stored
+// in coordination.k8s.io/v1 Lease objects, interoperable with client-go's
+// tools/leaderelection (LeaseLock) on the same Lease.
+//
+//	cfg, _ := rest.InClusterConfig()
+//	cli, _ := coordinationv1client.NewForConfig(cfg)
+//	b, _ := kube.New(cli, "my-namespace", nil)
+//	e, _ := elector.New(b, "my-controller", &elector.Options{TTL: 15 * time.Second, OnElected: lead})
+//
+// The server, credentials and client-side rate limit are configured on the
+// client; the driver only uses it. The package is a module of its own
+// (github.com/leaderkit/elector/kube), so that programs that do not use
+// Kubernetes never download or compile client-go. Importing it registers the
+// kube:// scheme with package backendurl.
+//
+// # Lease record
+//
+// An election is one Lease in the Backend's namespace, named by
+// [LeaseName]: an election name that is a valid Lease name is used as it
+// is, so election "my-controller" and a client-go LeaseLock named
+// "my-controller" are the same election. The driver writes the record
+// client-go writes:
+//
+//   - holderIdentity: the candidate's identity ("" once released);
+//   - leaseDurationSeconds: the TTL, rounded up to whole seconds (at least
+//     [MinTTL] unless [Options.ElectorOnly] is set);
+//   - acquireTime: when this holder took the Lease (MicroTime), kept by
+//     renewals; renewTime: the time of every update;
+//   - leaseTransitions: incremented on every acquisition (see # Fencing);
+//
+// and the annotation [HolderAnnotation], a random value per lease, that
+// tells two elector candidates of the same identity apart. A release
+// writes what client-go's ReleaseOnCancel writes: no holder, a duration of
+// one second, the transitions count kept. The driver never deletes a Lease.
+//
+// So a client-go LeaderElector and elector candidates share one election
+// in both directions: each waits while the other holds the Lease, and takes
+// it at once when the other releases it, or when it expires. Give every
+// candidate a distinct identity, as client-go requires: a client-go
+// candidate takes a Lease whose holderIdentity is its own identity for its
+// own and renews it.
+//
+// # Moving from client-go
+//
+// A controller that elects its leader with client-go's LeaderElector on a
+// LeaseLock moves to elector by a rolling update, with no time when two
+// replicas lead and none longer than the lease without a leader
+// (TestRollingUpgradeFromClientGo runs it):
+//
+//  1. Keep the election: elector's election name is the LeaseLock's Lease
+//     name (a valid Lease name, so [LeaseName] keeps it), the Backend's
+//     namespace its namespace, and elector's TTL the LeaderElector's
+//     LeaseDuration (at least [MinTTL]).
+//  2. Before the roll, run client-go with ReleaseOnCancel, so that a
+//     stopping leader hands over at once rather than after LeaseDuration.
+//  3. Give every replica a distinct identity (a pod's name is), and never
+//     an elector replica the identity of a client-go replica that may
+//     still run: client-go takes a Lease naming its own identity for its
+//     own.
+//  4. Replace the replicas one at a time (a Deployment's rolling update).
+//     Mixed, they exclude each other: an elector replica waits on a watch
+//     of the Lease and takes it as soon as client-go releases it or its
+//     duration passes; a client-go replica takes it within a RetryPeriod of
+//     elector's release, or once elector's duration passes.
+//  5. Fence with the token only once no client-go replica runs: client-go
+//     leaders carry no token (their terms advance leaseTransitions all the
+//     same, so elector's tokens keep rising across them).
+//
+// Rolling back is the same in reverse. Leave the Lease in place throughout:
+// deleting it resets the tokens (see # Fencing).
+//
+// # Timing
+//
+// A waiting Campaign reads the Lease and then watches it (one watch per
+// waiting Campaign, never polling): a release, a deletion or a new holder
+// is seen as soon as the apiserver sends the event, so a graceful hand-over
+// takes one watch event and one update. A holder that stops without
+// releasing is taken over when its Lease expires, as client-go judges it:
+// leaseDurationSeconds of the holder after the waiting candidate first saw
+// the record as it is now. A candidate that starts while the Lease is held
+// therefore waits a full duration from its first read, even if the holder
+// stopped long ago: a Lease carries no time a candidate could trust without
+// trusting the holder's clock.
+//
+// Deadline is the send time of an update plus the TTL less the drift
+// allowance ([Options.DriftFactor], [backend.LeaseDeadline]) — but not of
+// every update. client-go's LeaderElector restarts a holder's expiry only
+// when the record it reads differs from the last one it read, and it
+// compares the record as JSON, in which acquireTime and renewTime are whole
+// seconds (metav1.Time): renewals within one second of renewTime look the
+// same to it, and it counts the holder's duration from when it first saw
+// the first of them. So by default the Deadline counts from the send time
+// of the first update of the current second of renewTime (or of an
+// earlier renewal whose outcome is unknown, which may have written that
+// record first), and a lease
+// survives on regular renewals only if it outlasts a second plus a renewal
+// interval and the portable layer's safety margin: the driver refuses TTLs
+// below [MinTTL] (3 s). With [Options.ElectorOnly] (no client-go candidate
+// on the Backend's Leases) it counts from every update, and TTLs from 1 s
+// are accepted: elector candidates compare records to the microsecond.
+//
+// Renew is one update conditional on the
+// resourceVersion the lease last wrote; a conflict is read back, and only a
+// Lease that no longer names this lease (another holder, a release, a
+// deletion) makes Renew return an error wrapping [backend.ErrLost]. Lost
+// is closed when Renew or Release finds the Lease taken, on Release and on
+// Close; the driver does not watch held Leases, since no conforming
+// candidate writes a Lease it does not hold before it expires.
+//
+// Every request is bounded by [Options.RequestTimeout] (3 s by default).
+// Requests pass the client's rate limiter: client-go's default (QPS 5,
+// burst 10) is enough for a few elections renewed every few seconds; a
+// process that holds many elections, or hands them over often, should raise
+// it on its rest.Config. Each held election costs one update per renewal,
+// each waiting candidate one watch.
+//
+// # Fencing
+//
+// The token of a term is the Lease's leaseTransitions after the driver
+// incremented it on acquisition: the driver increments it on every
+// acquisition, by any candidate, and client-go increments it on every
+// change of holder (leaderelection.go, tryAcquireOrRenew: LeaderTransitions
+// = old + 1 unless the holder is itself); neither ever lowers it, and every
+// write is conditional on the resourceVersion read, so increments never
+// race. Tokens therefore strictly increase across the terms of elector
+// candidates, including terms interleaved with client-go holders (a
+// client-go holder's term carries the count it wrote, which client-go
+// users do not fence with). Deleting the Lease resets the count: never
+// delete the Lease of an election whose tokens a resource checks. The count
+// is an int32: after 2,147,483,647 acquisitions Campaign returns an error
+// wrapping [backend.ErrInvalid].
+//
+// # Errors
+//
+// Invalid names, identities, TTLs (below [MinTTL], or below 1 s with
+// [Options.ElectorOnly]) and options wrap [backend.ErrInvalid], as
+// do requests the apiserver refuses as invalid; calls after Close wrap
+// [backend.ErrClosed]; a lease known to be gone wraps [backend.ErrLost];
+// Leader of an election whose Lease names no holder wraps
+// [backend.ErrNoLeader]. Context errors are returned unwrapped. Every other
+// error (an unreachable apiserver, missing rights, a namespace that does
+// not exist) is transient. A Campaign whose take-over request fails in a
+// way that may have been applied (a lost answer, a storage timeout) clears
+// the Lease in the background if it names this candidate, so it does not
+// hold the election up.
+//
+// # Safety
+//
+// Mutual exclusion rests on the apiserver's optimistic concurrency (every
+// take-over, renewal and release is an update conditional on the
+// resourceVersion read, applied through etcd's linearizable writes) and on
+// clock rate, not clock agreement: no candidate compares its clock with
+// another's or with a time stored in the Lease. A waiting candidate counts
+// the holder's duration from when it first saw the holder's latest record
+// (as it compares records: client-go at whole seconds, this driver to the
+// microsecond), which is no earlier than when the holder sent the first
+// update that produced that record; the holder stops at its Deadline,
+// counted from that send time (see # Timing). A waiting candidate takes
+// the Lease over only with an update conditional on the version it read,
+// so it cannot act on a record older than the holder's latest. So the
+// holder stops first provided the waiting candidate's clock does not run
+// faster than the holder's monotonic clock by more than DriftFactor over
+// one duration; client-go candidates judge expiry the same way.
+// Clocks set to different times (a wall clock step, a skewed node) do not
+// matter; renewTime and acquireTime are reports, not used for exclusion.
+//
+// A process paused past its Deadline may still believe it leads: fence
+// writes with the token.
+package kube

@@ -1,0 +1,335 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+)
+
+// client-go's timing in these tests: a Lease of 3 s (elector's [MinTTL]),
+// retried and renewed every 200 ms.
+const (
+	goLeaseDuration = 3 * time.Second
+	goRenewDeadline = 2 * time.Second
+	goRetryPeriod   = 200 * time.Millisecond
+)
+
+// goCandidate is a client-go LeaderElector on a LeaseLock.
+type goCandidate struct {
+	id      string
+	at      time.Time     // when OnStartedLeading ran; read after started is closed
+	started chan struct{} // closed by OnStartedLeading
+	stopped chan struct{} // closed by OnStoppedLeading
+	done    chan struct{} // closed when Run returned
+	cancel  context.CancelFunc
+}
+
+// runClientGo runs a client-go candidate for the Lease name until stop.
+// releaseOnCancel is LeaderElectionConfig.ReleaseOnCancel.
+func runClientGo(t testing.TB, cli coordinationv1client.LeasesGetter, ns, name, id string, releaseOnCancel bool) *goCandidate {
+	t.Helper()
+	g := &goCandidate{id: id, started: make(chan struct{}), stopped: make(chan struct{}), done: make(chan struct{})}
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Name: name, Namespace: ns},
+		Client:     cli,
+		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
+	}
+	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		Name:            id,
+		LeaseDuration:   goLeaseDuration,
+		RenewDeadline:   goRenewDeadline,
+		RetryPeriod:     goRetryPeriod,
+		ReleaseOnCancel: releaseOnCancel,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(context.Context) { g.at = time.Now(); close(g.started) },
+			OnStoppedLeading: func() { close(g.stopped) },
+		},
+	})
+	if err != nil {
+		t.Fatalf("NewLeaderElector: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	g.cancel = cancel
+	go func() {
+		defer close(g.done)
+		le.Run(ctx)
+	}()
+	t.Cleanup(g.stop)
+	return g
+}
+
+// runClientGoT runs a client-go candidate (ReleaseOnCancel) for the Lease
+// name on a client of its own.
+func runClientGoT(t testing.TB, s server, name, id string) *goCandidate {
+	t.Helper()
+	return runClientGo(t, s.client(t), s.ns, name, id, true)
+}
+
+// stop cancels the candidate and waits for Run to return.
+func (g *goCandidate) stop() {
+	g.cancel()
+	<-g.done
+}
+
+// leads waits up to d for the candidate to start leading.
+func (g *goCandidate) leads(d time.Duration) bool {
+	select {
+	case <-g.started:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+// renewEvery renews l every d until the returned stop is called; it fails t
+// on an error.
+func renewEvery(t *testing.T, l *lease, d time.Duration) (stop func()) {
+	done, exited := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(exited)
+		tick := time.NewTicker(d)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				if err := l.Renew(context.Background()); err != nil {
+					t.Errorf("Renew: %v", err)
+					return
+				}
+			}
+		}
+	}()
+	return func() { close(done); <-exited }
+}
+
+// A client-go candidate waits while an elector lease is held and renewed,
+// takes the Lease over within about one RetryPeriod of the release, and
+// increments the transitions count the elector token is.
+func TestInteropClientGoWaitsForElector(t *testing.T) {
+	s := testServer(t)
+	b := testBackend(t, s, nil)
+	name := testName(t)
+	l := mustCampaign(t, b, cand(name, "elector-a"))
+	stop := renewEvery(t, l, testTTL/4)
+	g := runClientGo(t, s.client(t), s.ns, name, "client-go-b", true)
+	if g.leads(testTTL + time.Second) {
+		t.Fatalf("client-go started leading while the elector lease was held and renewed; want it waiting")
+	}
+	stop()
+	released := time.Now()
+	if err := l.Release(testCtx(t)); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	if !g.leads(2*goRetryPeriod + time.Second) {
+		t.Fatalf("client-go did not lead within %v of the elector's Release", 2*goRetryPeriod+time.Second)
+	}
+	t.Logf("client-go took over %v after the release", time.Since(released))
+	h, err := b.Leader(testCtx(t), name)
+	if err != nil || h.Identity != "client-go-b" || h.Token != l.Token()+1 {
+		t.Fatalf("Leader: got (%+v, %v), want client-go-b with token %d (client-go increments leaseTransitions on a change of holder)", h, err, l.Token()+1)
+	}
+}
+
+// An elector candidate waits while a client-go LeaderElector leads, and
+// takes the Lease over as soon as client-go releases it (ReleaseOnCancel),
+// with a token above client-go's transitions count.
+func TestInteropElectorWaitsForClientGo(t *testing.T) {
+	s := testServer(t)
+	b := testBackend(t, s, nil)
+	name := testName(t)
+	g := runClientGo(t, s.client(t), s.ns, name, "client-go-a", true)
+	if !g.leads(5 * time.Second) {
+		t.Fatal("client-go did not lead a free Lease")
+	}
+	h, err := b.Leader(testCtx(t), name)
+	if err != nil || h.Identity != "client-go-a" {
+		t.Fatalf("Leader: got (%+v, %v), want client-go-a", h, err)
+	}
+	ch := campaignAsync(testCtx(t), b, cand(name, "elector-b"))
+	pending(t, ch, goLeaseDuration+500*time.Millisecond) // longer than the Lease: client-go renews it
+	stopped := time.Now()
+	g.stop()
+	r := await(t, ch, time.Second)
+	if r.err != nil {
+		t.Fatalf("Campaign after client-go released: %v", r.err)
+	}
+	t.Logf("elector took over %v after client-go was stopped", r.at.Sub(stopped))
+	if r.l.Token() <= h.Token {
+		t.Errorf("token after client-go's term: got %d, want > %d", r.l.Token(), h.Token)
+	}
+	if err := r.l.Release(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// When client-go's holder stops without releasing (cut off from the
+// apiserver), an elector candidate takes the Lease over once client-go's
+// leaseDurationSeconds have passed since it last saw the record change —
+// not before.
+func TestInteropClientGoExpires(t *testing.T) {
+	s := testServer(t)
+	b := testBackend(t, s, nil)
+	name := testName(t)
+	p := newProxy(t, s.addr())
+	t.Cleanup(p.Close)
+	g := runClientGo(t, s.via(t, p.Addr()), s.ns, name, "client-go-a", false)
+	if !g.leads(5 * time.Second) {
+		t.Fatal("client-go did not lead a free Lease")
+	}
+	ch := campaignAsync(testCtx(t), b, cand(name, "elector-b"))
+	pending(t, ch, 500*time.Millisecond)
+	p.Cut() // client-go's renewals stop reaching the apiserver
+	cut := time.Now()
+	r := await(t, ch, goLeaseDuration+2*time.Second)
+	if r.err != nil {
+		t.Fatalf("Campaign after client-go was cut off: %v", r.err)
+	}
+	after := r.at.Sub(cut)
+	t.Logf("elector took over %v after client-go was cut off", after)
+	if after < goLeaseDuration-goRetryPeriod*2 {
+		t.Errorf("elector took over %v after client-go's last possible renewal, want at least about its lease duration %v", after, goLeaseDuration)
+	}
+	g.stop()
+	if err := r.l.Release(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// When an elector holder stops renewing (cut off), client-go takes the
+// Lease over after the elector's leaseDurationSeconds, and never before the
+// elector lease's Deadline — although client-go sees a change of the record
+// only when its renewTime moves to another whole second (it compares the
+// record as JSON, where times are whole seconds), and the holder renews
+// several times a second.
+func TestInteropElectorExpires(t *testing.T) {
+	s := testServer(t)
+	p := newProxy(t, s.addr())
+	t.Cleanup(p.Close)
+	b, err := New(s.via(t, p.Addr()), s.ns, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	name := testName(t)
+	const ttl = MinTTL
+	l := mustCampaign(t, b, backendCand(name, "elector-a", ttl))
+	g := runClientGo(t, s.client(t), s.ns, name, "client-go-b", true)
+	stop := renewEvery(t, l, 150*time.Millisecond)
+	if g.leads(ttl + time.Second) {
+		t.Fatal("client-go led while the elector lease was renewed")
+	}
+	stop()
+	p.Cut()
+	deadline := l.Deadline()
+	if !g.leads(ttl + 2*time.Second) {
+		t.Fatalf("client-go did not take over an expired elector lease within %v", ttl+2*time.Second)
+	}
+	if early := deadline.Sub(g.at); early > 0 {
+		t.Fatalf("client-go led %v before the elector lease's Deadline; want after it", early)
+	}
+	t.Logf("client-go led %v after the elector lease's Deadline", g.at.Sub(deadline))
+}
+
+// Elector candidates and client-go LeaderElectors campaign for one Lease
+// together, each leading briefly and then releasing, through dozens of
+// hand-overs in both directions: their leaderships never overlap.
+func TestInteropMixedExclusion(t *testing.T) {
+	s := testServer(t)
+	name := testName(t)
+	rec := &upgradeLog{open: make(map[string]time.Time), changed: make(chan struct{})}
+	const hold = 150 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for i := range 2 {
+		who := fmt.Sprintf("elector-%d", i)
+		b := testBackend(t, s, nil)
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				l, err := b.Campaign(ctx, cand(name, who))
+				if err != nil {
+					if ctx.Err() == nil {
+						t.Errorf("%s: Campaign: %v", who, err)
+					}
+					return
+				}
+				term, end := context.WithCancel(context.Background())
+				done := make(chan struct{})
+				go func() { defer close(done); rec.lead(term, who) }()
+				<-time.After(hold)
+				end()
+				<-done
+				if err := l.Release(context.Background()); err != nil {
+					t.Errorf("%s: Release: %v", who, err)
+					return
+				}
+				// Sit out a few RetryPeriods: elector's waiters, woken by
+				// the watch, would otherwise win every release before a
+				// polling client-go candidate looks.
+				<-time.After(3 * goRetryPeriod)
+			}
+		})
+	}
+	for i := range 2 {
+		who := fmt.Sprintf("client-go-%d", i)
+		cli := s.client(t)
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				led := make(chan struct{})
+				lock := &resourcelock.LeaseLock{
+					LeaseMeta:  metav1.ObjectMeta{Name: name, Namespace: s.ns},
+					Client:     cli,
+					LockConfig: resourcelock.ResourceLockConfig{Identity: who},
+				}
+				run, stop := context.WithCancel(ctx)
+				le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+					Lock: lock, Name: who, ReleaseOnCancel: true,
+					LeaseDuration: goLeaseDuration, RenewDeadline: goRenewDeadline, RetryPeriod: goRetryPeriod,
+					Callbacks: leaderelection.LeaderCallbacks{
+						OnStartedLeading: func(term context.Context) {
+							close(led)
+							go func() { <-time.After(hold); stop() }()
+							rec.lead(term, who)
+						},
+						OnStoppedLeading: func() {},
+					},
+				})
+				if err != nil {
+					t.Errorf("NewLeaderElector: %v", err)
+					stop()
+					return
+				}
+				le.Run(run) // returns once it led and released, or ctx ended
+				stop()
+			}
+		})
+	}
+	wg.Wait()
+	rec.mu.Lock()
+	got := slices.Clone(rec.got)
+	rec.mu.Unlock()
+	slices.SortFunc(got, func(a, b leadership) int { return a.start.Compare(b.start) })
+	kinds := map[bool]int{}
+	for i, l := range got {
+		kinds[strings.HasPrefix(l.who, "elector")]++
+		if i > 0 && l.start.Before(got[i-1].end) {
+			t.Errorf("%s led from %v, %v before %s stopped: two leaders", l.who, l.start.Format(time.StampMicro), got[i-1].end.Sub(l.start), got[i-1].who)
+		}
+	}
+	t.Logf("%d leaderships: %d elector, %d client-go", len(got), kinds[true], kinds[false])
+	if kinds[true] < 3 || kinds[false] < 3 {
+		t.Errorf("got %d elector and %d client-go leaderships, want several of each", kinds[true], kinds[false])
+	}
+}

@@ -1,0 +1,147 @@
+package migrate_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/leaderkit/elector"
+	"github.com/leaderkit/elector/backend"
+	"github.com/leaderkit/elector/backend/memory"
+	"github.com/leaderkit/elector/internal/testenv"
+	"github.com/leaderkit/elector/migrate"
+	"github.com/leaderkit/elector/redlock"
+	"github.com/leaderkit/elector/zookeeper"
+)
+
+var (
+	_ backend.Warner        = (*redlock.Backend)(nil)
+	_ backend.TrailingLease = trailing{}
+)
+
+// trailingBackend is a memory Backend whose leases say their Deadline
+// trails its proof, as a ZooKeeper lease's does.
+type trailingBackend struct{ *memory.Backend }
+
+type trailing struct{ backend.Lease }
+
+func (trailing) DeadlineTrails() bool { return true }
+
+func (b trailingBackend) Campaign(ctx context.Context, c backend.Candidate) (backend.Lease, error) {
+	l, err := b.Backend.Campaign(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	return trailing{l}, nil
+}
+
+// A migrate lease forwards backend.TrailingLease: it trails when a side it
+// holds trails, in every phase, and not when no side does.
+func TestLeaseForwardsTrailing(t *testing.T) {
+	for _, phase := range []migrate.Phase{migrate.PhaseOld, migrate.PhaseBoth, migrate.PhaseNew, migrate.PhaseDone} {
+		for _, oldTrails := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%v/old-trails=%v", phase, oldTrails), func(t *testing.T) {
+				old := newMarkStore().peer()
+				var ob backend.Backend = old
+				if oldTrails {
+					ob = trailingMark{old}
+				}
+				if phase == migrate.PhaseDone {
+					ob = nil // after Cleanup
+				}
+				nb := trailingBackend{memory.New()}
+				defer nb.Close()
+				b, err := migrate.New(ob, nb, phase, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer b.Close()
+				l, err := b.Campaign(t.Context(), backend.Candidate{Election: "jobs", Identity: "a", TTL: time.Second})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer l.Release(context.Background())
+				tl, ok := l.(backend.TrailingLease)
+				if !ok {
+					t.Fatalf("a migrate lease does not implement backend.TrailingLease")
+				}
+				// Every phase but PhaseOld holds the new (trailing) side.
+				want := phase != migrate.PhaseOld || oldTrails
+				if got := tl.DeadlineTrails(); got != want {
+					t.Errorf("DeadlineTrails() = %v in %v with the old side trailing %v; want %v", got, phase, oldTrails, want)
+				}
+			})
+		}
+	}
+}
+
+// trailingMark is a markBackend whose leases trail.
+type trailingMark struct{ *markBackend }
+
+func (b trailingMark) Campaign(ctx context.Context, c backend.Candidate) (backend.Lease, error) {
+	l, err := b.markBackend.Campaign(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	return trailing{l}, nil
+}
+
+// An Elector on a migrate Backend over ZooKeeper renews its lease about
+// once per RenewInterval, as it does on ZooKeeper directly, not at its
+// floor (four times per interval): the wrapper says that the ZooKeeper
+// lease's Deadline trails its proof.
+func TestMigratedZooKeeperRenewsOncePerInterval(t *testing.T) {
+	servers := testenv.ZKServers(t)
+	zb, err := zookeeper.New(servers, &zookeeper.Options{Root: "/elector-migrate-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zb.Close()
+	b, err := migrate.New(nil, zb, migrate.PhaseDone, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	const ttl, intervals = 3 * time.Second, 6
+	var renewals atomic.Int32
+	elected := make(chan struct{})
+	var once sync.Once
+	e, err := elector.New(b, fmt.Sprintf("renew-rate-%d", time.Now().UnixNano()), &elector.Options{
+		TTL:       ttl,
+		Logger:    slog.New(slog.DiscardHandler),
+		OnElected: func(context.Context, elector.Term) { once.Do(func() { close(elected) }) },
+		Observer: func(ev elector.Event) {
+			if ev.Kind == elector.EventRenew {
+				renewals.Add(1)
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	select {
+	case <-elected:
+	case <-time.After(30 * time.Second):
+		t.Fatal("not elected within 30 s")
+	}
+	renewals.Store(0)
+	time.Sleep(intervals * ttl / 3)
+	got := renewals.Load()
+	cancel()
+	<-done
+	// The grid allows one renewal more than the intervals; the floor's rate
+	// would be four per interval.
+	if got > intervals+2 {
+		t.Errorf("%d renewals in %d renew intervals; want at most %d (one per interval)", got, intervals, intervals+2)
+	}
+	if got < intervals-2 {
+		t.Errorf("%d renewals in %d renew intervals; want about one per interval", got, intervals)
+	}
+}
