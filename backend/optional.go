@@ -3,12 +3,12 @@ package backend
 // TrailingLease is an optional interface a [Lease] implements when its
 // Deadline trails the proof of its last renewal by design, however fresh
 // that proof: a ZooKeeper lease's Deadline counts a server's answer only
-// once a later answer, sent a quarter of the session timeout after it,
-// confirms it, and the session's pings move it between renewals. Scheduled
+// once a later answer confirms that the ensemble's leader could have
+// counted it, and the session's pings move it between renewals. Scheduled
 // from such a Deadline, a renewal would always look due. The portable layer
 // renews such a lease once per renew interval instead, on a grid shared by
 // the leases of the process, so that the leases sharing a session share one
-// request.
+// request, and always before the lease's step-down point.
 //
 // A wrapper that holds leases of other drivers (such as a migrating
 // Backend's) implements it and reports whether any lease it wraps trails.

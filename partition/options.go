@@ -21,8 +21,9 @@ const (
 	DefaultTTL = elector.DefaultTTL
 	// DefaultMaxMembers is [Options.MaxMembers] when it is zero.
 	DefaultMaxMembers = 64
-	// MaxMaxMembers is the largest [Options.MaxMembers] New accepts.
-	MaxMaxMembers = 1024
+	// MembersLimit is the largest [Options.MaxMembers] New accepts: the
+	// number of membership slots a group can ever have.
+	MembersLimit = 1024
 	// MaxPartitions is the largest number of partitions New accepts.
 	MaxPartitions = 1 << 16
 	// DefaultPollInterval is the longest [Options.PollInterval] chosen by
@@ -87,7 +88,7 @@ type Options struct {
 
 	// MaxMembers is the largest number of members the group can have: the
 	// number of membership slots. A member that finds every slot taken waits
-	// for one to free. Default [DefaultMaxMembers]; at most [MaxMaxMembers].
+	// for one to free. Default [DefaultMaxMembers]; at most [MembersLimit].
 	MaxMembers int
 
 	// OnAssigned is called in a goroutine of its own when this member starts
@@ -161,8 +162,8 @@ func (o *Options) resolve() (Options, error) {
 	switch {
 	case r.MaxMembers == 0:
 		r.MaxMembers = DefaultMaxMembers
-	case r.MaxMembers < 1 || r.MaxMembers > MaxMaxMembers:
-		return r, invalid("MaxMembers", r.MaxMembers, fmt.Sprintf("in [1, %d] (or 0 for %d)", MaxMaxMembers, DefaultMaxMembers))
+	case r.MaxMembers < 1 || r.MaxMembers > MembersLimit:
+		return r, invalid("MaxMembers", r.MaxMembers, fmt.Sprintf("in [1, %d] (or 0 for %d)", MembersLimit, DefaultMaxMembers))
 	}
 	if r.Logger == nil {
 		r.Logger = slog.Default()
@@ -182,7 +183,7 @@ func validateNew(b backend.Backend, group string, n int) error {
 	if n < 1 || n > MaxPartitions {
 		return fmt.Errorf("partition: %w: number of partitions is %d; want in [1, %d]", backend.ErrInvalid, n, MaxPartitions)
 	}
-	for _, name := range []string{Election(group, n-1), memberElection(group, MaxMaxMembers-1)} {
+	for _, name := range []string{Election(group, n-1), memberElection(group, MembersLimit-1)} {
 		if err := backend.ValidateElection(name); err != nil {
 			return fmt.Errorf("partition: group %q: %w", group, err)
 		}

@@ -66,7 +66,7 @@ func ReadTable(ctx context.Context, b backend.Backend, group string, n int) (*Ta
 		return nil, err
 	}
 	t := &Table{Group: group, Partitions: make([]Owner, n)}
-	slots, _, err := scanSlots(ctx, b, group, MaxMaxMembers, nil, true)
+	slots, _, err := scanSlots(ctx, b, group, MembersLimit, nil, true)
 	if err != nil {
 		return nil, err
 	}

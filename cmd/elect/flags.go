@@ -83,7 +83,7 @@ func (l redisLogger) Printf(ctx context.Context, format string, args ...any) {
 // warnWeak logs the advice of a backend whose configuration is valid but
 // weak (redlock: a single master, an even number of masters).
 func warnWeak(ctx context.Context, log *slog.Logger, b backend.Backend) {
-	if w, ok := b.(interface{ Warnings() []string }); ok {
+	if w, ok := b.(backend.Warner); ok {
 		for _, msg := range w.Warnings() {
 			log.WarnContext(ctx, msg)
 		}

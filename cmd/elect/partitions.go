@@ -105,7 +105,7 @@ func partitionsMain(ctx context.Context, args []string, stdout, stderr io.Writer
 
 // memberSuffix is the longest suffix package partition appends to a group
 // name: the election of its last membership slot.
-var memberSuffix = "/m/" + strconv.Itoa(partition.MaxMaxMembers-1)
+var memberSuffix = "/m/" + strconv.Itoa(partition.MembersLimit-1)
 
 // checkGroup checks --group as package partition will: every election of
 // the group (group/p/N for N below n, group/m/K for its membership slots)
