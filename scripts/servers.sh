@@ -66,10 +66,13 @@ HOST=127.0.0.1
 # OFF shifts every port below, so that a second set of servers (another
 # ELECTOR_STATE_DIR) can run beside the first: ELECTOR_PORT_OFFSET=100 puts
 # Redis on 7101-7107, etcd on 23891-23895, ZooKeeper on 21911-21917 and the
-# kube-apiserver on 24531.
+# kube-apiserver on 24531. Within each hundred the kinds use distinct last two
+# digits (Redis 01-07, etcd 91-95 and 01-05 in 23xxx-25xxx, ZooKeeper 11-37,
+# the apiserver 31 in 24xxx-26xxx), so offsets up to 1900 never collide, and
+# every port stays below the kernel's ephemeral range (32768).
 OFF=${ELECTOR_PORT_OFFSET:-0}
-[[ $OFF =~ ^[0-9]+$ ]] && ((OFF % 100 == 0 && OFF < 1000)) || {
-	printf 'servers.sh: error: ELECTOR_PORT_OFFSET must be a multiple of 100 below 1000, got %q\n' "$OFF" >&2
+[[ $OFF =~ ^[0-9]+$ ]] && ((OFF % 100 == 0 && OFF < 2000)) || {
+	printf 'servers.sh: error: ELECTOR_PORT_OFFSET must be a multiple of 100 below 2000, got %q\n' "$OFF" >&2
 	exit 2
 }
 START_TIMEOUT=${ELECTOR_START_TIMEOUT:-60} # seconds a kind may take to become ready
