@@ -20,7 +20,7 @@ import (
 const (
 	// ModePartitions: the candidates are members of one partition group
 	// (package partition) sharing [Config.Partitions] partitions; each
-	// leaves gracefully after 5-15 TTL and joins again, so partitions hand
+	// leaves gracefully after 5-15 TTL (TTLs of at most 2 s) and joins again, so partitions hand
 	// over cooperatively, besides the nemesis's faults. Every partition is
 	// an election of its own (key p<N>) with a fence resource of its own;
 	// [CheckKeys] checks each.
@@ -53,9 +53,13 @@ func (c *campaign) args(name, election string, addrs []string) []string {
 		"-term-min", (ttl / 4).String(), "-term-max", ttl.String()}
 	switch cfg.Mode {
 	case ModePartitions:
+		// Members leave and join every 5-15 TTL, counted in TTLs of at most
+		// 2 s: a graceful leave hands over at once whatever the TTL, so a
+		// long TTL (ZooKeeper's stock timing) keeps the churn of the others.
+		churn := min(ttl, 2*time.Second)
 		return append(a, "-driver", cfg.Driver, "-addrs", strings.Join(addrs, ","), "-election", election,
 			"-partitions", fmt.Sprint(cfg.Partitions), "-write-every", (ttl / 4).String(),
-			"-member-min", (5 * ttl).String(), "-member-max", (15 * ttl).String(),
+			"-member-min", (5 * churn).String(), "-member-max", (15 * churn).String(),
 			// Up to 256 campaigns in flight per member start at once.
 			"-node-timeout", "300ms")
 	case ModeMigrate:
