@@ -120,10 +120,9 @@ var stubMux = func() *backendurl.Mux {
 
 // TestOpenShowsNoCredentialByte: an error from Open shows not one letter
 // or digit of a URL's credentials, however short the password and wherever
-// an unencoded '?', '/', '#' or '@' in it cuts the URL. Before the fix a
-// '?' ended the authority early: "admin:k9" became the host and the error
-// said port "k9" is not a number, which redaction by runs of four bytes
-// let through.
+// an unencoded '?', '/', '#' or '@' in it cuts the URL: a '?' ends the
+// authority early, so "admin:k9" would parse as host and port and an error
+// about port "k9" would quote two bytes of the password.
 func TestOpenShowsNoCredentialByte(t *testing.T) {
 	open := openWith(t.Context(), nil)
 	for _, tc := range [][3]string{

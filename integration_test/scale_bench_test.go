@@ -1,6 +1,6 @@
 package integration_test
 
-// The scale benchmark (issue 13): many elections held by one process on each
+// The scale benchmark: many elections held by one process on each
 // backend, as Electors and, side by side on the same servers, as the peers
 // hold them: etcd concurrency.Election on one shared Session, redsync with
 // one Extend per mutex every TTL/3, go-zookeeper zk.Lock on one connection.
@@ -238,9 +238,9 @@ func TestScale(t *testing.T) {
 // counts an answer only once a later request sent TTL/4 after it was
 // answered too, zookeeper/report.go) and the reads its Electors' renewals
 // share, once per RenewInterval on a process-wide grid (lead.go
-// trailingLease), however many elections. On main
-// before issue 13 these were 401 Redis commands, 200 keepalives and 204
-// ZooKeeper packets at 200 elections.
+// trailingLease), however many elections. One renewal request per election
+// would be some 400 Redis commands, 200 keepalives and 200 ZooKeeper
+// packets at 200 elections.
 func scaleTargets(n int) map[string]map[string]float64 {
 	return map[string]map[string]float64{
 		"redlock/elector":   {"req/node/interval": float64((n+999)/1000) + 2},

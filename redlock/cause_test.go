@@ -10,9 +10,9 @@ import (
 	"github.com/leaderkit/elector/backendurl"
 )
 
-// TestCampaignNamesNodeCauses: issue 11, defect 7. A campaign over nodes
-// that refuse connections failed with "context deadline exceeded"; now the
-// error names each node with its last dial error. Port 1 on the loopback
+// TestCampaignNamesNodeCauses: a campaign over nodes that refuse
+// connections fails with an error that names each node with its last dial
+// error, not a bare "context deadline exceeded". Port 1 on the loopback
 // refuses at once on any test machine.
 func TestCampaignNamesNodeCauses(t *testing.T) {
 	b, c, err := backendurl.Open(t.Context(), "redis://127.0.0.1:1,127.0.0.1:2,127.0.0.1:3?node_timeout=50ms")

@@ -42,10 +42,9 @@ func bareQuorum(t *testing.T, a *Backend, n *nodes, e string, ttl time.Duration)
 	return la
 }
 
-// TestMinorityRestartAfterHandOver is the overlap the chaos campaign found
-// (issue 12, point 2): a holder elected on a bare quorum, right after a
-// hand-over, and two of those three nodes restarting empty before its first
-// renewal. The restarted nodes are left out of every quorum for a TTL after
+// TestMinorityRestartAfterHandOver: a holder elected on a bare quorum,
+// right after a hand-over, and two of those three nodes restarting empty
+// before its first renewal. The restarted nodes are left out of every quorum for a TTL after
 // their start, so bob waits (Campaign does not fail) while alice's lease
 // may still be held; and the counters raised after alice's win keep her
 // token on nodes 4 and 5, so that the next winner's token is higher.

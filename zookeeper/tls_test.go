@@ -47,7 +47,7 @@ func tlsConfig(t *testing.T, withCert bool) *tls.Config {
 // A zks:// URL reaches a ZooKeeper server that accepts TLS only (Netty's
 // secureClientPort, client certificates required): a campaign through it
 // wins, and a Backend made with Options.TLS sees the leader and queues
-// behind it (issue 11, defect 11).
+// behind it.
 func TestURLZKTLS(t *testing.T) {
 	addr, ca, cert, key := testenv.ZKTLS(t)
 	root := testRoot + "-tls-" + randomSuffix()
