@@ -36,7 +36,7 @@
 //
 // Query parameters, by scheme (durations as Go writes them: 50ms, 10s):
 //
-//	redis, rediss  prefix, no_prefix (bool), node_timeout, drift_factor,
+//	redis, rediss  prefix, no_prefix (bool), request_timeout, drift_factor,
 //	               dial_timeout
 //	etcd, etcds    prefix, drift_factor, cleanup_timeout, dial_timeout
 //	zk, zks        disconnect_grace, drift_factor

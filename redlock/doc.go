@@ -17,7 +17,7 @@
 // Campaign runs rounds. A round takes the time (monotonic), then in parallel
 // runs on every node a script equivalent to SET key value NX PX ttl that,
 // when the key was free, also INCRs the election's counter and stores the
-// result in the value. Each request is bounded by [Options.NodeTimeout]. The
+// result in the value. Each request is bounded by [Options.RequestTimeout]. The
 // round wins when a quorum answered yes and the validity
 //
 //	TTL − elapsed − (TTL × DriftFactor + 2 ms)
@@ -45,7 +45,7 @@
 // A Backend bounds the acquire rounds it has in flight with a window that
 // works as TCP's congestion window: it starts at 8 rounds, grows by one
 // with each round the nodes answered in time, halves when a round fails
-// because too few nodes answered within NodeTimeout, and stays between 4
+// because too few nodes answered within RequestTimeout, and stays between 4
 // and 256. So thousands of Electors starting at once on one Backend, on a
 // host short of CPU, get elected in waves instead of timing out together,
 // retrying together, and starving the renewals of the leases already won.
@@ -84,16 +84,16 @@
 // each.
 // Scripts are sent with EVALSHA, falling back to EVAL.
 //
-// Keys: the lock key is KeyPrefix+election, a plain string key with a PX
+// Keys: the lock key is Prefix+election, a plain string key with a PX
 // expiry, so a redsync or node-redlock lock of the same key excludes an
-// elector leader and the reverse (set [Options.NoKeyPrefix] to make the key
+// elector leader and the reverse (set [Options.NoPrefix] to make the key
 // the bare election name). Its value is "<lease id> <token> <identity>",
 // with a lease id of 16 random bytes per campaign. The counter key is
 // lock key + "//token"; it never expires, as fencing needs it to persist.
 //
 // # Defaults
 //
-// KeyPrefix "elector:"; NodeTimeout 100 ms; DriftFactor 0.01
+// Prefix "elector:"; RequestTimeout 100 ms; DriftFactor 0.01
 // ([backend.DefaultDriftFactor], as in every driver). Rounds return as
 // soon as their outcome is decided (a quorum agrees), so a slow or stopped
 // node costs nothing while the others answer.

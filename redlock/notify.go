@@ -65,7 +65,7 @@ func (w *waiter) drain() {
 
 // register adds a waiter on key, subscribing to its channel if it is the
 // first, and waits until one node has confirmed the subscription (so a
-// release after the caller's next round is heard), at most NodeTimeout (nodes
+// release after the caller's next round is heard), at most RequestTimeout (nodes
 // may be down). It returns ctx.Err() if ctx ends first; the caller must
 // unregister the waiter in any case.
 func (n *notifier) register(ctx context.Context, key, campaign string) (*waiter, error) {
@@ -83,7 +83,7 @@ func (n *notifier) register(ctx context.Context, key, campaign string) (*waiter,
 	w.entry = e
 	n.mu.Unlock()
 
-	t := time.NewTimer(n.b.cfg.nodeTimeout)
+	t := time.NewTimer(n.b.cfg.requestTimeout)
 	defer t.Stop()
 	select {
 	case <-e.confirmed:
@@ -152,7 +152,7 @@ func (n *notifier) write(ps *redis.PubSub, q <-chan subOp) {
 		case <-n.b.done:
 			return
 		case op := <-q:
-			ctx, cancel := context.WithTimeout(context.Background(), n.b.cfg.nodeTimeout)
+			ctx, cancel := context.WithTimeout(context.Background(), n.b.cfg.requestTimeout)
 			if op.subscribe {
 				_ = ps.Subscribe(ctx, op.channel)
 			} else {

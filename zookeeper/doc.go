@@ -21,11 +21,11 @@
 //
 // A candidate in election E creates the EPHEMERAL_SEQUENTIAL znode
 //
-//	<Options.Root>/E/_c_<uuid>-latch-<seq>
+//	<Options.Prefix>/E/_c_<uuid>-latch-<seq>
 //
 // holding its identity (UTF-8), where <uuid> is a random 36-character
 // version-4 UUID and <seq> ZooKeeper's 10-digit sequence suffix: exactly
-// what LeaderLatch on latch path <Options.Root>/E writes with its id (see
+// what LeaderLatch on latch path <Options.Prefix>/E writes with its id (see
 // LeaderLatch.java and LockInternals.java in
 // https://github.com/apache/curator/tree/master/curator-recipes/src/main/java/org/apache/curator/framework/recipes).
 // Missing parents are

@@ -16,8 +16,8 @@ import (
 	"github.com/leaderkit/elector/internal/testenv"
 )
 
-// testRoot is the root znode of every election the tests make.
-const testRoot = "/elector-test"
+// testPrefix is the root znode of every election the tests make.
+const testPrefix = "/elector-test"
 
 // testTTL is the TTL tests campaign with (the ensemble of scripts/servers.sh
 // has tickTime 500ms and accepts session timeouts from 1s to 30s, so it is
@@ -169,7 +169,7 @@ func newHarness(t testing.TB) *harness {
 // newBackend makes a Backend with a fault dialer and the test options.
 func (h *harness) newBackend(opts *Options) (*Backend, *faultDialer, error) {
 	d := &faultDialer{}
-	o := Options{Root: testRoot}
+	o := Options{Prefix: testPrefix}
 	if opts != nil {
 		o = *opts
 	}
