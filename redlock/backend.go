@@ -10,16 +10,6 @@ import (
 	"github.com/leaderkit/elector/backend"
 )
 
-// counterSuffix is appended to a lock key to name the election's fencing
-// counter. No valid election name contains "//" (an empty segment), so the
-// counter of one election never collides with the lock key of another under
-// the same prefix.
-const counterSuffix = "//token"
-
-// channelSuffix is appended to a lock key to name the pub/sub channel on
-// which its releases are announced. The payload is the lease id.
-const channelSuffix = "//released"
-
 // Backend is a [backend.Backend] over N independent Redis masters, running
 // the Redlock algorithm with a quorum of N/2+1. See the package
 // documentation for the algorithm, its defaults and its safety assumptions.
@@ -179,9 +169,6 @@ func (b *Backend) check(election string) error {
 	}
 	return backend.ValidateElection(election)
 }
-
-// lockKey returns the lock key of an election.
-func (b *Backend) lockKey(election string) string { return b.cfg.prefix + election }
 
 // Close finishes the Backend: it releases every live lease it handed out
 // (compare-and-delete on every node, bounded by RequestTimeout, so a waiting

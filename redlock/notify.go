@@ -47,10 +47,6 @@ type waiter struct {
 	entry    *waitEntry
 }
 
-// releaseChannel is the pub/sub channel on which releases of key are
-// announced. It must match releaseScript.
-func releaseChannel(key string) string { return key + channelSuffix }
-
 func newNotifier(b *Backend) *notifier {
 	return &notifier{b: b, entries: make(map[string]*waitEntry)}
 }
