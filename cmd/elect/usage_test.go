@@ -45,6 +45,8 @@ func TestUsageErrors(t *testing.T) {
 		{"status --election=e --backend=migrate+both://?old=redis%3A%2F%2Fu%3As3cret%40h&new=etcd%3A%2F%2Fh2&bogus=1", nil, exitUsage, `"migrate+both://?old=redis%3A%2F%2F*%40h&new=`},
 		{"run " + ok + " --ttl=9000000000s -- true", nil, exitUsage, "elector: --ttl 2500000h0m0s; want between"},
 		{"status --election=e --backend=redis://h?request_timeout=20s", nil, exitUsage, "query parameter request_timeout is 20s; want 1ms to 10s"},
+		{"status --election=e --backend=etcd://h?request_timeout=-1s", nil, exitUsage, "query parameter request_timeout is -1s; want >= 0"},
+		{"status --election=e --backend=zk://h?prefix=/zookeeper/x", nil, exitUsage, `query parameter prefix is "/zookeeper/x"; want a path outside /zookeeper`},
 		{"compare --backend=redis://h --trials=-1", nil, exitUsage, "--trials -1; want 0 (default) or 1 to"},
 		{"partitions --backend=redis://h --group=g --partitions=x", nil, exitUsage, `invalid value "x" for flag --partitions`},
 	} {
