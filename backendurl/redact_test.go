@@ -184,8 +184,8 @@ func nested(t *testing.T, open opener, cred, tail string) {
 		"migrate+PHASE://?old=redis%3A%2F%2Fh1&new=redis%3A%2F%2Fh2&epoch=INNER",
 		"migrate+PHASE://?INNER",
 		"migrate+PHASE://?old=INNER&new=INNER", // the same store twice
-		// Valid for CheckURL up to new_name; Open fails on old's node_timeout.
-		"migrate+PHASE://?old=redis%3A%2F%2Fh1%3Fnode_timeout%3Dx&new=redis%3A%2F%2Fh2&new_name=%01INNER",
+		// Valid for CheckURL up to new_name; Open fails on old's request_timeout.
+		"migrate+PHASE://?old=redis%3A%2F%2Fh1%3Frequest_timeout%3Dx&new=redis%3A%2F%2Fh2&new_name=%01INNER",
 	} {
 		for _, phase := range []string{"both", "done", "bogus"} {
 			build := func(cred string) string {

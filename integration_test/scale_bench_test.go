@@ -88,7 +88,7 @@ func scaleCases() []scaleCase {
 		}), etcdReq},
 		{"etcd/concurrency", holdEtcdElections, etcdReq},
 		{"zookeeper/elector", holdElectors(func(tb testing.TB) backend.Backend {
-			b, err := zookeeper.New(testenv.ZKServers(tb), &zookeeper.Options{Root: zkRoot})
+			b, err := zookeeper.New(testenv.ZKServers(tb), &zookeeper.Options{Prefix: zkPrefix})
 			if err != nil {
 				tb.Fatal(err)
 			}
@@ -100,9 +100,9 @@ func scaleCases() []scaleCase {
 }
 
 // scaleRedlock returns a Redlock Backend for many elections: a pool of 256
-// connections per node and a 1 s NodeTimeout, so that a cold start of
+// connections per node and a 1 s RequestTimeout, so that a cold start of
 // thousands of campaigns at once queues for connections instead of timing
-// out (a NodeTimeout of 1 s is still far below the 15 s TTL).
+// out (a RequestTimeout of 1 s is still far below the 15 s TTL).
 func scaleRedlock(tb testing.TB) backend.Backend {
 	var cs []redis.UniversalClient
 	for _, a := range testenv.RedisAddrs(tb) {
@@ -110,7 +110,7 @@ func scaleRedlock(tb testing.TB) backend.Backend {
 		cs = append(cs, c)
 		tb.Cleanup(func() { _ = c.Close() })
 	}
-	b, err := redlock.New(cs, &redlock.Options{NoKeyPrefix: true, NodeTimeout: time.Second})
+	b, err := redlock.New(cs, &redlock.Options{NoPrefix: true, RequestTimeout: time.Second})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -91,7 +91,7 @@ func testWaitersBehindDeadHolder(t *testing.T, waiters int) {
 		n := newNodes(t, addrs)
 		counters[i] = &roundCounter{}
 		n.clients[3].(*redis.Client).AddHook(counters[i])
-		b, err := New(n.clients, &Options{NodeTimeout: testNodeTimeout})
+		b, err := New(n.clients, &Options{RequestTimeout: testRequestTimeout})
 		if err != nil {
 			t.Fatal(err)
 		}

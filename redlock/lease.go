@@ -175,7 +175,7 @@ func (l *lease) restore(ctx context.Context, renew *round[answer], ttlArg string
 // announced on the release channel so waiting candidates retry at once. It
 // succeeds once so many nodes no longer hold the lease that no quorum can;
 // the deletions still in flight go on in the background, bounded by
-// NodeTimeout. Lost is then closed and Renew returns [backend.ErrLost].
+// RequestTimeout. Lost is then closed and Renew returns [backend.ErrLost].
 // Releasing a lease that is already gone returns nil. On failure (too few
 // nodes answered, or ctx ended: ctx.Err()) the lease is given up all the
 // same: Lost is closed, and the keys left on the nodes lapse by their PTTL.
@@ -234,7 +234,7 @@ func (l *lease) releaseRound(ctx context.Context) *round[answer] {
 // background, so its fragments do not delay other candidates.
 func (l *lease) releaseAsync() {
 	l.b.spawn(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), l.b.cfg.nodeTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), l.b.cfg.requestTimeout)
 		defer cancel()
 		l.releaseRound(ctx).collect(ctx, nil)
 	})

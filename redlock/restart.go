@@ -280,7 +280,7 @@ func (b *Backend) raiseCounters(key, id string, token uint64, value string, r *r
 			if rep.status() == yes {
 				return
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), b.cfg.nodeTimeout)
+			ctx, cancel := context.WithTimeout(context.Background(), b.cfg.requestTimeout)
 			defer cancel()
 			writeBackScript.Run(ctx, cl, keys, id, tok, value)
 		})
@@ -292,7 +292,7 @@ func (b *Backend) raiseCounters(key, id string, token uint64, value string, r *r
 func (b *Backend) checkNodes() {
 	for i, cl := range b.clients {
 		b.spawn(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), b.cfg.nodeTimeout)
+			ctx, cancel := context.WithTimeout(context.Background(), b.cfg.requestTimeout)
 			defer cancel()
 			_, _ = b.restarts.check(ctx, cl, b.restarts.nodes[i])
 		})

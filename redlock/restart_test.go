@@ -53,8 +53,8 @@ func TestMinorityRestartAfterHandOver(t *testing.T) {
 	// A new connection to a restarted node costs a dial, INFO and a script
 	// load: give a loaded host time for them.
 	// Alice need not wait out the restarts of earlier tests.
-	a, n := newBackend(t, &Options{NodeTimeout: time.Second, RestartDelay: time.Millisecond})
-	b, _ := newBackend(t, &Options{NodeTimeout: time.Second})
+	a, n := newBackend(t, &Options{RequestTimeout: time.Second, RestartDelay: time.Millisecond})
+	b, _ := newBackend(t, &Options{RequestTimeout: time.Second})
 	e := name(t)
 	la := bareQuorum(t, a, n, e, ttl)
 	for i := 1; i <= 2; i++ {
@@ -81,8 +81,8 @@ func TestMinorityRestartAfterHandOver(t *testing.T) {
 // changes.
 func TestRestartDelayOff(t *testing.T) {
 	const ttl = 20 * time.Second
-	a, n := newBackend(t, &Options{NoRestartDelay: true, NodeTimeout: time.Second})
-	b, _ := newBackend(t, &Options{NoRestartDelay: true, NodeTimeout: time.Second})
+	a, n := newBackend(t, &Options{NoRestartDelay: true, RequestTimeout: time.Second})
+	b, _ := newBackend(t, &Options{NoRestartDelay: true, RequestTimeout: time.Second})
 	e := name(t)
 	la := bareQuorum(t, a, n, e, ttl)
 	for i := 1; i <= 2; i++ {

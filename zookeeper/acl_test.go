@@ -15,8 +15,8 @@ import (
 // the leader's znode (world:anyone would let anyone delete it).
 func TestAuthWithoutACLIsCreatorOnly(t *testing.T) {
 	f := newFixture(t)
-	root := testRoot + "-acl-" + randomSuffix()
-	a, _ := f.backend(&Options{Root: root, Auth: []Auth{{Scheme: "digest", Secret: []byte("elector:s3cret")}}})
+	root := testPrefix + "-acl-" + randomSuffix()
+	a, _ := f.backend(&Options{Prefix: root, Auth: []Auth{{Scheme: "digest", Secret: []byte("elector:s3cret")}}})
 	l := f.acquire(a, "e", "alice")
 
 	paths := []string{root, root + "/e", l.path}

@@ -62,7 +62,7 @@ func (c *campaign) args(name, election string, addrs []string) []string {
 			"-partitions", fmt.Sprint(cfg.Partitions), "-write-every", (ttl / 4).String(),
 			"-member-min", (5 * churn).String(), "-member-max", (15 * churn).String(),
 			// Up to 256 campaigns in flight per member start at once.
-			"-node-timeout", "300ms")
+			"-request-timeout", "300ms")
 	case ModeMigrate:
 		var slot int
 		_, _ = fmt.Sscanf(name, "s%d", &slot)
@@ -82,9 +82,9 @@ func storeURL(driver string, addrs []string) string {
 	hosts := strings.Join(addrs, ",")
 	switch driver {
 	case "redlock":
-		// A 300 ms NodeTimeout, as in the partition mode: five
+		// A 300 ms RequestTimeout, as in the partition mode: five
 		// processes, two stores and toxiproxy on a shared 2-core host.
-		return "redis://" + hosts + "?dial_timeout=200ms&node_timeout=300ms"
+		return "redis://" + hosts + "?dial_timeout=200ms&request_timeout=300ms"
 	case "etcd":
 		return "etcd://" + hosts + "?prefix=" + url.QueryEscape("/elector-chaos/")
 	}
