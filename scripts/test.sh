@@ -203,7 +203,7 @@ run_shard() {
 		return 1
 	fi
 	eval "$(set_servers "$i" env)"
-	for mod in $(awk '{ print $1 }' "$OUT/shard$i.pkgs" | uniq); do
+	for mod in $(awk '!seen[$1]++ { print $1 }' "$OUT/shard$i.pkgs"); do
 		pkgs=$(awk -v m="$mod" '$1 == m { print $2 }' "$OUT/shard$i.pkgs")
 		echo "=== shard $i: module $mod: go test"
 		t0=$SECONDS
