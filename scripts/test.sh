@@ -35,8 +35,8 @@
 # Package durations for the balance come from scripts/test-durations (seconds
 # and import path, one package a line), overridden by the durations this
 # script measured last on this machine (written to
-# ${XDG_CACHE_HOME:-~/.cache}/elector/test-durations after a run without
-# TESTFLAGS). A package in neither counts 5 s.
+# ${XDG_CACHE_HOME:-~/.cache}/elector/test-durations for the packages that
+# passed in a run without TESTFLAGS). A package in neither counts 5 s.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -280,7 +280,8 @@ for ((i = 0; i < SHARDS; i++)); do
 	while read -r st secs pkg; do
 		printf '%-4s %8s  %s  (shard %d)\n' "$st" "$secs" "$pkg" "$i"
 		[[ $st == PASS ]] || failed+=("$pkg")
-		[[ $secs =~ ^[0-9.]+$ ]] && echo "$(printf '%.0f' "$secs") $pkg" >>"$OUT/measured"
+		# Only a pass measures a package's duration: a failure may end early.
+		if [[ $st == PASS && $secs =~ ^[0-9.]+$ ]]; then echo "$(printf '%.0f' "$secs") $pkg" >>"$OUT/measured"; fi
 	done <"$OUT/shard$i.result"
 done
 if [[ -z ${TESTFLAGS:-} && -s $OUT/measured ]]; then
