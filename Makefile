@@ -1,8 +1,9 @@
 # Targets run the scripts in scripts/; each script's header says more.
 .PHONY: test lint apisnapshot servers servers-stop servers-status bench chaos fuzz compare-readme
 
-# Start every test server, run go vet and go test -race in each module, stop
-# the servers. TESTFLAGS/TESTPKGS/TESTP are passed through (see scripts/test.sh).
+# go test -race over every module's packages in TESTSHARDS shards at once,
+# each shard on a server set of its own (started and stopped here).
+# TESTFLAGS/TESTPKGS/TESTP/TESTSHARDS are passed through (see scripts/test.sh).
 test:
 	scripts/test.sh
 

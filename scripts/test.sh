@@ -1,61 +1,299 @@
 #!/usr/bin/env bash
 # test.sh — the whole test suite against real servers (what `make test` and CI run).
 #
-# Starts every test server with scripts/servers.sh (and stops them on exit,
-# even on failure, unless they were all already running), then runs go vet and
-# go test -race in each module: the root module, integration_test,
-# examples and kube (a module with no .go file yet is skipped). Exits non-zero if
-# anything failed; every module is tested even after a failure.
+# Splits the packages of every module (the root module, integration_test,
+# examples and kube; a module with no .go file yet is skipped) into shards
+# and runs the shards at once, each on a server set of its own started with
+# scripts/servers.sh. Within a shard the packages run one after the other:
+# some tests inject faults into their servers (kill, pause, restart a node),
+# so no two packages ever share a set while they run. Shards are balanced by
+# the packages' measured durations, longest first.
+#
+# Set i (0-based) listens at port offset ELECTOR_PORT_OFFSET + 100 × i and
+# keeps its state in ELECTOR_STATE_DIR (set 0) or ELECTOR_STATE_DIR-i beside
+# it (default /tmp/elector-servers). Every set runs Redis, etcd and ZooKeeper;
+# the kube-apiserver only in a set whose packages' tests use it (testenv.Kube*).
+# A set whose servers were all running already is left up; every other set
+# is stopped when its shard ends, and on exit whatever happens (a failure,
+# Ctrl-C, SIGTERM).
+#
+# Each shard's log is printed whole when the shard ends; then one line per
+# package (PASS/FAIL, seconds, shard) and the total. Exits non-zero if any
+# package or module failed. go vet is not run here: `make lint` runs it.
 #
 # Environment:
-#   TESTFLAGS   extra `go test` flags, e.g. TESTFLAGS='-run Redis -v'
-#   TESTPKGS    packages to test in each module (default ./...)
-#   TESTP       test binaries run at once (default 1; see below)
+#   TESTFLAGS    extra `go test` flags, e.g. TESTFLAGS='-run Redis -v'
+#   TESTPKGS     packages to test in each module (default ./...), e.g.
+#                TESTPKGS=./zookeeper/...
+#   TESTP        test binaries a shard's `go test` runs at once on its servers
+#                (go test -p; default 1: packages never share servers)
+#   TESTSHARDS   shards, hence server sets, at once (default 3; at most what
+#                the port offsets allow: ELECTOR_PORT_OFFSET + 100 × (TESTSHARDS-1)
+#                below 2000)
+#   ELECTOR_PORT_OFFSET, ELECTOR_STATE_DIR   where set 0 lives (above)
 #
-# Packages share the servers and some tests inject faults into them (kill,
-# pause, restart a node), so by default one package's tests run at a time:
-# a fault injected by one package never lands in another's test. The test
-# binaries are compiled first with full parallelism.
+# Package durations for the balance come from scripts/test-durations (seconds
+# and import path, one package a line), overridden by the durations this
+# script measured last on this machine (written to
+# ${XDG_CACHE_HOME:-~/.cache}/elector/test-durations for the packages that
+# passed in a run without TESTFLAGS). A package in neither counts 5 s.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 SERVERS=$ROOT/scripts/servers.sh
 MODULES=(. integration_test examples kube)
+SHARDS=${TESTSHARDS:-3}
+BASE_OFF=${ELECTOR_PORT_OFFSET:-0}
+BASE_STATE=${ELECTOR_STATE_DIR:-/tmp/elector-servers}
+DURATIONS=$ROOT/scripts/test-durations
+CACHED_DURATIONS=${XDG_CACHE_HOME:-$HOME/.cache}/elector/test-durations
 
-# Leave servers alone that were all up before we came (a developer's `make
-# servers`); otherwise stop them whatever happens.
-if [[ $("$SERVERS" env | grep -c -E 'ELECTOR_(REDIS_ADDRS|ETCD_ENDPOINTS|ZK_SERVERS|KUBE_URL)=') -eq 4 ]]; then
-	echo "test.sh: servers already running; leaving them up" >&2
-else
-	trap '"$SERVERS" stop all' EXIT
-fi
-"$SERVERS" start all
-eval "$("$SERVERS" env)"
+log() { printf 'test.sh: %s\n' "$*" >&2; }
+die() {
+	log "error: $*"
+	exit 2
+}
+
+[[ $SHARDS =~ ^[1-9][0-9]*$ ]] || die "TESTSHARDS must be a positive integer, got '$SHARDS'"
+[[ $BASE_OFF =~ ^[0-9]+$ ]] && ((BASE_OFF % 100 == 0)) ||
+	die "ELECTOR_PORT_OFFSET must be a multiple of 100, got '$BASE_OFF'"
+((BASE_OFF + 100 * (SHARDS - 1) < 2000)) ||
+	die "TESTSHARDS=$SHARDS from ELECTOR_PORT_OFFSET=$BASE_OFF needs offsets up to $((BASE_OFF + 100 * (SHARDS - 1))); servers.sh allows offsets below 2000"
+[[ ${TESTP:-1} =~ ^[1-9][0-9]*$ ]] || die "TESTP must be a positive integer, got '${TESTP:-}'"
+
+OUT=$(mktemp -d "${TMPDIR:-/tmp}/elector-test.XXXXXX")
+
+set_off() { echo $((BASE_OFF + 100 * $1)); }
+set_state() { if (($1 == 0)); then echo "$BASE_STATE"; else echo "$BASE_STATE-$1"; fi; }
+set_servers() { ELECTOR_PORT_OFFSET=$(set_off "$1") ELECTOR_STATE_DIR=$(set_state "$1") "$SERVERS" "${@:2}"; }
+
+# ---------------------------------------------------------------- packages
 
 has_go_files() { [[ -n $(find "$1" -name '*.go' -print -quit) ]]; }
 
-failed=()
+# Every package to test: "MODULE IMPORTPATH NEEDS_KUBE" into $OUT/pkgs. Each
+# TESTPKGS pattern is read in every module; a pattern naming a directory that
+# is not in a module is skipped there, and fails only if no module has it.
+failed_modules=()
+declare -A matched=()
+: >"$OUT/pkgs"
 for mod in "${MODULES[@]}"; do
 	if [[ ! -f $mod/go.mod ]] || ! has_go_files "$mod"; then
-		echo "test.sh: skipping module $mod: no Go files yet" >&2
+		log "skipping module $mod: no Go files yet"
 		continue
 	fi
-	echo "=== module $mod: go vet" >&2
-	(cd "$mod" && go vet ./...) || failed+=("$mod (vet)")
-	echo "=== module $mod: go test" >&2
-	# shellcheck disable=SC2086 # TESTFLAGS and TESTPKGS are word lists
-	(
-		cd "$mod"
-		bin=$(mktemp -d)
-		go test -race -c -o "$bin/" ${TESTPKGS:-./...} >/dev/null 2>&1 || true # warm the build cache
-		rm -rf "$bin"
-		go test -race -count=1 -timeout 30m -p "${TESTP:-1}" ${TESTFLAGS:-} ${TESTPKGS:-./...}
-	) || failed+=("$mod (test)")
+	# shellcheck disable=SC2086 # TESTPKGS is a word list
+	for pat in ${TESTPKGS:-./...}; do
+		if ! list=$(cd "$mod" && go list -f '{{.ImportPath}} {{.Dir}}' "$pat" 2>"$OUT/list.err"); then
+			# A pattern naming a directory of another module.
+			grep -q -E 'directory not found|no such file or directory|is not in std|main module .* does not contain' "$OUT/list.err" && continue
+			cat "$OUT/list.err" >&2
+			failed_modules+=("$mod (go list $pat)")
+			continue
+		fi
+		while read -r pkg dir; do
+			[[ -n $pkg ]] || continue
+			matched[$pat]=1
+			kube=0
+			if compgen -G "$dir/*_test.go" >/dev/null && grep -q -E 'testenv\.Kube|ELECTOR_KUBE_' "$dir"/*_test.go; then kube=1; fi
+			echo "$mod $pkg $kube" >>"$OUT/pkgs"
+		done <<<"$list"
+	done
+done
+# shellcheck disable=SC2086 # TESTPKGS is a word list
+for pat in ${TESTPKGS:-./...}; do
+	[[ -n ${matched[$pat]:-} ]] || failed_modules+=("pattern $pat (no package in any module)")
+done
+[[ -s $OUT/pkgs ]] || die "no packages to test (TESTPKGS=${TESTPKGS:-./...}); modules: ${MODULES[*]}"
+sort -u -o "$OUT/pkgs" "$OUT/pkgs"
+
+# duration PKG prints the package's expected seconds.
+declare -A dur=()
+for f in "$DURATIONS" "$CACHED_DURATIONS"; do
+	[[ -r $f ]] || continue
+	while read -r s p; do
+		[[ $s =~ ^[0-9]+$ && -n $p ]] && dur[$p]=$s
+	done <"$f"
 done
 
+# Longest first, each to the shard with the least expected time so far.
+npkgs=$(wc -l <"$OUT/pkgs")
+((SHARDS <= npkgs)) || SHARDS=$npkgs
+declare -a load=() kube=()
+for ((i = 0; i < SHARDS; i++)); do
+	load[i]=0 kube[i]=0
+	: >"$OUT/shard$i.pkgs"
+done
+while read -r s mod pkg k; do
+	best=0
+	for ((i = 1; i < SHARDS; i++)); do ((load[i] < load[best])) && best=$i; done
+	load[best]=$((load[best] + s))
+	((k)) && kube[best]=1
+	echo "$mod $pkg" >>"$OUT/shard$best.pkgs"
+done < <(while read -r mod pkg k; do echo "${dur[$pkg]:-5} $mod $pkg $k"; done <"$OUT/pkgs" | sort -k1,1nr -k3,3)
+
+# A shard whose packages need the kube-apiserver becomes shard 0: set 0 is
+# where .ci/run starts the apiserver (building it if need be) while lint runs.
+for ((i = 1; i < SHARDS; i++)); do
+	((kube[0] == 0 && kube[i] == 1)) || continue
+	mv "$OUT/shard0.pkgs" "$OUT/swap.pkgs"
+	mv "$OUT/shard$i.pkgs" "$OUT/shard0.pkgs"
+	mv "$OUT/swap.pkgs" "$OUT/shard$i.pkgs"
+	t=${load[0]} load[0]=${load[i]} load[i]=$t kube[0]=1 kube[i]=0
+done
+
+# ---------------------------------------------------------------- servers
+
+# kinds I prints the server kinds set I needs.
+kinds() { if ((kube[$1])); then echo redis etcd zk kube; else echo redis etcd zk; fi; }
+
+# all_running I succeeds if every kind set I needs runs already (a
+# developer's `make servers`): such a set is left up.
+all_running() {
+	local want=(ELECTOR_REDIS_ADDRS ELECTOR_ETCD_ENDPOINTS ELECTOR_ZK_SERVERS) env v
+	((kube[$1])) && want+=(ELECTOR_KUBE_URL)
+	env=$(set_servers "$1" env) || return 1
+	for v in "${want[@]}"; do grep -q "^export $v=" <<<"$env" || return 1; done
+}
+
+declare -a owned=()
+for ((i = 0; i < SHARDS; i++)); do
+	if all_running "$i"; then
+		owned[i]=0
+		log "set $i (offset $(set_off "$i"), $(set_state "$i")): servers already running; leaving them up"
+	else
+		owned[i]=1
+	fi
+done
+
+# start_set I starts (idempotently) the kinds set I needs. Without kube the
+# kinds start at once, each its own servers.sh (the kinds share nothing but
+# the state dir); with kube, `start all`, which starts etcd before the
+# apiserver that stores in it.
+start_set() {
+	local k pids=() pid rc=0
+	if ((kube[$1])); then
+		set_servers "$1" start all
+		return
+	fi
+	for k in $(kinds "$1"); do
+		set_servers "$1" start "$k" &
+		pids+=($!)
+	done
+	for pid in "${pids[@]}"; do wait "$pid" || rc=1; done
+	return "$rc"
+}
+
+# ---------------------------------------------------------------- shards
+
+# run_shard I starts set I if needed, runs the shard's packages one module at
+# a time and writes "STATUS SECONDS PKG" lines to $OUT/shardI.result.
+run_shard() {
+	local i=$1 mod pkgs st secs pkg t0 rc kinds_i
+	local logf=$OUT/shard$i.log res=$OUT/shard$i.result
+	: >"$res"
+	exec >"$logf" 2>&1
+	kinds_i=$(kinds "$i")
+	echo "=== shard $i: set at offset $(set_off "$i") ($kinds_i), packages:"
+	sed 's/^/    /' "$OUT/shard$i.pkgs"
+	if ! start_set "$i"; then
+		echo "=== shard $i: starting its servers failed"
+		awk '{ print "FAIL - " $2 " (servers did not start)" }' "$OUT/shard$i.pkgs" >>"$res"
+		return 1
+	fi
+	eval "$(set_servers "$i" env)"
+	for mod in $(awk '!seen[$1]++ { print $1 }' "$OUT/shard$i.pkgs"); do
+		pkgs=$(awk -v m="$mod" '$1 == m { print $2 }' "$OUT/shard$i.pkgs")
+		echo "=== shard $i: module $mod: go test"
+		t0=$SECONDS
+		# shellcheck disable=SC2086 # TESTFLAGS and pkgs are word lists
+		(cd "$mod" && go test -race -count=1 -timeout 30m -p "${TESTP:-1}" ${TESTFLAGS:-} $pkgs) >"$OUT/shard$i.go" 2>&1 && rc=0 || rc=$?
+		cat "$OUT/shard$i.go"
+		# go test's own result lines: "ok  \tPKG\t1.234s", "FAIL\tPKG\t1.234s",
+		# "FAIL\tPKG [build failed]", "?   \tPKG\t[no test files]".
+		for pkg in $pkgs; do
+			read -r st secs < <(awk -F'\t' -v p="$pkg" '
+				$1 ~ /^(ok|FAIL|\?) *$/ && (split($2, w, " ") && w[1] == p) {
+					st = $1 ~ /^FAIL/ ? "FAIL" : "PASS"
+					split($3, t, " ")
+					secs = t[1] ~ /^[0-9.]+s$/ ? substr(t[1], 1, length(t[1]) - 1) : ($1 ~ /^\?/ ? 0 : "-")
+				}
+				END { print (st == "" ? "-" : st), (secs == "" ? "-" : secs) }' "$OUT/shard$i.go")
+			# No result line (e.g. TESTFLAGS=-json, or go test itself
+			# failed): the module's exit status decides.
+			if [[ $st == - ]]; then if ((rc == 0)); then st=PASS; else st=FAIL; fi; fi
+			echo "$st ${secs:--} $pkg" >>"$res"
+		done
+		echo "=== shard $i: module $mod: exit $rc after $((SECONDS - t0))s"
+		if ((rc != 0)) && ! grep -q '^FAIL ' "$res"; then echo "FAIL - $mod (go test exit $rc)" >>"$res"; fi
+	done
+	if ((owned[i])); then set_servers "$i" stop all || true; fi
+}
+
+declare -A shard_of=()
+
+cleanup() {
+	local pid i
+	trap - EXIT INT TERM
+	# Only shards not yet reaped: a reaped shard's group ID may be reused.
+	for pid in "${!shard_of[@]}"; do kill -TERM -- "-$pid" 2>/dev/null || true; done
+	for pid in "${!shard_of[@]}"; do wait "$pid" 2>/dev/null || true; done
+	for ((i = 0; i < SHARDS; i++)); do
+		if ((owned[i])); then set_servers "$i" stop all >/dev/null 2>&1 & fi
+	done
+	wait
+	rm -rf "$OUT"
+}
+trap cleanup EXIT
+trap 'log "interrupted; stopping the shards and their servers"; exit 130' INT TERM
+
+# Job control: each shard is a process group of its own, so that cleanup can
+# stop a shard's go test and test binaries with one signal.
+set -m
+t_all=$SECONDS
+for ((i = 0; i < SHARDS; i++)); do
+	run_shard "$i" &
+	shard_of[$!]=$i
+	log "shard $i: $(wc -l <"$OUT/shard$i.pkgs") packages, ~${load[i]}s expected, set at offset $(set_off "$i")"
+done
+set +m
+
+# Print each shard's log whole as it ends.
+left=$SHARDS
+while ((left > 0)); do
+	done_pid=
+	wait -n -p done_pid "${!shard_of[@]}" || true
+	[[ -n $done_pid ]] || break
+	left=$((left - 1))
+	i=${shard_of[$done_pid]}
+	unset "shard_of[$done_pid]"
+	cat "$OUT/shard$i.log"
+	echo "=== shard $i ended after $((SECONDS - t_all))s"
+done
+
+# Summary, the durations to keep, the exit status.
+failed=("${failed_modules[@]}")
+printf '\n=== summary (%d shards, %ds)\n' "$SHARDS" "$((SECONDS - t_all))"
+for ((i = 0; i < SHARDS; i++)); do
+	[[ -s $OUT/shard$i.result ]] || { failed+=("shard $i (no result)"); continue; }
+	while read -r st secs pkg; do
+		printf '%-4s %8s  %s  (shard %d)\n' "$st" "$secs" "$pkg" "$i"
+		[[ $st == PASS ]] || failed+=("$pkg")
+		# Only a pass measures a package's duration: a failure may end early.
+		if [[ $st == PASS && $secs =~ ^[0-9.]+$ ]]; then echo "$(printf '%.0f' "$secs") $pkg" >>"$OUT/measured"; fi
+	done <"$OUT/shard$i.result"
+done
+if [[ -z ${TESTFLAGS:-} && -s $OUT/measured ]]; then
+	mkdir -p "$(dirname "$CACHED_DURATIONS")"
+	{
+		[[ -r $CACHED_DURATIONS ]] && cat "$CACHED_DURATIONS"
+		cat "$OUT/measured"
+	} | awk '{ d[$2] = $1 } END { for (p in d) print d[p], p }' | sort -k2 >"$CACHED_DURATIONS.tmp.$$"
+	mv "$CACHED_DURATIONS.tmp.$$" "$CACHED_DURATIONS"
+fi
 if ((${#failed[@]})); then
-	echo "test.sh: FAILED: ${failed[*]}" >&2
+	log "FAILED: ${failed[*]}"
 	exit 1
 fi
-echo "test.sh: all modules passed" >&2
+log "all packages passed"

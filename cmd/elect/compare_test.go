@@ -160,6 +160,7 @@ func checkRenewCost(t *testing.T, name string, c *struct {
 func TestCompareInterrupted(t *testing.T) {
 	for _, phase := range []string{"handover", "renew", "failover"} {
 		t.Run(phase, func(t *testing.T) {
+			t.Parallel() // each run has a prefix of its own and injects no fault
 			args := append([]string{"compare", "--short", "--held=200", "--trials=3"}, compareArgs(t)...)
 			var stdout testenv.Buffer
 			p := startElectOut(t, "compare", nil, &stdout, args...)
@@ -185,6 +186,7 @@ func TestCompareInterrupted(t *testing.T) {
 func TestCompareInterruptedPrompt(t *testing.T) {
 	for _, twice := range []bool{false, true} {
 		t.Run(map[bool]string{false: "once", true: "twice"}[twice], func(t *testing.T) {
+			t.Parallel() // each run has a prefix of its own and injects no fault
 			args := append([]string{"compare", "--short", "--ttl=25s", "--held=20", "--trials=3", "--throughput-trials=1"}, compareArgs(t)...)
 			p := startElectOut(t, "compare", nil, io.Discard, args...)
 			prefix := waitMatch(t, p, regexp.MustCompile(`elections under (\S+)`))

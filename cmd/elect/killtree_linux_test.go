@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -104,28 +103,37 @@ func startBin(t *testing.T, bin string, env []string, args ...string) *treeElect
 	return p
 }
 
-// plainElect builds elect without the race detector, once, beside the
+// plainElect returns elect built without the race detector, beside the
 // race-enabled build (TestMain removes both). The race detector makes a
 // killed process take tens of milliseconds longer to exit (it has far more
 // memory to unmap): the test would measure the detector rather than elect.
+// TestMain starts the build (buildPlain) in the background; plainElect waits
+// for it.
 func plainElect(t *testing.T) string {
-	plainOnce.Do(func() {
-		bin := filepath.Join(filepath.Dir(electBin), "elect-plain")
-		out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-		if err != nil {
-			plainErr = fmt.Errorf("go build: %v\n%s", err, out)
-			return
-		}
-		plainBin = bin
-	})
+	<-plainDone
 	if plainErr != nil {
 		t.Fatal(plainErr)
 	}
 	return plainBin
 }
 
+func init() { backgroundBuilds = append(backgroundBuilds, buildPlain) }
+
+// buildPlain builds elect without the race detector into plainBin, or
+// records why it could not in plainErr; it closes plainDone.
+func buildPlain() {
+	defer close(plainDone)
+	bin := filepath.Join(filepath.Dir(electBin), "elect-plain")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		plainErr = fmt.Errorf("go build: %v\n%s", err, out)
+		return
+	}
+	plainBin = bin
+}
+
 var (
-	plainOnce sync.Once
+	plainDone = make(chan struct{}) // closed when buildPlain has ended
 	plainBin  string
 	plainErr  error
 )

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -14,6 +15,12 @@ import (
 
 // electBin is the elect binary the tests run as a real process.
 var electBin string
+
+// backgroundBuilds are further builds of elect that some tests need. TestMain
+// starts each in a goroutine of its own once electBin is built, so that they
+// compile while the first tests wait on their timers, and waits for them
+// before it looks for leaked goroutines.
+var backgroundBuilds []func()
 
 func TestMain(m *testing.M) {
 	if addr := os.Getenv(childAddrEnv); addr != "" {
@@ -34,9 +41,14 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "building elect:", err)
 		os.Exit(1)
 	}
+	var builds sync.WaitGroup
+	for _, b := range backgroundBuilds {
+		builds.Go(b)
+	}
 	code := 0
 	func() {
 		defer os.RemoveAll(dir)
+		defer builds.Wait()
 		defer func() {
 			if err := goleak.Find(); err != nil && code == 0 {
 				fmt.Fprintln(os.Stderr, "goleak:", err)

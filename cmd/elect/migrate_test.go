@@ -290,7 +290,10 @@ func (r *runbook) status(url string, want hubEvent, more ...string) string {
 // names the leader (exit 0), and no replica exits on its own.
 func TestMigrationRunbook(t *testing.T) {
 	for _, to := range []string{"etcd", "zk"} {
-		t.Run(to, func(t *testing.T) { runRunbook(t, to) })
+		t.Run(to, func(t *testing.T) {
+			t.Parallel() // an election and a hub of its own; no fault is injected
+			runRunbook(t, to)
+		})
 	}
 }
 
