@@ -34,8 +34,17 @@ type job struct {
 func (e *Engine) queuedLocked() int { return len(e.queue) - e.head }
 
 // enqueueLocked queues attempt a of t and starts a worker if the queue
-// holds more renewals than there are workers, within the limit.
+// holds more renewals than there are workers, within the limit. The
+// renewal of a [backend.TrailingLease] whose Deadline trails runs in a
+// goroutine of its own instead: its driver shares one request among the
+// renewals of a session that began before it was sent (a ZooKeeper
+// renewal needs an answer to a request sent after it began), so renewals
+// run one after another would each cost a request.
 func (e *Engine) enqueueLocked(t *Term, a *attempt) {
+	if t.trails {
+		go t.renew(a)
+		return
+	}
 	e.queue = append(e.queue, job{t: t, a: a})
 	e.spawnLocked()
 }
