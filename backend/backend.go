@@ -10,10 +10,13 @@
 // # Duties of a driver
 //
 // A driver makes single attempts and reports facts. It does not retry on a
-// schedule of its own, does not log, and never stores a [context.Context]
-// beyond the call that received it. The portable layer owns timing (renew
-// schedule, step-down before the local deadline), retries with jitter, the
-// callbacks, logging and metrics.
+// schedule of its own and never stores a [context.Context] beyond the call
+// that received it. A driver logs nothing unless its Options.Logger is set,
+// and then only what the portable layer cannot see (why a round inside
+// Campaign was lost, what its client library reports about connections),
+// never in place of an error it returns. The portable layer owns timing
+// (renew schedule, step-down before the local deadline), retries with
+// jitter, the callbacks, the logging of terms and metrics.
 //
 // Every method must return promptly once its ctx is done, with ctx.Err()
 // unwrapped (so errors.Is(err, context.Canceled) holds and err == ctx.Err()).

@@ -19,7 +19,8 @@ type TrailingLease interface {
 
 // Warner is an optional interface a [Backend] implements when a valid
 // configuration can still be weak (a Redlock over a single or an even number
-// of Redis masters). Drivers do not log; programs such as elect log these
+// of Redis masters). A driver does not log them itself (it logs nothing
+// unless its Options.Logger is set); programs such as elect log these
 // warnings at start. A wrapper over other Backends implements it and returns
 // the warnings of every Backend it wraps.
 type Warner interface {

@@ -18,46 +18,38 @@
 // uses only Redis compiles no etcd or ZooKeeper code. [Open] on a scheme of
 // a driver the program did not import names the import that registers it.
 //
-// The drivers of this module register these schemes:
+// The drivers of this module register these schemes; the section URLs of
+// each driver's package documentation lists its parameters, with their
+// meaning and default, and an example:
 //
-//	redis://[user:password@]host:port[,host:port...][/db][?params]
-//	rediss://...   the same over TLS
-//	etcd://[user:password@]host:port[,host:port...][?params]
-//	etcds://...    the same over TLS
-//	zk://[user:password@]host:port[,host:port...][/root][?params]
-//	zks://...      the same over TLS (ZooKeeper's secureClientPort)
+//	redis, rediss  package github.com/leaderkit/elector/redlock
+//	etcd, etcds    package github.com/leaderkit/elector/etcd
+//	zk, zks        package github.com/leaderkit/elector/zookeeper
 //
-// (redis and rediss by package github.com/leaderkit/elector/redlock, etcd
-// and etcds by .../etcd, zk and zks by .../zookeeper.) A redis URL names the independent masters of a Redlock quorum (one client
-// each; 3 or 5 for fault tolerance), never replicas of one another. An etcd
-// URL names the endpoints of one cluster; a zk URL the servers of one
-// ensemble, and its path is the root znode of the elections (default
-// /elector). A port may be left out: 6379, 2379 and 2181 are the defaults.
+// # Shared rules
 //
-// Query parameters, by scheme (durations as Go writes them: 50ms, 10s):
+// Every scheme of this module's drivers has the form
 //
-//	redis, rediss  prefix, no_prefix (bool), node_timeout, drift_factor,
-//	               dial_timeout
-//	etcd, etcds    prefix, drift_factor, cleanup_timeout, dial_timeout
-//	zk, zks        disconnect_grace, drift_factor
-//	rediss, etcds, ca, cert, key (PEM file paths), server_name,
-//	zks            insecure_skip_verify (bool)
+//	scheme://[user:password@]host[:port][,host[:port]...][/path][?params]
 //
-// They map to the fields of redlock.Options, etcd.Options and
-// zookeeper.Options of the same meaning, and are validated by the drivers'
-// constructors. The TLS parameters: ca verifies the servers' certificates
+// where the hosts are the servers of one store, a port left out is the
+// scheme's default, and the path is what the driver says it is (a redis
+// database number) or refused. The scheme ending in "s" (rediss, etcds,
+// zks) is the same over TLS. Query parameters follow the rules of
+// [Params]: each at most once, durations as Go writes them (50ms, 10s),
+// booleans as [strconv.ParseBool] reads them (a bare name means true), and
+// an unknown parameter is refused with the list of the scheme's. The TLS
+// schemes share these parameters: ca verifies the servers' certificates
 // (default: the system's roots), cert and key are the client certificate
-// for servers that require one (mutual TLS), and server_name is the name
-// the servers' certificates must hold when it is not the host in the URL
-// (say the URL names 127.0.0.1 and the certificate etcd.internal).
+// for servers that require one (mutual TLS, PEM file paths), server_name
+// is the name the servers' certificates must hold when it is not the host
+// in the URL (say the URL names 127.0.0.1 and the certificate
+// etcd.internal), and insecure_skip_verify (bool) turns verification off.
 //
-// ZooKeeper ACLs: a zk or zks URL's user and password add "digest"
-// authentication to the session and protect the znodes it creates with the
-// matching digest ACL, so that only that user can read or change the
-// election. Without user and password the znodes are world:anyone with all
-// permissions (Curator's default): any client of the ensemble can delete
-// the leader's znode and so end its term. See the Security section of
-// package zookeeper.
+// A query value may itself be a URL, percent-encoded (the migrate+PHASE
+// schemes of package github.com/leaderkit/elector/migrate nest the URLs of
+// the two stores in their old and new parameters); its credentials are
+// protected as the outer URL's are.
 //
 // Credentials: percent-encode '/', '?', '#' and '@' in a user name or
 // password (%2F, %3F, %23, %40). Unencoded, they end the host list early

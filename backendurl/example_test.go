@@ -43,5 +43,5 @@ func ExampleOpen() {
 	_, _, err := backendurl.Open(context.Background(), "etcd://10.0.0.1:2379,10.0.0.2:2379?ttl=10s")
 	fmt.Println(err)
 	// Output:
-	// backendurl: "etcd://10.0.0.1:2379,10.0.0.2:2379?ttl=10s": unknown query parameter "ttl"; want one of ca, cert, cleanup_timeout, dial_timeout, drift_factor, insecure_skip_verify, key, prefix, server_name
+	// backendurl: "etcd://10.0.0.1:2379,10.0.0.2:2379?ttl=10s": unknown query parameter "ttl"; want one of ca, cert, cleanup_timeout, dial_timeout, drift_factor, insecure_skip_verify, key, prefix, request_timeout, server_name
 }

@@ -11,7 +11,7 @@ import (
 func FuzzOpenRedactsNested(f *testing.F) {
 	for _, seed := range [][2]string{
 		{":Sec/retPW", "127.0.0.1:7006"},
-		{"admin:hunter22", "h1?node_timeout=nope"},
+		{"admin:hunter22", "h1?request_timeout=nope"},
 		{"u:p%2Fss", "h1:99999"},
 		{"u:s3cret", "h1/x"},
 		{"user:pa ss+word", "h1?prefix=a&b"},

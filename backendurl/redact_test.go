@@ -120,10 +120,9 @@ var stubMux = func() *backendurl.Mux {
 
 // TestOpenShowsNoCredentialByte: an error from Open shows not one letter
 // or digit of a URL's credentials, however short the password and wherever
-// an unencoded '?', '/', '#' or '@' in it cuts the URL. Before the fix a
-// '?' ended the authority early: "admin:k9" became the host and the error
-// said port "k9" is not a number, which redaction by runs of four bytes
-// let through.
+// an unencoded '?', '/', '#' or '@' in it cuts the URL: a '?' ends the
+// authority early, so "admin:k9" would parse as host and port and an error
+// about port "k9" would quote two bytes of the password.
 func TestOpenShowsNoCredentialByte(t *testing.T) {
 	open := openWith(t.Context(), nil)
 	for _, tc := range [][3]string{
@@ -185,8 +184,8 @@ func nested(t *testing.T, open opener, cred, tail string) {
 		"migrate+PHASE://?old=redis%3A%2F%2Fh1&new=redis%3A%2F%2Fh2&epoch=INNER",
 		"migrate+PHASE://?INNER",
 		"migrate+PHASE://?old=INNER&new=INNER", // the same store twice
-		// Valid for CheckURL up to new_name; Open fails on old's node_timeout.
-		"migrate+PHASE://?old=redis%3A%2F%2Fh1%3Fnode_timeout%3Dx&new=redis%3A%2F%2Fh2&new_name=%01INNER",
+		// Valid for CheckURL up to new_name; Open fails on old's request_timeout.
+		"migrate+PHASE://?old=redis%3A%2F%2Fh1%3Frequest_timeout%3Dx&new=redis%3A%2F%2Fh2&new_name=%01INNER",
 	} {
 		for _, phase := range []string{"both", "done", "bogus"} {
 			build := func(cred string) string {

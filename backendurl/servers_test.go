@@ -25,17 +25,17 @@ func TestOpenRealServers(t *testing.T) {
 	tlsQuery := url.Values{"ca": {ca}, "cert": {cert}, "key": {key}}.Encode()
 	redisTLS, rca, rcert, rkey := testenv.RedisTLS(t)
 	zkTLS, zca, zcert, zkey := testenv.ZKTLS(t)
-	// node_timeout=1s: this test checks what Open builds, not latency, and
+	// request_timeout=1s: this test checks what Open builds, not latency, and
 	// a loaded test machine can take more than the default 100 ms.
 	urls := map[string]string{
-		"redis":      "redis://" + strings.Join(testenv.RedisAddrs(t), ",") + "?prefix=backendurl-test:&node_timeout=1s",
-		"redis-auth": fmt.Sprintf("redis://%s:%s@%s/0?node_timeout=1s", testenv.RedisACLUser, testenv.RedisACLPassword, testenv.RedisAuthAddr(t)),
+		"redis":      "redis://" + strings.Join(testenv.RedisAddrs(t), ",") + "?prefix=backendurl-test:&request_timeout=1s",
+		"redis-auth": fmt.Sprintf("redis://%s:%s@%s/0?request_timeout=1s", testenv.RedisACLUser, testenv.RedisACLPassword, testenv.RedisAuthAddr(t)),
 		"etcd":       "etcd://" + strings.Join(testenv.EtcdEndpoints(t), ",") + "?prefix=/backendurl-test/",
 		"etcds-auth": fmt.Sprintf("etcds://%s:%s@%s?%s", testenv.EtcdUser, testenv.EtcdPassword, ep, tlsQuery),
-		"zk":         "zk://" + strings.Join(testenv.ZKServers(t), ",") + "/backendurl-test",
-		"rediss-mtls": fmt.Sprintf("rediss://:%s@%s?node_timeout=1s&%s", testenv.RedisPassword, redisTLS,
+		"zk":         "zk://" + strings.Join(testenv.ZKServers(t), ",") + "?prefix=/backendurl-test",
+		"rediss-mtls": fmt.Sprintf("rediss://:%s@%s?request_timeout=1s&%s", testenv.RedisPassword, redisTLS,
 			url.Values{"ca": {rca}, "cert": {rcert}, "key": {rkey}}.Encode()),
-		"zks-mtls": "zks://" + zkTLS + "/backendurl-test?" + url.Values{"ca": {zca}, "cert": {zcert}, "key": {zkey}}.Encode(),
+		"zks-mtls": "zks://" + zkTLS + "?" + url.Values{"prefix": {"/backendurl-test"}, "ca": {zca}, "cert": {zcert}, "key": {zkey}}.Encode(),
 	}
 	for name, raw := range urls {
 		t.Run(name, func(t *testing.T) {

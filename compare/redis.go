@@ -36,7 +36,7 @@ func redisCleanup(ctx context.Context, u *url.URL, elections []string) error {
 	}
 	prefix := p.String("prefix")
 	if prefix == "" && !p.Bool("no_prefix") {
-		prefix = redlock.DefaultKeyPrefix
+		prefix = redlock.DefaultPrefix
 	}
 	tlsCfg, err := p.TLS(u.Scheme == "rediss", "rediss")
 	if err != nil {

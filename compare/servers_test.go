@@ -33,7 +33,7 @@ func init() { redis.SetLogger(quiet{}) }
 // redisURL is the URL of the test's Redis masters, with the node timeout
 // raised for a loaded test machine.
 func redisURL(t *testing.T) string {
-	return "redis://" + strings.Join(testenv.RedisAddrs(t), ",") + "?prefix=" + keyPrefix + "&node_timeout=1s"
+	return "redis://" + strings.Join(testenv.RedisAddrs(t), ",") + "?prefix=" + keyPrefix + "&request_timeout=1s"
 }
 
 func etcdURL(t *testing.T) string {

@@ -25,7 +25,7 @@ import (
 // are two distinct candidates.
 type Backend struct {
 	cli *clientv3.Client
-	set settings
+	cfg config
 
 	base   context.Context // lives until Close; parent of own-key watches
 	cancel context.CancelFunc
@@ -71,14 +71,14 @@ func New(cli *clientv3.Client, opts *Options) (*Backend, error) {
 	if cli == nil {
 		return nil, fmt.Errorf("etcd: %w: client is nil", backend.ErrInvalid)
 	}
-	set, err := opts.settings()
+	cfg, err := opts.config()
 	if err != nil {
 		return nil, err
 	}
 	base, cancel := context.WithCancel(context.Background())
 	b := &Backend{
 		cli:      cli,
-		set:      set,
+		cfg:      cfg,
 		base:     base,
 		cancel:   cancel,
 		done:     make(chan struct{}),
@@ -156,7 +156,7 @@ func (b *Backend) Close() error {
 	}
 	b.cancel()
 	if b.clientClosed() == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), b.set.cleanup)
+		ctx, cancel := context.WithTimeout(context.Background(), b.cfg.cleanup)
 		defer cancel()
 		var wg sync.WaitGroup
 		for _, s := range all {
@@ -299,7 +299,7 @@ func (b *Backend) grant(ctx context.Context, l *lease, ttlSeconds int64) (s *ses
 		return nil, fmt.Errorf("etcd: campaign %q: %w: Candidate.TTL is %ds; the etcd cluster grants no lease shorter than %ds (1.5 × its election timeout): want %ds or more",
 			l.election, backend.ErrInvalid, ttlSeconds, resp.TTL, resp.TTL)
 	}
-	s = newSession(b.cli, b.set.drift, resp.ID, resp.TTL, sent, resp.GetRaftTerm(), early)
+	s = newSession(b.cli, b.cfg.drift, resp.ID, resp.TTL, sent, resp.GetRaftTerm(), early)
 	s.users[l.election] = l // not shared yet
 	return s, nil
 }

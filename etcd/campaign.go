@@ -256,7 +256,7 @@ func (l *lease) abandon(ctx context.Context) {
 		l.finish()
 		return
 	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.b.set.cleanup)
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.b.cfg.cleanup)
 	defer cancel()
 	deleted, err := deleteKey(cctx, l.b.cli, l.key, l.rev)
 	switch {

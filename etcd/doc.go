@@ -9,7 +9,28 @@
 // Endpoints, TLS and username/password are configured on the client; the
 // driver only uses it.
 //
-// # Key layout and compatibility
+// # URLs
+//
+// Importing this package registers the schemes etcd and etcds (TLS) with
+// package backendurl, whose documentation states the rules every scheme
+// shares (hosts, credentials, TLS parameters, redaction):
+//
+//	etcd://[user:password@]host:port[,host:port...][?params]
+//
+// The hosts are the endpoints of one cluster; the port defaults to 2379. A
+// URL has no path. Parameters:
+//
+//	prefix           Options.Prefix (default "", etcd's own layout)
+//	request_timeout  Options.RequestTimeout (default 3s)
+//	cleanup_timeout  Options.CleanupTimeout (default 2s)
+//	drift_factor     Options.DriftFactor (default 0.01)
+//	dial_timeout     the client's DialTimeout (default 5s)
+//
+// For example:
+//
+//	etcds://elect:secret@10.0.0.1:2379,10.0.0.2:2379,10.0.0.3:2379?prefix=/billing/&ca=/etc/elect/ca.pem
+//
+// # Key layout
 //
 // A candidate in election E writes the key
 //
@@ -57,10 +78,9 @@
 // acknowledgement sent within the last TTL/5, provided it is newer than the
 // one that lease used last, and concurrent Renews share one request. Each
 // keepalive is followed by one linearizable read that verifies it (see
-// # Safety). So hundreds of elections on one Backend cost a few keepalives
-// per TTL, and a
-// lease nobody renews really lapses at the server, as a crashed process's
-// would. While another candidate of the same Backend still renews or waits
+// section Safety). So hundreds of elections on one Backend cost a few
+// keepalives per TTL, and a lease nobody renews really lapses at the
+// server, as a crashed process's would. While another candidate of the same Backend still renews or waits
 // on the shared etcd lease, though, the keys on it stay alive: the
 // [backend.Lease.Deadline] of each lease reflects that honestly.
 //
@@ -77,6 +97,12 @@
 // fencing token is the revision). Resources outside etcd should refuse
 // tokens lower than the highest they have seen.
 //
+// A Guard is stronger than the Fence of the redlock driver: it checks, at
+// the store and atomically with the write, that the term is still current,
+// where a Fence checks only that no newer term has written to the same
+// resource. etcd can offer it because a term is one key in the same store
+// as the guarded writes; a Redlock term lives on N independent masters.
+//
 // # Timing
 //
 // etcd leases are whole seconds: a TTL is rounded up. A TTL under one
@@ -92,10 +118,16 @@
 // [backend.LeaseDeadline]). The server extends a lease by its TTL from when
 // it receives the keepalive, which is later, so a leader cut off from etcd
 // reaches its Deadline before its lease can expire at the server (but see
-// # Safety for etcd releases that revoke leases early). Upstream's Session.Done fires no earlier than the server-side
-// expiry. The server checks for expired leases every 500 ms, so a crashed
+// section Safety for etcd releases that revoke leases early). Upstream's
+// Session.Done fires no earlier than the server-side expiry. The server checks for expired leases every 500 ms, so a crashed
 // leader's successor is elected between TTL and TTL + 0.5 s after its last
 // keepalive.
+//
+// Two options bound the driver's requests: [Options.RequestTimeout] (3 s by
+// default) bounds each request made on behalf of a caller (see Errors), and
+// [Options.CleanupTimeout] (2 s) bounds the work done after the caller's
+// context has ended (deleting the key of a Campaign that was cancelled,
+// revoking the leases in Close), which no caller's context bounds.
 //
 // # Errors
 //
@@ -117,6 +149,10 @@
 // that fail meanwhile are tried again shortly, and once the lease's local
 // deadline has passed without one the Campaign returns the failure, and
 // the caller campaigns again.
+//
+// The driver logs nothing and has no Logger option: every failure it sees
+// reaches the caller as an error. The etcd client's own log is configured
+// on the client (clientv3.Config.Logger).
 //
 // # Safety
 //

@@ -21,7 +21,7 @@ func FuzzCandidateKeys(f *testing.F) {
 		if id <= 0 || a == b || backend.ValidateElection(a) != nil || backend.ValidateElection(b) != nil {
 			return
 		}
-		be := &Backend{set: settings{prefix: prefix}}
+		be := &Backend{cfg: config{prefix: prefix}}
 		dirA, dirB := be.electionDir(a), be.electionDir(b)
 		key := candidateKey(dirA, clientv3.LeaseID(id))
 		from, opts := candidateRange(dirA)

@@ -7,11 +7,19 @@ import (
 	"github.com/leaderkit/elector/backend"
 )
 
-// DefaultCleanupTimeout is the default of [Options.CleanupTimeout].
-const DefaultCleanupTimeout = 2 * time.Second
-
-// DefaultRequestTimeout is the default of [Options.RequestTimeout].
-const DefaultRequestTimeout = 3 * time.Second
+// Defaults applied by [New] to the zero fields of [Options].
+const (
+	// DefaultPrefix is the default of [Options.Prefix]: none, so that an
+	// election's keys are laid out as etcd's own concurrency package and
+	// etcdctl elect lay them out. It is already the empty namespace, so
+	// etcd needs no NoPrefix option (unlike redlock, whose default is a
+	// non-empty prefix).
+	DefaultPrefix = ""
+	// DefaultCleanupTimeout is the default of [Options.CleanupTimeout].
+	DefaultCleanupTimeout = 2 * time.Second
+	// DefaultRequestTimeout is the default of [Options.RequestTimeout].
+	DefaultRequestTimeout = 3 * time.Second
+)
 
 // maxTTLSeconds is etcd's MaxLeaseTTL (server/lease/lessor.go): 9,000,000,000
 // seconds.
@@ -21,14 +29,15 @@ const maxTTLSeconds = 9_000_000_000
 type Options struct {
 	// Prefix is prepended to every election name to form its key
 	// directory: the candidates of election E are the keys
-	// Prefix + E + "/" + <lease ID in lowercase hex>. The default, "",
-	// lays keys out exactly as concurrency.NewElection(session, E) and
-	// `etcdctl elect E` do, so those clients share elections with this
-	// driver. Set it (for example "/elector/") to keep elections apart
-	// from the rest of the keyspace; peers must then use Prefix + E as
-	// their election name. With a Prefix, the held elections of a Backend
-	// share one watch of their keys (on the Prefix) instead of one each:
-	// set it when a process holds many elections.
+	// Prefix + E + "/" + <lease ID in lowercase hex>. The default,
+	// [DefaultPrefix] (""), lays keys out exactly as
+	// concurrency.NewElection(session, E) and `etcdctl elect E` do, so
+	// those clients share elections with this driver. Set it (for example
+	// "/elector/") to keep elections apart from the rest of the keyspace;
+	// peers must then use Prefix + E as their election name. With a
+	// Prefix, the held elections of a Backend share one watch of their
+	// keys (on the Prefix) instead of one each: set it when a process
+	// holds many elections.
 	Prefix string
 
 	// DriftFactor is the fraction of a lease's TTL by which the etcd
@@ -60,16 +69,16 @@ type Options struct {
 	RequestTimeout time.Duration
 }
 
-// settings are validated Options with defaults filled in.
-type settings struct {
+// config is Options validated, with defaults applied.
+type config struct {
 	prefix  string
 	drift   float64
 	cleanup time.Duration
 	request time.Duration
 }
 
-func (o *Options) settings() (settings, error) {
-	s := settings{drift: backend.DefaultDriftFactor, cleanup: DefaultCleanupTimeout, request: DefaultRequestTimeout}
+func (o *Options) config() (config, error) {
+	s := config{prefix: DefaultPrefix, drift: backend.DefaultDriftFactor, cleanup: DefaultCleanupTimeout, request: DefaultRequestTimeout}
 	if o == nil {
 		return s, nil
 	}

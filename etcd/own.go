@@ -68,7 +68,7 @@ type ownWatch struct {
 func (w *ownWatch) register(l *lease, rev int64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.perLease || w.b.set.prefix == "" {
+	if w.perLease || w.b.cfg.prefix == "" {
 		w.watchAlone(l, rev)
 		return
 	}
@@ -187,7 +187,7 @@ func (w *ownWatch) start(from int64) {
 // until ctx ends.
 func (w *ownWatch) run(ctx context.Context, gen int, from int64) {
 	for ctx.Err() == nil {
-		wch := w.b.cli.Watch(ctx, w.b.set.prefix, clientv3.WithPrefix(), clientv3.WithRev(from),
+		wch := w.b.cli.Watch(ctx, w.b.cfg.prefix, clientv3.WithPrefix(), clientv3.WithRev(from),
 			clientv3.WithFilterPut(), clientv3.WithProgressNotify())
 		compacted, delivered, failed := false, false, false
 		for wr := range wch {
@@ -277,7 +277,7 @@ func (w *ownWatch) check(l *lease) {
 // if the client is closed, it closes every registered lease's Lost.
 func (w *ownWatch) resync(ctx context.Context, gen int) (int64, bool) {
 	for {
-		resp, err := w.b.cli.Get(ctx, w.b.set.prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+		resp, err := w.b.cli.Get(ctx, w.b.cfg.prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
 		if err == nil {
 			rev := resp.Header.Revision
 			have := make(map[string]int64, len(resp.Kvs))

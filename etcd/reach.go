@@ -24,14 +24,14 @@ const probeTimeout = time.Second
 // lookup, an x509 certificate error), from [Backend.noAnswer]. A ctx that
 // ends before the bound ends the request as it would without it.
 func bounded[T any](b *Backend, ctx context.Context, req func(ctx context.Context) (T, error)) (T, error) {
-	if d, ok := ctx.Deadline(); ok && time.Until(d) <= b.set.request {
+	if d, ok := ctx.Deadline(); ok && time.Until(d) <= b.cfg.request {
 		return req(ctx)
 	}
-	rctx, cancel := context.WithTimeout(ctx, b.set.request)
+	rctx, cancel := context.WithTimeout(ctx, b.cfg.request)
 	defer cancel()
 	v, err := req(rctx)
 	if err != nil && ctx.Err() == nil && rctx.Err() != nil {
-		return v, b.noAnswer(ctx, b.set.request)
+		return v, b.noAnswer(ctx, b.cfg.request)
 	}
 	return v, err
 }

@@ -21,9 +21,10 @@ func init() {
 	backendurl.Register("etcds", backendurl.OpenerFunc(openURL))
 }
 
-// openURL opens etcd:// and etcds:// URLs for package backendurl, which
-// documents the form: one client over the endpoints. Importing this package
-// registers both schemes with backendurl.DefaultMux.
+// openURL opens etcd:// and etcds:// URLs for package backendurl: one client
+// over the endpoints; the package documentation, section URLs, lists the
+// parameters. Importing this package registers both schemes with
+// backendurl.DefaultMux.
 func openURL(ctx context.Context, u *url.URL) (backend.Backend, io.Closer, error) {
 	eps, err := backendurl.Hosts(u, "2379")
 	if err != nil {
@@ -40,6 +41,7 @@ func openURL(ctx context.Context, u *url.URL) (backend.Backend, io.Closer, error
 		Prefix:         p.String("prefix"),
 		DriftFactor:    p.Float("drift_factor"),
 		CleanupTimeout: p.Duration("cleanup_timeout"),
+		RequestTimeout: p.Duration("request_timeout"),
 	}
 	dial := p.Duration("dial_timeout")
 	if dial == 0 {

@@ -1,7 +1,7 @@
 package integration_test
 
-// Regression test of issue 18: two leaders for 5 ms on etcd after a paused
-// member resumed (chaos seed 424242).
+// A paused etcd member that resumes must not let a second leader be elected
+// while the first still holds its term.
 //
 //	eval "$(../scripts/servers.sh env)"
 //	go test -race -run 'TestEtcdPausedRaftLeader' -v .

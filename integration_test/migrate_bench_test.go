@@ -42,8 +42,8 @@ func queuedOn(b *testing.B, election string) map[string]func(context.Context) bo
 		"redis": func(ctx context.Context) bool {
 			n := 0
 			for _, c := range clients {
-				subs, err := c.PubSubNumSub(ctx, redlock.DefaultKeyPrefix+election+"//released").Result()
-				if err == nil && subs[redlock.DefaultKeyPrefix+election+"//released"] > 0 {
+				subs, err := c.PubSubNumSub(ctx, redlock.DefaultPrefix+election+"//released").Result()
+				if err == nil && subs[redlock.DefaultPrefix+election+"//released"] > 0 {
 					n++
 				}
 			}
@@ -54,7 +54,7 @@ func queuedOn(b *testing.B, election string) map[string]func(context.Context) bo
 			return err == nil && resp.Count >= 2
 		},
 		"zookeeper": func(context.Context) bool {
-			kids, _, err := conn.Children(zkRoot + "/" + election)
+			kids, _, err := conn.Children(zkPrefix + "/" + election)
 			return err == nil && len(kids) >= 2
 		},
 	}
@@ -89,7 +89,7 @@ func benchStoresAt(b *testing.B, redisAddrs, endpoints, servers []string) map[st
 	return map[string]func() backend.Backend{
 		"redis": func() backend.Backend {
 			// Under load a node may miss the default 100 ms.
-			rb, err := redlock.New(clients, &redlock.Options{NodeTimeout: 500 * time.Millisecond})
+			rb, err := redlock.New(clients, &redlock.Options{RequestTimeout: 500 * time.Millisecond})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -98,7 +98,7 @@ func benchStoresAt(b *testing.B, redisAddrs, endpoints, servers []string) map[st
 		},
 		"etcd": func() backend.Backend { return etcdBackend(b, cli) },
 		"zookeeper": func() backend.Backend {
-			zb, err := zookeeper.New(servers, &zookeeper.Options{Root: zkRoot})
+			zb, err := zookeeper.New(servers, &zookeeper.Options{Prefix: zkPrefix})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -39,7 +39,7 @@ func redisSide(tb testing.TB) side {
 	return func(tb testing.TB) backend.Backend {
 		// The machine running the tests may be loaded: give each node
 		// more than the default 100 ms, still well below the TTL.
-		b, err := redlock.New(clients, &redlock.Options{NodeTimeout: 500 * time.Millisecond})
+		b, err := redlock.New(clients, &redlock.Options{RequestTimeout: 500 * time.Millisecond})
 		if err != nil {
 			tb.Fatal(err)
 		}

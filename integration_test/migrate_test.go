@@ -30,7 +30,7 @@ func etcdSide(tb testing.TB) side {
 func zkSide(tb testing.TB) side {
 	servers := testenv.ZKServers(tb)
 	return func(tb testing.TB) backend.Backend {
-		b, err := zookeeper.New(servers, &zookeeper.Options{Root: zkRoot})
+		b, err := zookeeper.New(servers, &zookeeper.Options{Prefix: zkPrefix})
 		if err != nil {
 			tb.Fatal(err)
 		}

@@ -47,7 +47,7 @@ func partStores() []partStore {
 			cs := redlockClients(tb)
 			// Dozens of campaigns at once from each member, on a loaded
 			// machine: allow each node more than the default 100 ms.
-			b, err := redlock.New(cs, &redlock.Options{NodeTimeout: 500 * time.Millisecond})
+			b, err := redlock.New(cs, &redlock.Options{RequestTimeout: 500 * time.Millisecond})
 			if err != nil {
 				tb.Fatal(err)
 			}
@@ -69,7 +69,7 @@ func partStores() []partStore {
 		}},
 		{name: "zookeeper", ttl: partTTL, make: func(tb testing.TB) (backend.Backend, func()) {
 			d := &crashDialer{}
-			b, err := zookeeper.New(testenv.ZKServers(tb), &zookeeper.Options{Root: zkRoot, Dialer: d.dial})
+			b, err := zookeeper.New(testenv.ZKServers(tb), &zookeeper.Options{Prefix: zkPrefix, Dialer: d.dial})
 			if err != nil {
 				tb.Fatal(err)
 			}

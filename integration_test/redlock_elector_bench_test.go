@@ -27,7 +27,7 @@ type redlockWin struct {
 // OnElected on wins and each event to observe (if not nil).
 func newRedlockElector(b *testing.B, clients []redis.UniversalClient, name, id string, wins chan<- redlockWin, observe func(elector.Event)) *elector.Elector {
 	b.Helper()
-	rl, err := redlock.New(clients, &redlock.Options{NoKeyPrefix: true})
+	rl, err := redlock.New(clients, &redlock.Options{NoPrefix: true})
 	if err != nil {
 		b.Fatal(err)
 	}

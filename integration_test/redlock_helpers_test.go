@@ -42,7 +42,7 @@ func redlockClientsAt(tb testing.TB, addrs []string) []redis.UniversalClient {
 // bare election names, as redsync's are, closed at the end of tb.
 func newRedlock(tb testing.TB) *redlock.Backend {
 	tb.Helper()
-	b, err := redlock.New(redlockClients(tb), &redlock.Options{NoKeyPrefix: true})
+	b, err := redlock.New(redlockClients(tb), &redlock.Options{NoPrefix: true})
 	if err != nil {
 		tb.Fatal(err)
 	}

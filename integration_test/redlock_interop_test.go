@@ -13,7 +13,7 @@ import (
 
 // TestRedlockRedsyncInterop: an elector leader and a redsync mutex on the
 // same five masters and the same key exclude each other both ways (the
-// Backend uses NoKeyPrefix, so its lock key is the bare name).
+// Backend uses NoPrefix, so its lock key is the bare name).
 func TestRedlockRedsyncInterop(t *testing.T) {
 	rl := newRedlock(t)
 	rs := newRedlockRedsync(t)

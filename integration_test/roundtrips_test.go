@@ -259,7 +259,7 @@ func TestRoundTrips(t *testing.T) {
 		mine := measureRoundTrips(t, read, func(ctx context.Context) error {
 			return backendOp(zb, zkTTL)(ctx, name)
 		})
-		lock := zk.NewLock(zkConn(t, srv, nil), zkRoot+"-zklock/"+zkName("rt"), zk.WorldACL(zk.PermAll))
+		lock := zk.NewLock(zkConn(t, srv, nil), zkPrefix+"-zklock/"+zkName("rt"), zk.WorldACL(zk.PermAll))
 		peer := measureRoundTrips(t, read, func(context.Context) error {
 			if err := lock.Lock(); err != nil {
 				return err

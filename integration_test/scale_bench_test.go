@@ -1,6 +1,6 @@
 package integration_test
 
-// The scale benchmark (issue 13): many elections held by one process on each
+// The scale benchmark: many elections held by one process on each
 // backend, as Electors and, side by side on the same servers, as the peers
 // hold them: etcd concurrency.Election on one shared Session, redsync with
 // one Extend per mutex every TTL/3, go-zookeeper zk.Lock on one connection.
@@ -90,7 +90,7 @@ func scaleCases() []scaleCase {
 		}), etcdReq},
 		{"etcd/concurrency", holdEtcdElections, etcdReq},
 		{"zookeeper/elector", holdElectors(func(tb testing.TB) backend.Backend {
-			b, err := zookeeper.New(testenv.ZKServers(tb), &zookeeper.Options{Root: zkRoot})
+			b, err := zookeeper.New(testenv.ZKServers(tb), &zookeeper.Options{Prefix: zkPrefix})
 			if err != nil {
 				tb.Fatal(err)
 			}
@@ -102,9 +102,9 @@ func scaleCases() []scaleCase {
 }
 
 // scaleRedlock returns a Redlock Backend for many elections: a pool of 256
-// connections per node and a 1 s NodeTimeout, so that a cold start of
+// connections per node and a 1 s RequestTimeout, so that a cold start of
 // thousands of campaigns at once queues for connections instead of timing
-// out (a NodeTimeout of 1 s is still far below the 15 s TTL).
+// out (a RequestTimeout of 1 s is still far below the 15 s TTL).
 func scaleRedlock(tb testing.TB) backend.Backend {
 	var cs []redis.UniversalClient
 	for _, a := range testenv.RedisAddrs(tb) {
@@ -112,7 +112,7 @@ func scaleRedlock(tb testing.TB) backend.Backend {
 		cs = append(cs, c)
 		tb.Cleanup(func() { _ = c.Close() })
 	}
-	b, err := redlock.New(cs, &redlock.Options{NoKeyPrefix: true, NodeTimeout: time.Second})
+	b, err := redlock.New(cs, &redlock.Options{NoPrefix: true, RequestTimeout: time.Second})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -247,9 +247,9 @@ func TestScale(t *testing.T) {
 // counts an answer only once a later request sent TTL/4 after it was
 // answered too, zookeeper/report.go) and the reads its Electors' renewals
 // share, once per RenewInterval on a process-wide grid (lead.go
-// trailingLease), however many elections. On main
-// before issue 13 these were 401 Redis commands, 200 keepalives and 204
-// ZooKeeper packets at 200 elections.
+// trailingLease), however many elections. One renewal request per election
+// would be some 400 Redis commands, 200 keepalives and 200 ZooKeeper
+// packets at 200 elections.
 func scaleTargets(n int) map[string]map[string]float64 {
 	return map[string]map[string]float64{
 		"redlock/elector":   {"req/node/interval": float64((n+999)/1000) + 2},

@@ -128,7 +128,7 @@ func holdZKLocks(tb testing.TB, ctx context.Context, g *scaleLedger, prefix stri
 	var wg sync.WaitGroup
 	locks := make([]*zk.Lock, g.n)
 	for i := range g.n {
-		name := fmt.Sprintf("%s-zklock/%s/%d", zkRoot, prefix, i)
+		name := fmt.Sprintf("%s-zklock/%s/%d", zkPrefix, prefix, i)
 		locks[i] = zk.NewLock(conn, name, zk.WorldACL(zk.PermAll))
 		wg.Go(func() {
 			if err := locks[i].Lock(); err != nil {

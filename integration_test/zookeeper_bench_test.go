@@ -52,7 +52,7 @@ func BenchmarkZooKeeperAcquireRelease(b *testing.B) {
 		benchAcquireRelease(b, zkCtx(b), zb, backend.Candidate{Election: zkName("acquire"), Identity: "bench", TTL: zkSessionTTL()})
 	})
 	b.Run("lib=zklock", func(b *testing.B) {
-		lock := zk.NewLock(zkConn(b, zkBenchServer(b), nil), zkRoot+"-zklock/"+zkName("acquire"), zk.WorldACL(zk.PermAll))
+		lock := zk.NewLock(zkConn(b, zkBenchServer(b), nil), zkPrefix+"-zklock/"+zkName("acquire"), zk.WorldACL(zk.PermAll))
 		ls := make(latencies, 0, b.N)
 		for b.Loop() {
 			start := time.Now()
@@ -79,7 +79,7 @@ func BenchmarkZooKeeperThroughput(b *testing.B) {
 	b.Run("lib=zklock", func(b *testing.B) {
 		conn := zkConn(b, zkBenchServer(b), nil)
 		benchThroughput(b, zkCtx(b), func() string { return zkName("tput") }, func(_ context.Context, name string) error {
-			lock := zk.NewLock(conn, zkRoot+"-zklock/"+name, zk.WorldACL(zk.PermAll))
+			lock := zk.NewLock(conn, zkPrefix+"-zklock/"+name, zk.WorldACL(zk.PermAll))
 			if err := lock.Lock(); err != nil {
 				return err
 			}
@@ -102,13 +102,13 @@ func BenchmarkZooKeeperHandoff(b *testing.B) {
 		benchHandoff(b, zkCtx(b), holder, waiter, c, func() {
 			// The waiter watches the holder's znode (the holder may
 			// watch it too, or only the election's children).
-			waitZKWatched(b, srv[0], admin, zkRoot+"/"+c.Election, 1)
+			waitZKWatched(b, srv[0], admin, zkPrefix+"/"+c.Election, 1)
 		})
 	})
 	b.Run("lib=zklock", func(b *testing.B) {
 		srv := zkBenchServer(b)
 		admin := zkConn(b, srv, nil)
-		path := zkRoot + "-zklock/" + zkName("handoff")
+		path := zkPrefix + "-zklock/" + zkName("handoff")
 		holder := zk.NewLock(zkConn(b, srv, nil), path, zk.WorldACL(zk.PermAll))
 		waiter := zk.NewLock(zkConn(b, srv, nil), path, zk.WorldACL(zk.PermAll))
 		if err := holder.Lock(); err != nil {
@@ -170,7 +170,7 @@ func BenchmarkZooKeeperFailover(b *testing.B) {
 			// The waiter watches the holder's znode; the holder, elected
 			// on the listing behind its create, watches the election's
 			// children, not its own znode.
-			waitZKWatched(b, srv[0], admin, zkRoot+"/"+c.Election, 1)
+			waitZKWatched(b, srv[0], admin, zkPrefix+"/"+c.Election, 1)
 			b.StartTimer()
 			last := d.crash()
 			l := <-got
@@ -190,7 +190,7 @@ func BenchmarkZooKeeperFailover(b *testing.B) {
 		ls := make(latencies, 0, b.N)
 		for range b.N {
 			b.StopTimer()
-			path := zkRoot + "-zklock/" + zkName("failover")
+			path := zkPrefix + "-zklock/" + zkName("failover")
 			var d crashDialer
 			holder := zk.NewLock(zkConn(b, srv, d.dial), path, zk.WorldACL(zk.PermAll))
 			if err := holder.Lock(); err != nil {

@@ -28,7 +28,7 @@ func TestZooKeeperKillLeaderServer(t *testing.T) {
 	bob := tl.elector(t, zkBackend(t, servers, nil), name, "bob")
 	runElector(t, bob)
 	admin := zkConn(t, servers, nil)
-	waitZKCandidates(t, admin, zkRoot+"/"+name, 2)
+	waitZKCandidates(t, admin, zkPrefix+"/"+name, 2)
 
 	n := zkLeaderServer(t, servers)
 	killed := time.Now()
@@ -83,7 +83,7 @@ func TestZooKeeperPartitionedLeaderStepsDown(t *testing.T) {
 	bob := tl.elector(t, zkBackend(t, servers[1:], nil), name, "bob")
 	runElector(t, bob)
 	admin := zkConn(t, servers[1:], nil)
-	dir := zkRoot + "/" + name
+	dir := zkPrefix + "/" + name
 	waitZKCandidates(t, admin, dir, 2)
 	kids, _, err := admin.Children(dir)
 	if err != nil {

@@ -42,8 +42,8 @@ func zkSessionTTL() time.Duration {
 	return zkTTL
 }
 
-// zkRoot is the root znode of the integration elections.
-const zkRoot = "/elector-it"
+// zkPrefix is the prefix znode of the integration elections.
+const zkPrefix = "/elector-it"
 
 // zkName returns an election name unique to this run.
 func zkName(prefix string) string {
@@ -55,7 +55,7 @@ func zkName(prefix string) string {
 // zkBackend returns a Backend on servers closed when tb ends.
 func zkBackend(tb testing.TB, servers []string, dial zk.Dialer) *zookeeper.Backend {
 	tb.Helper()
-	b, err := zookeeper.New(servers, &zookeeper.Options{Root: zkRoot, Dialer: dial})
+	b, err := zookeeper.New(servers, &zookeeper.Options{Prefix: zkPrefix, Dialer: dial})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -96,7 +96,7 @@ func (b trailingMark) Campaign(ctx context.Context, c backend.Candidate) (backen
 // lease's Deadline trails its proof.
 func TestMigratedZooKeeperRenewsOncePerInterval(t *testing.T) {
 	servers := testenv.ZKServers(t)
-	zb, err := zookeeper.New(servers, &zookeeper.Options{Root: "/elector-migrate-test"})
+	zb, err := zookeeper.New(servers, &zookeeper.Options{Prefix: "/elector-migrate-test"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,14 +18,14 @@ import (
 type storeOf struct {
 	kind  string          // "redis", "etcd", "zk", or the scheme of another driver
 	hosts map[string]bool // host:port, lower-case (another driver's: its host list)
-	space string          // key prefix, database or root znode
+	space string          // key prefix and database, or prefix znode
 }
 
 // The key spaces the drivers use when a URL sets none (redlock's
-// DefaultKeyPrefix, etcd's empty Prefix, zookeeper's DefaultRoot).
+// DefaultPrefix, etcd's empty Prefix, zookeeper's DefaultPrefix).
 const (
 	redisDefaultPrefix = "elector:"
-	zkDefaultRoot      = "/elector"
+	zkDefaultPrefix    = "/elector"
 )
 
 // parseInner reads the inner URL raw, named name ("old" or "new"), far
@@ -89,9 +89,9 @@ func parseInner(name, raw string) (storeOf, error) {
 	case "etcd":
 		s.space = q.Get("prefix")
 	case "zk":
-		s.space = strings.TrimSuffix(u.Path, "/")
+		s.space = q.Get("prefix")
 		if s.space == "" {
-			s.space = zkDefaultRoot
+			s.space = zkDefaultPrefix
 		}
 	}
 	return s, nil

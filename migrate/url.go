@@ -36,7 +36,7 @@ import (
 // An inner URL may not be a migrate URL itself, and old and new may not
 // name the same store: the same kind of server, a server in common (as
 // host:port, compared as written) and the same key space (redis: the
-// database and key prefix; etcd: the key prefix; zk: the root znode, each
+// database and key prefix; etcd: the key prefix; zk: the prefix znode, each
 // with the driver's default when the URL sets none). A candidate on such
 // a pair would hold the old lease and then wait for ever behind it on the
 // new side. [CheckURL] makes these checks and the rest of the form's

@@ -34,7 +34,7 @@ func TestURLRefusesOneStoreTwice(t *testing.T) {
 		{"redis default prefix spelled out", "redis://h1?prefix=elector:", "redis://h1:6379", "same store"},
 		{"redis without a prefix", "redis://h1?no_prefix", "redis://h1:6379?no_prefix=T", "same store"},
 		{"same etcd", "etcd://e1:2379,e2:2379", "etcd://e2", "same store"},
-		{"same zk root", "zk://z1:2181/", "zk://z1/elector", "same store"},
+		{"same zk prefix", "zk://z1:2181/", "zk://z1?prefix=/elector", "same store"},
 		{"nested old", murl("both", "redis://h1", "etcd://e1"), "zk://z1", "nested"},
 		{"nested new", "redis://h1", murl("new", "redis://h2", "etcd://e1"), "nested"},
 	} {
@@ -58,7 +58,7 @@ func TestURLRefusesOneStoreTwice(t *testing.T) {
 		{"redis://h1:7001/0", "redis://h1:7001/1"},
 		{"redis://h1:7001", "etcd://h1:2379"},
 		{"etcd://e1?prefix=/a/", "etcd://e1"},
-		{"zk://z1/a", "zk://z1/b"},
+		{"zk://z1?prefix=/a", "zk://z1?prefix=/b"},
 		{"redis://h1,h2,h3", "redis://h4,h5,h6"},
 	} {
 		if err := migrate.CheckURL(murl("both", tc[0], tc[1])); err != nil {

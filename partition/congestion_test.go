@@ -21,7 +21,7 @@ var errOverloaded = errors.New("no reply within the request timeout")
 // congested is a store shared by every member that serves at most capacity
 // requests (campaigns and reads) at once, each in cost; a request arriving
 // while capacity are in flight stays in flight for timeout, then fails
-// transiently — a driver's per-request timeout (Redlock's NodeTimeout)
+// transiently — a driver's per-request timeout (Redlock's RequestTimeout)
 // when the requests queue up in a loaded client and store. The failing
 // requests keep the queue full: more requests in flight, more of them
 // fail.
@@ -98,7 +98,7 @@ func (b congestedPeer) Leader(ctx context.Context, election string) (backend.Hol
 // as each member settled), most requests failed, their retries kept the
 // store overloaded, and the cold start did not end (a full-size Redlock
 // cold start took 21-24 s, most campaigns failing with "no reply within
-// NodeTimeout"). The campaign window starts them in waves it narrows as
+// RequestTimeout"). The campaign window starts them in waves it narrows as
 // campaigns fail.
 func TestColdStartCongested(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

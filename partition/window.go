@@ -15,7 +15,7 @@ const (
 // holder, they all hit the store at once. A cold start places about n/members
 // such partitions on every member at the same instant; started together,
 // their requests queued behind each other past the driver's per-request
-// timeout on a loaded machine (Redlock: "no reply within NodeTimeout" on
+// timeout on a loaded machine (Redlock: "no reply within RequestTimeout" on
 // most nodes), every failure was retried, and the retries and the cleanup
 // of the failed rounds fed the queue — a congestion collapse in which
 // renewals failed too. So the window is a congestion window

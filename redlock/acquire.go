@@ -264,7 +264,7 @@ func (b *Backend) writeBack(ctx context.Context, key, id string, token uint64, i
 // definite "held by another": those that granted it, failed or had not
 // answered. Each node's delete is sent after that node's acquire request
 // has finished, so it cannot overtake it. It runs in the background with a
-// fresh context bounded by NodeTimeout.
+// fresh context bounded by RequestTimeout.
 func (b *Backend) cleanup(key, id string, r *round[acquired]) {
 	for i, rep := range r.replies {
 		if r.skipped(i) {
@@ -276,7 +276,7 @@ func (b *Backend) cleanup(key, id string, r *round[acquired]) {
 			if rep.status() == no {
 				return
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), b.cfg.nodeTimeout)
+			ctx, cancel := context.WithTimeout(context.Background(), b.cfg.requestTimeout)
 			defer cancel()
 			cleanupScript.Run(ctx, cl, []string{key}, id)
 		})

@@ -11,16 +11,6 @@ import (
 	"github.com/leaderkit/elector/backend"
 )
 
-// counterSuffix is appended to a lock key to name the election's fencing
-// counter. No valid election name contains "//" (an empty segment), so the
-// counter of one election never collides with the lock key of another under
-// the same prefix.
-const counterSuffix = "//token"
-
-// channelSuffix is appended to a lock key to name the pub/sub channel on
-// which its releases are announced. The payload is the lease id.
-const channelSuffix = "//released"
-
 // Backend is a [backend.Backend] over N independent Redis masters, running
 // the Redlock algorithm with a quorum of N/2+1. See the package
 // documentation for the algorithm, its defaults and its safety assumptions.
@@ -80,7 +70,7 @@ var (
 // Each *redis.Client, *redis.ClusterClient and *redis.Ring must have
 // ContextTimeoutEnabled set, or New returns an error: without it go-redis
 // ignores context deadlines on socket reads, and a stalled node would hold
-// every round for the client's ReadTimeout instead of [Options.NodeTimeout].
+// every round for the client's ReadTimeout instead of [Options.RequestTimeout].
 // TLS and ACL/AUTH are configured on the clients as usual.
 //
 // Unless [Options.NoRestartDelay] is set, New adds a hook to every client
@@ -107,7 +97,7 @@ func build(clients []redis.UniversalClient, opts *Options, dials []*dialLog) (*B
 		}
 		known, enabled := contextTimeoutEnabled(c)
 		if known && !enabled {
-			return nil, fmt.Errorf("redlock: %w: clients[%d] has ContextTimeoutEnabled false; set it in the client's options so NodeTimeout bounds socket reads", backend.ErrInvalid, i)
+			return nil, fmt.Errorf("redlock: %w: clients[%d] has ContextTimeoutEnabled false; set it in the client's options so RequestTimeout bounds socket reads", backend.ErrInvalid, i)
 		}
 		ctxBound = ctxBound && known
 	}
@@ -183,11 +173,8 @@ func (b *Backend) check(election string) error {
 	return backend.ValidateElection(election)
 }
 
-// lockKey returns the lock key of an election.
-func (b *Backend) lockKey(election string) string { return b.cfg.prefix + election }
-
 // Close finishes the Backend: it releases every live lease it handed out
-// (compare-and-delete on every node, bounded by NodeTimeout, so a waiting
+// (compare-and-delete on every node, bounded by RequestTimeout, so a waiting
 // candidate elsewhere is elected at once; a node that does not answer lets
 // the key expire after its TTL), closes their Lost channels, stops the
 // release subscriptions and waits for its goroutines. Campaign and Leader

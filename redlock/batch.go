@@ -156,7 +156,7 @@ func (bt *batcher) send() {
 // last renewal is older than a sixth of their TTL, and their earlier
 // requests have finished), each locked; the caller settles and unlocks
 // them. A rider's Deadline, Renew and Release wait until its batch has
-// decided it, which NodeTimeout bounds.
+// decided it, which RequestTimeout bounds.
 func (b *Backend) riders(max int) []*lease {
 	if max <= 0 {
 		return nil
@@ -215,7 +215,7 @@ func (bt *batcher) flush(batch []*renewal, rider []*lease) {
 		rn.sent = sent
 	}
 	b := bt.b
-	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.nodeTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.requestTimeout)
 	run := counted(b, func(ctx context.Context, cl redis.UniversalClient, _ int) ([]int64, error) {
 		return renewBatchScript.Run(ctx, cl, keys, args...).Int64Slice()
 	})

@@ -63,7 +63,7 @@ func (h *scriptCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redi
 // leases it holds on distinct elections with ttl.
 func holdMany(t *testing.T, k int, ttl time.Duration) (*Backend, []*scriptCounter, []*lease) {
 	t.Helper()
-	b, n := newBackend(t, &Options{NodeTimeout: time.Second})
+	b, n := newBackend(t, &Options{RequestTimeout: time.Second})
 	counters := make([]*scriptCounter, len(n.clients))
 	for i, c := range n.clients {
 		counters[i] = newScriptCounter()
@@ -257,10 +257,10 @@ func TestRiderLost(t *testing.T) {
 		t.Fatalf("Renew: %v", err)
 	}
 	// The rider is settled once every node has answered the batch, which
-	// NodeTimeout bounds.
+	// RequestTimeout bounds.
 	select {
 	case <-gone.Lost():
-	case <-time.After(10 * b.cfg.nodeTimeout):
+	case <-time.After(10 * b.cfg.requestTimeout):
 		t.Fatal("Lost not closed after a batch found the lease on no node: a rider's loss is signalled at once")
 	}
 	if err := gone.Renew(ctx); !errors.Is(err, backend.ErrLost) {

@@ -39,7 +39,7 @@ func (h *roundCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis
 	return next
 }
 
-// TestWaitersBehindDeadHolder is issue 12's busy loop: a crashed holder's
+// TestWaitersBehindDeadHolder: no busy loop behind a crashed holder: its
 // key still sits on a quorum (nodes 1-3) while nodes 4 and 5 are free, and
 // several candidates wait. Each must sleep until the key can have expired,
 // not retry in a loop woken by its rivals' clean-ups: at most 10 acquire
@@ -91,7 +91,7 @@ func testWaitersBehindDeadHolder(t *testing.T, waiters int) {
 		n := newNodes(t, addrs)
 		counters[i] = &roundCounter{}
 		n.clients[3].(*redis.Client).AddHook(counters[i])
-		b, err := New(n.clients, &Options{NodeTimeout: testNodeTimeout})
+		b, err := New(n.clients, &Options{RequestTimeout: testRequestTimeout})
 		if err != nil {
 			t.Fatal(err)
 		}

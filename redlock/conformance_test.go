@@ -25,7 +25,7 @@ type harness struct {
 
 func (h *harness) MakeBackend(context.Context) (backend.Backend, error) {
 	n := newNodes(h.t, h.addrs)
-	b, err := New(n.clients, &Options{NodeTimeout: testNodeTimeout})
+	b, err := New(n.clients, &Options{RequestTimeout: testRequestTimeout})
 	if err != nil {
 		return nil, err
 	}
@@ -36,7 +36,7 @@ func (h *harness) MakeBackend(context.Context) (backend.Backend, error) {
 }
 
 // TTL is short enough for a quick suite, long enough that a round bounded
-// by NodeTimeout on a loaded machine and the drift allowance (12 ms) leave
+// by RequestTimeout on a loaded machine and the drift allowance (12 ms) leave
 // most of it valid.
 func (h *harness) TTL() time.Duration { return time.Second }
 

@@ -12,12 +12,48 @@
 // group, which counts as ONE node (its replication is asynchronous, so a
 // failover can lose a lock). Use 3 or 5 nodes; the quorum is N/2+1.
 //
-// # Algorithm
+// # URLs
+//
+// Importing this package registers the schemes redis and rediss (TLS) with
+// package backendurl, whose documentation states the rules every scheme
+// shares (hosts, credentials, TLS parameters, redaction):
+//
+//	redis://[user:password@]host:port[,host:port...][/db][?params]
+//
+// Each host is one independent master of the quorum (3 or 5 for fault
+// tolerance), never a replica of another; the port defaults to 6379 and the
+// path is the database number (default 0). Parameters:
+//
+//	prefix           Options.Prefix (default "elector:")
+//	no_prefix        Options.NoPrefix (bool; default false)
+//	request_timeout  Options.RequestTimeout (default 100ms)
+//	drift_factor     Options.DriftFactor (default 0.01)
+//	dial_timeout     the clients' dial timeout (default go-redis's, 5s)
+//
+// For example:
+//
+//	redis://:secret@10.0.0.1,10.0.0.2,10.0.0.3,10.0.0.4,10.0.0.5?prefix=billing:&request_timeout=50ms
+//
+// # Key layout
+//
+// The lock key of an election is [Options.Prefix] + election (by default
+// [DefaultPrefix], "elector:"), a plain string key with a PX expiry, so a
+// redsync or node-redlock lock of the same key excludes an elector leader
+// and the reverse (set [Options.NoPrefix] to make the key the bare
+// election name). Its value is "<lease id> <token> <identity>", with a
+// lease id of 16 random bytes per campaign. The counter key is lock key +
+// "//token"; it never expires, as fencing needs it to persist. Releases
+// are announced on the pub/sub channel lock key + "//released".
+//
+// # Leases
+//
+// A lease is a key on a quorum of the nodes, won, renewed and released with
+// the algorithm of the Redis documentation.
 //
 // Campaign runs rounds. A round takes the time (monotonic), then in parallel
 // runs on every node a script equivalent to SET key value NX PX ttl that,
 // when the key was free, also INCRs the election's counter and stores the
-// result in the value. Each request is bounded by [Options.NodeTimeout]. The
+// result in the value. Each request is bounded by [Options.RequestTimeout]. The
 // round wins when a quorum answered yes and the validity
 //
 //	TTL − elapsed − (TTL × DriftFactor + 2 ms)
@@ -45,7 +81,7 @@
 // A Backend bounds the acquire rounds it has in flight with a window that
 // works as TCP's congestion window: it starts at 8 rounds, grows by one
 // with each round the nodes answered in time, halves when a round fails
-// because too few nodes answered within NodeTimeout, and stays between 4
+// because too few nodes answered within RequestTimeout, and stays between 4
 // and 256. So thousands of Electors starting at once on one Backend, on a
 // host short of CPU, get elected in waves instead of timing out together,
 // retrying together, and starving the renewals of the leases already won.
@@ -83,21 +119,6 @@
 // costs about three acquire and three release requests instead of five
 // each.
 // Scripts are sent with EVALSHA, falling back to EVAL.
-//
-// Keys: the lock key is KeyPrefix+election, a plain string key with a PX
-// expiry, so a redsync or node-redlock lock of the same key excludes an
-// elector leader and the reverse (set [Options.NoKeyPrefix] to make the key
-// the bare election name). Its value is "<lease id> <token> <identity>",
-// with a lease id of 16 random bytes per campaign. The counter key is
-// lock key + "//token"; it never expires, as fencing needs it to persist.
-//
-// # Defaults
-//
-// KeyPrefix "elector:"; NodeTimeout 100 ms; DriftFactor 0.01
-// ([backend.DefaultDriftFactor], as in every driver). Rounds return as
-// soon as their outcome is decided (a quorum agrees), so a slow or stopped
-// node costs nothing while the others answer.
-//
 // # Fencing
 //
 // Redis has no native counter shared by N masters, so the token is a quorum
@@ -130,13 +151,20 @@
 //
 // # Timing
 //
+// Each request to one node is bounded by [Options.RequestTimeout] (default
+// 100 ms, [DefaultRequestTimeout]); the DriftFactor is 0.01 by default
+// ([backend.DefaultDriftFactor], as in every driver). Rounds return as soon
+// as their outcome is decided (a quorum agrees), so a slow or stopped node
+// costs nothing while the others answer.
+//
 // A lease's Deadline is the send time of the last successful acquire or
-// renew round (for a batched renewal, the batch's) plus TTL − (TTL × DriftFactor + 2 ms), on this process's
-// monotonic clock ([backend.LeaseDeadline]). The portable layer steps down before it. TTLs are rounded up to
-// whole milliseconds (the precision of PX); the shortest is [MinTTL], and
-// there is no longest. A
-// graceful hand-over takes about one round trip after the release; a crashed
-// holder is replaced about one TTL after its last renewal.
+// renew round (for a batched renewal, the batch's) plus TTL − (TTL ×
+// DriftFactor + 2 ms), on this process's monotonic clock
+// ([backend.LeaseDeadline]). The portable layer steps down before it. TTLs
+// are rounded up to whole milliseconds (the precision of PX); the shortest
+// is [MinTTL], and there is no longest. A graceful hand-over takes about
+// one round trip after the release; a crashed holder is replaced about one
+// TTL after its last renewal.
 //
 // # Errors
 //

@@ -33,9 +33,9 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{"no clients", nil, nil, "no clients"},
 		{"nil client", []redis.UniversalClient{nil}, nil, "clients[0] is nil"},
 		{"no ContextTimeoutEnabled", []redis.UniversalClient{noCTE}, nil, "ContextTimeoutEnabled"},
-		{"prefix and NoKeyPrefix", ok, &Options{KeyPrefix: "x:", NoKeyPrefix: true}, "NoKeyPrefix"},
-		{"NodeTimeout too small", ok, &Options{NodeTimeout: time.Microsecond}, "Options.NodeTimeout is 1µs; want 1ms to 10s"},
-		{"NodeTimeout negative", ok, &Options{NodeTimeout: -time.Second}, "NodeTimeout"},
+		{"prefix and NoPrefix", ok, &Options{Prefix: "x:", NoPrefix: true}, "NoPrefix"},
+		{"RequestTimeout too small", ok, &Options{RequestTimeout: time.Microsecond}, "Options.RequestTimeout is 1µs; want 1ms to 10s"},
+		{"RequestTimeout negative", ok, &Options{RequestTimeout: -time.Second}, "RequestTimeout"},
 		{"DriftFactor negative", ok, &Options{DriftFactor: -0.1}, "DriftFactor"},
 		{"DriftFactor too large", ok, &Options{DriftFactor: 0.6}, "Options.DriftFactor is 0.6; want a fraction in (0, 0.5]"},
 	} {
@@ -78,10 +78,10 @@ func TestCampaignRejectsInvalid(t *testing.T) {
 
 // TestKeysAreRedlockKeys checks the stored layout: a plain string key with
 // a PX expiry (so redsync and node-redlock locks exclude ours), named
-// exactly as the election with NoKeyPrefix, and a counter that equals the
+// exactly as the election with NoPrefix, and a counter that equals the
 // token on a quorum.
 func TestKeysAreRedlockKeys(t *testing.T) {
-	b, n := newBackend(t, &Options{NoKeyPrefix: true})
+	b, n := newBackend(t, &Options{NoPrefix: true})
 	ctx := testCtx(t)
 	e := name(t)
 	l, err := b.Campaign(ctx, backend.Candidate{Election: e, Identity: "alice w/ space", TTL: 5 * time.Second})
@@ -128,7 +128,7 @@ func TestKeysAreRedlockKeys(t *testing.T) {
 // as redsync or node-redlock would take, keeps our candidates out until it
 // expires, and Leader reports it without identity.
 func TestForeignLockExcludes(t *testing.T) {
-	b, n := newBackend(t, &Options{NoKeyPrefix: true})
+	b, n := newBackend(t, &Options{NoPrefix: true})
 	ctx := testCtx(t)
 	e := name(t)
 	for _, c := range n.clients[:3] {
@@ -161,7 +161,7 @@ func TestFencingWriteBack(t *testing.T) {
 	addrs := testenv.RedisAddrs(t)
 	n, cut := newNodes(t, addrs[:2]), newNodes(t, addrs[2:3])
 	cut.isolated.Store(true)
-	b, err := New(append(n.clients, cut.clients...), &Options{NodeTimeout: testNodeTimeout})
+	b, err := New(append(n.clients, cut.clients...), &Options{RequestTimeout: testRequestTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}

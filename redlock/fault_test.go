@@ -101,13 +101,13 @@ func TestOneNodeKilled(t *testing.T) {
 	_ = lb.Release(ctx)
 }
 
-// TestPausedNodesBounded proves that NodeTimeout bounds the socket I/O: a
+// TestPausedNodesBounded proves that RequestTimeout bounds the socket I/O: a
 // SIGSTOPped node accepts connections but never answers, and go-redis
 // would wait out its ReadTimeout (3 s) without ContextTimeoutEnabled.
 func TestPausedNodesBounded(t *testing.T) {
-	const nodeTimeout = 200 * time.Millisecond
-	const bound = nodeTimeout + 300*time.Millisecond // ReadTimeout would be 3s
-	a, _ := newBackend(t, &Options{NodeTimeout: nodeTimeout})
+	const requestTimeout = 200 * time.Millisecond
+	const bound = requestTimeout + 300*time.Millisecond // ReadTimeout would be 3s
+	a, _ := newBackend(t, &Options{RequestTimeout: requestTimeout})
 	ctx := testCtx(t)
 	e := name(t)
 	c := backend.Candidate{Election: e, Identity: "alice", TTL: 2 * time.Second}
@@ -120,7 +120,7 @@ func TestPausedNodesBounded(t *testing.T) {
 		took := time.Since(start)
 		t.Logf("%s: %v (%v)", what, took, err)
 		if took > bound {
-			t.Errorf("%s with paused nodes took %v, want at most %v (NodeTimeout %v)", what, took, bound, nodeTimeout)
+			t.Errorf("%s with paused nodes took %v, want at most %v (RequestTimeout %v)", what, took, bound, requestTimeout)
 		}
 		return err
 	}
@@ -132,7 +132,7 @@ func TestPausedNodesBounded(t *testing.T) {
 		t.Fatalf("Renew with one node paused: %v", err)
 	}
 
-	// Two more paused: no quorum answers, every round ends at NodeTimeout.
+	// Two more paused: no quorum answers, every round ends at RequestTimeout.
 	pause(t, 4)
 	pause(t, 3)
 	deadline := l.Deadline()

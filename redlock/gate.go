@@ -20,7 +20,7 @@ const (
 // window (internal/aimd). A process that starts many campaigns at once
 // (thousands of Electors, a partition assigner's cold start) sends one
 // acquireScript per node for each: on a loaded host those requests queued
-// behind each other past NodeTimeout, nearly every round failed ("0 of 5
+// behind each other past RequestTimeout, nearly every round failed ("0 of 5
 // nodes answered"), each failure was retried and cleaned up with more
 // requests, and the renewals of the leases already won queued behind them
 // until their terms ended — a congestion collapse that took 200 Electors

@@ -68,20 +68,20 @@ func (n *nodes) close() {
 	}
 }
 
-// testNodeTimeout is the NodeTimeout of test Backends unless a test sets
+// testRequestTimeout is the RequestTimeout of test Backends unless a test sets
 // one: generous, since CI runs every package's tests at once on two cores.
-const testNodeTimeout = 250 * time.Millisecond
+const testRequestTimeout = 250 * time.Millisecond
 
 // newBackend returns a Backend over fresh clients on the five test nodes,
 // closed at the end of the test.
 func newBackend(t testing.TB, opts *Options) (*Backend, *nodes) {
 	t.Helper()
 	n := newNodes(t, testenv.RedisAddrs(t))
-	o := Options{NodeTimeout: testNodeTimeout}
+	o := Options{RequestTimeout: testRequestTimeout}
 	if opts != nil {
 		o = *opts
-		if o.NodeTimeout == 0 {
-			o.NodeTimeout = testNodeTimeout
+		if o.RequestTimeout == 0 {
+			o.RequestTimeout = testRequestTimeout
 		}
 	}
 	b, err := New(n.clients, &o)

@@ -50,12 +50,12 @@ func TestLeadersOneRequestPerNode(t *testing.T) {
 		counters[i] = &readCounter{}
 		c.AddHook(counters[i])
 	}
-	b, err := New(n.clients, &Options{NodeTimeout: testNodeTimeout, NoKeyPrefix: true})
+	b, err := New(n.clients, &Options{RequestTimeout: testRequestTimeout, NoPrefix: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.Close() })
-	other, _ := newBackend(t, &Options{NoKeyPrefix: true})
+	other, _ := newBackend(t, &Options{NoPrefix: true})
 	ctx := testCtx(t)
 
 	const total = 200
@@ -134,7 +134,7 @@ func TestLeadersUnreachable(t *testing.T) {
 	addrs := testenv.RedisAddrs(t)
 	up, cut := newNodes(t, addrs[:2]), newNodes(t, addrs[2:])
 	cut.isolated.Store(true)
-	b, err := New(append(up.clients, cut.clients...), &Options{NodeTimeout: testNodeTimeout})
+	b, err := New(append(up.clients, cut.clients...), &Options{RequestTimeout: testRequestTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}

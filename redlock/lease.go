@@ -183,7 +183,7 @@ func (l *lease) restore(ctx context.Context, renew *round[answer], ttlArg string
 }
 
 // restoreOn puts the lease back on node i if its renew reply rep says the
-// key is missing there, on the node's worker, bounded by NodeTimeout, and
+// key is missing there, on the node's worker, bounded by RequestTimeout, and
 // closes restored when that is done (at once when nothing is to be done).
 func (l *lease) restoreOn(ctx context.Context, i int, rep *reply[answer], ttlArg string, restored chan struct{}) {
 	if !lostKey(rep) {
@@ -195,7 +195,7 @@ func (l *lease) restoreOn(ctx context.Context, i int, rep *reply[answer], ttlArg
 	cl := l.b.clients[i]
 	if !l.b.onNode(i, func() {
 		defer close(restored)
-		rctx, cancel := context.WithTimeout(ctx, l.b.cfg.nodeTimeout)
+		rctx, cancel := context.WithTimeout(ctx, l.b.cfg.requestTimeout)
 		defer cancel()
 		_ = restoreScript.Run(rctx, cl, keys, l.value, ttlArg, token).Err()
 	}) {
@@ -207,7 +207,7 @@ func (l *lease) restoreOn(ctx context.Context, i int, rep *reply[answer], ttlArg
 // announced on the release channel so waiting candidates retry at once. It
 // succeeds once so many nodes no longer hold the lease that no quorum can;
 // the deletions still in flight go on in the background, bounded by
-// NodeTimeout. Lost is then closed and Renew returns [backend.ErrLost].
+// RequestTimeout. Lost is then closed and Renew returns [backend.ErrLost].
 // Releasing a lease that is already gone returns nil. On failure (too few
 // nodes answered, or ctx ended: ctx.Err()) the lease is given up all the
 // same: Lost is closed, and the keys left on the nodes lapse by their PTTL.
@@ -266,7 +266,7 @@ func (l *lease) releaseRound(ctx context.Context) *round[answer] {
 // background, so its fragments do not delay other candidates.
 func (l *lease) releaseAsync() {
 	l.b.spawn(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), l.b.cfg.nodeTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), l.b.cfg.requestTimeout)
 		defer cancel()
 		l.releaseRound(ctx).collect(ctx, nil)
 	})

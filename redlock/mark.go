@@ -136,7 +136,7 @@ func (b *Backend) eachNode(ctx context.Context, f func(context.Context, redis.Un
 	var wg sync.WaitGroup
 	for i, c := range b.clients {
 		wg.Go(func() {
-			cctx, cancel := context.WithTimeout(ctx, b.cfg.nodeTimeout)
+			cctx, cancel := context.WithTimeout(ctx, b.cfg.requestTimeout)
 			defer cancel()
 			oks[i], errs[i] = f(cctx, c)
 			if errs[i] != nil {

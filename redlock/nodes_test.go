@@ -11,8 +11,8 @@ import (
 	"github.com/leaderkit/elector/backendurl"
 )
 
-// TestNewRefusesDuplicateNodes: issue 11, defect 5. With A,A,A,D,E and D,
-// E down, A alone made a "quorum" of three: a phantom leader. New refuses
+// TestNewRefusesDuplicateNodes: with A,A,A,D,E and D, E down, A alone
+// would make a "quorum" of three: a phantom leader. New refuses
 // the same client twice and two clients addressing one server.
 func TestNewRefusesDuplicateNodes(t *testing.T) {
 	client := func(network, addr string) *redis.Client {

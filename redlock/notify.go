@@ -47,10 +47,6 @@ type waiter struct {
 	entry    *waitEntry
 }
 
-// releaseChannel is the pub/sub channel on which releases of key are
-// announced. It must match releaseScript.
-func releaseChannel(key string) string { return key + channelSuffix }
-
 func newNotifier(b *Backend) *notifier {
 	return &notifier{b: b, entries: make(map[string]*waitEntry)}
 }
@@ -65,7 +61,7 @@ func (w *waiter) drain() {
 
 // register adds a waiter on key, subscribing to its channel if it is the
 // first, and waits until one node has confirmed the subscription (so a
-// release after the caller's next round is heard), at most NodeTimeout (nodes
+// release after the caller's next round is heard), at most RequestTimeout (nodes
 // may be down). It returns ctx.Err() if ctx ends first; the caller must
 // unregister the waiter in any case.
 func (n *notifier) register(ctx context.Context, key, campaign string) (*waiter, error) {
@@ -83,7 +79,7 @@ func (n *notifier) register(ctx context.Context, key, campaign string) (*waiter,
 	w.entry = e
 	n.mu.Unlock()
 
-	t := time.NewTimer(n.b.cfg.nodeTimeout)
+	t := time.NewTimer(n.b.cfg.requestTimeout)
 	defer t.Stop()
 	select {
 	case <-e.confirmed:
@@ -152,7 +148,7 @@ func (n *notifier) write(ps *redis.PubSub, q <-chan subOp) {
 		case <-n.b.done:
 			return
 		case op := <-q:
-			ctx, cancel := context.WithTimeout(context.Background(), n.b.cfg.nodeTimeout)
+			ctx, cancel := context.WithTimeout(context.Background(), n.b.cfg.requestTimeout)
 			if op.subscribe {
 				_ = ps.Subscribe(ctx, op.channel)
 			} else {

@@ -10,11 +10,11 @@ import (
 
 // Defaults applied by [New] to the zero fields of [Options].
 const (
-	// DefaultKeyPrefix is the prefix of every key and the default of
-	// [Options.KeyPrefix].
-	DefaultKeyPrefix = "elector:"
-	// DefaultNodeTimeout is the default of [Options.NodeTimeout].
-	DefaultNodeTimeout = 100 * time.Millisecond
+	// DefaultPrefix is the default of [Options.Prefix]: the prefix of
+	// every key and notification channel unless Options set another.
+	DefaultPrefix = "elector:"
+	// DefaultRequestTimeout is the default of [Options.RequestTimeout].
+	DefaultRequestTimeout = 100 * time.Millisecond
 	// MinTTL is the shortest Candidate.TTL a Backend accepts. A lease's
 	// Deadline lies TTL − (TTL × DriftFactor + 2 ms) after its round was
 	// sent, which a TTL of a few milliseconds would leave at or before the
@@ -26,45 +26,45 @@ const (
 // Options configures a [Backend]. A nil *Options, and every zero field, means
 // the documented default.
 type Options struct {
-	// KeyPrefix is put in front of every key and of the notification channel
-	// the Backend uses: the lock key of election E is KeyPrefix+E. The
-	// default, used when KeyPrefix is "" and NoKeyPrefix is false, is
-	// [DefaultKeyPrefix] ("elector:"), which keeps election keys apart from
+	// Prefix is put in front of every key and of the notification channel
+	// the Backend uses: the lock key of election E is Prefix+E. The
+	// default, used when Prefix is "" and NoPrefix is false, is
+	// [DefaultPrefix] ("elector:"), which keeps election keys apart from
 	// application keys.
 	//
 	// When a node is a Redis Cluster, put a hash tag in the prefix (for
 	// example "{elector}:") so that an election's lock and counter keys share
 	// a slot, as the scripts require.
-	KeyPrefix string
+	Prefix string
 
-	// NoKeyPrefix makes the lock key exactly the election name, so that a
+	// NoPrefix makes the lock key exactly the election name, so that a
 	// redsync or node-redlock lock of that name and this Backend exclude one
-	// another. KeyPrefix must then be "". The default is false.
+	// another. Prefix must then be "". The default is false.
 	//
 	// (A separate flag, rather than a pointer, keeps the zero Options useful
 	// and makes the empty prefix something a reader sees spelled out.)
-	NoKeyPrefix bool
+	NoPrefix bool
 
-	// NodeTimeout bounds every request to one node: the SET of an acquire,
+	// RequestTimeout bounds every request to one node: the SET of an acquire,
 	// the PEXPIRE of a renewal, the DEL of a release, the reads of Leader. A
 	// node that does not answer within it counts as failed for that round.
 	// It must be well below the TTL: the Redis docs suggest 5-50 ms for a
-	// 10 s TTL. The default is [DefaultNodeTimeout] (100 ms), which leaves
+	// 10 s TTL. The default is [DefaultRequestTimeout] (100 ms), which leaves
 	// room for GC pauses and loaded hosts; since every round ends as soon as
 	// its outcome is decided, a slow node costs this much only when the
 	// round cannot be decided without it. The allowed range is 1 ms to 10 s.
 	// It does not bound the making of the first connections: before its
 	// first round, a Backend connects to the nodes and loads its scripts
 	// there, waiting until a quorum of them is ready, at most 1 s (or
-	// NodeTimeout if longer), once.
+	// RequestTimeout if longer), once.
 	//
 	// It bounds socket reads and writes only if the client honours context
 	// deadlines: go-redis does so only with ContextTimeoutEnabled, which [New]
 	// therefore requires of every *redis.Client, *redis.ClusterClient and
 	// *redis.Ring. For other UniversalClient implementations the Backend
-	// still stops waiting after NodeTimeout, but the request may hold a
+	// still stops waiting after RequestTimeout, but the request may hold a
 	// connection until the client's own ReadTimeout.
-	NodeTimeout time.Duration
+	RequestTimeout time.Duration
 
 	// DriftFactor is the fraction of the TTL by which the Redis nodes'
 	// clocks may run ahead of this process's during one lease; it means the
@@ -113,9 +113,9 @@ const maxRestartDelay = time.Hour
 
 // config is Options with the defaults applied and checked.
 type config struct {
-	prefix      string
-	nodeTimeout time.Duration
-	drift       float64
+	prefix         string
+	requestTimeout time.Duration
+	drift          float64
 	// restartDelay is Options.RestartDelay (0: the longest TTL).
 	restartDelay   time.Duration
 	noRestartDelay bool
@@ -123,24 +123,24 @@ type config struct {
 }
 
 func (o *Options) config() (config, error) {
-	c := config{prefix: DefaultKeyPrefix, nodeTimeout: DefaultNodeTimeout, drift: backend.DefaultDriftFactor}
+	c := config{prefix: DefaultPrefix, requestTimeout: DefaultRequestTimeout, drift: backend.DefaultDriftFactor}
 	if o == nil {
 		return c, nil
 	}
 	c.logger = o.Logger
 	switch {
-	case o.NoKeyPrefix && o.KeyPrefix != "":
-		return c, fmt.Errorf("redlock: %w: Options.KeyPrefix is %q but Options.NoKeyPrefix is set; want one or the other", backend.ErrInvalid, o.KeyPrefix)
-	case o.NoKeyPrefix:
+	case o.NoPrefix && o.Prefix != "":
+		return c, fmt.Errorf("redlock: %w: Options.Prefix is %q but Options.NoPrefix is set; want one or the other", backend.ErrInvalid, o.Prefix)
+	case o.NoPrefix:
 		c.prefix = ""
-	case o.KeyPrefix != "":
-		c.prefix = o.KeyPrefix
+	case o.Prefix != "":
+		c.prefix = o.Prefix
 	}
-	if o.NodeTimeout != 0 {
-		if o.NodeTimeout < time.Millisecond || o.NodeTimeout > 10*time.Second {
-			return c, fmt.Errorf("redlock: %w: Options.NodeTimeout is %v; want 1ms to 10s (0 for the default %v)", backend.ErrInvalid, o.NodeTimeout, DefaultNodeTimeout)
+	if o.RequestTimeout != 0 {
+		if o.RequestTimeout < time.Millisecond || o.RequestTimeout > 10*time.Second {
+			return c, fmt.Errorf("redlock: %w: Options.RequestTimeout is %v; want 1ms to 10s (0 for the default %v)", backend.ErrInvalid, o.RequestTimeout, DefaultRequestTimeout)
 		}
-		c.nodeTimeout = o.NodeTimeout
+		c.requestTimeout = o.RequestTimeout
 	}
 	drift, err := backend.ValidateDriftFactor(o.DriftFactor)
 	if err != nil {

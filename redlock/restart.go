@@ -280,7 +280,7 @@ func (b *Backend) raiseCounters(key, id string, token uint64, value string, r *r
 				return
 			}
 			b.spawn(func() {
-				ctx, cancel := context.WithTimeout(context.Background(), b.cfg.nodeTimeout)
+				ctx, cancel := context.WithTimeout(context.Background(), b.cfg.requestTimeout)
 				defer cancel()
 				writeBackScript.Run(ctx, cl, keys, id, tok, value)
 			})
@@ -293,7 +293,7 @@ func (b *Backend) raiseCounters(key, id string, token uint64, value string, r *r
 func (b *Backend) checkNodes() {
 	for i, cl := range b.clients {
 		b.spawn(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), b.cfg.nodeTimeout)
+			ctx, cancel := context.WithTimeout(context.Background(), b.cfg.requestTimeout)
 			defer cancel()
 			_, _ = b.restarts.check(ctx, cl, b.restarts.nodes[i])
 		})

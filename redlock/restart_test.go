@@ -42,10 +42,9 @@ func bareQuorum(t *testing.T, a *Backend, n *nodes, e string, ttl time.Duration)
 	return la
 }
 
-// TestMinorityRestartAfterHandOver is the overlap the chaos campaign found
-// (issue 12, point 2): a holder elected on a bare quorum, right after a
-// hand-over, and two of those three nodes restarting empty before its first
-// renewal. The restarted nodes are left out of every quorum for a TTL after
+// TestMinorityRestartAfterHandOver: a holder elected on a bare quorum,
+// right after a hand-over, and two of those three nodes restarting empty
+// before its first renewal. The restarted nodes are left out of every quorum for a TTL after
 // their start, so bob waits (Campaign does not fail) while alice's lease
 // may still be held; and the counters raised after alice's win keep her
 // token on nodes 4 and 5, so that the next winner's token is higher.
@@ -54,8 +53,8 @@ func TestMinorityRestartAfterHandOver(t *testing.T) {
 	// A new connection to a restarted node costs a dial, INFO and a script
 	// load: give a loaded host time for them.
 	// Alice need not wait out the restarts of earlier tests.
-	a, n := newBackend(t, &Options{NodeTimeout: time.Second, RestartDelay: time.Millisecond})
-	b, _ := newBackend(t, &Options{NodeTimeout: time.Second})
+	a, n := newBackend(t, &Options{RequestTimeout: time.Second, RestartDelay: time.Millisecond})
+	b, _ := newBackend(t, &Options{RequestTimeout: time.Second})
 	e := name(t)
 	la := bareQuorum(t, a, n, e, ttl)
 	for i := 1; i <= 2; i++ {
@@ -82,8 +81,8 @@ func TestMinorityRestartAfterHandOver(t *testing.T) {
 // changes.
 func TestRestartDelayOff(t *testing.T) {
 	const ttl = 20 * time.Second
-	a, n := newBackend(t, &Options{NoRestartDelay: true, NodeTimeout: time.Second})
-	b, _ := newBackend(t, &Options{NoRestartDelay: true, NodeTimeout: time.Second})
+	a, n := newBackend(t, &Options{NoRestartDelay: true, RequestTimeout: time.Second})
+	b, _ := newBackend(t, &Options{NoRestartDelay: true, RequestTimeout: time.Second})
 	e := name(t)
 	la := bareQuorum(t, a, n, e, ttl)
 	for i := 1; i <= 2; i++ {

@@ -156,8 +156,8 @@ func (r *round[T]) whenDone(i int, f func()) {
 
 // startRound sends fn to every node in parallel, on the nodes' workers; fn
 // gets the node's client and index. The requests share one ctx, derived
-// from ctx with a deadline NodeTimeout away (a request ordered after
-// another loses the time it waited, which NodeTimeout bounds too). When
+// from ctx with a deadline RequestTimeout away (a request ordered after
+// another loses the time it waited, which RequestTimeout bounds too). When
 // after is not nil, the request to node i is sent only once after[i] is
 // closed, so it cannot overtake an earlier request on the node (they travel
 // on different connections). The requests go on after collect returns; a
@@ -172,7 +172,7 @@ func startRound[T verdict](ctx context.Context, b *Backend, after []<-chan struc
 func startRoundSkip[T verdict](ctx context.Context, b *Backend, after []<-chan struct{}, skip []bool, fn func(ctx context.Context, cl redis.UniversalClient, node int) (T, error)) *round[T] {
 	n := len(b.clients)
 	r := &round[T]{b: b, replies: make([]*reply[T], n), replied: make(chan int, n), after: after, skip: skip}
-	rctx, cancel := context.WithTimeout(ctx, b.cfg.nodeTimeout)
+	rctx, cancel := context.WithTimeout(ctx, b.cfg.requestTimeout)
 	var left atomic.Int32
 	left.Store(int32(n))
 	finish := func(i int, rep *reply[T]) {
@@ -275,7 +275,7 @@ func (b *Backend) onNode(i int, f func()) bool {
 // collect waits for the replies of the round until decide reports true
 // for their tally, every node has replied, or ctx ends. It returns the
 // replies that are in, by node (nil for the others), and their tally. The
-// requests end by NodeTimeout through their contexts; when some client is
+// requests end by RequestTimeout through their contexts; when some client is
 // of a type that may not honour ctx deadlines on reads, a guard timer of
 // twice that (plus 10 ms, for a starved process) stops the wait. A nil
 // decide waits for every node.
@@ -288,7 +288,7 @@ func (r *round[T]) collect(ctx context.Context, decide func(tally) bool) ([]*rep
 	}
 	var guard <-chan time.Time // nil: the requests' contexts bound the wait
 	if !r.b.ctxBound {
-		timer := time.NewTimer(2*r.b.cfg.nodeTimeout + 10*time.Millisecond)
+		timer := time.NewTimer(2*r.b.cfg.requestTimeout + 10*time.Millisecond)
 		defer timer.Stop()
 		guard = timer.C
 	}

@@ -21,7 +21,7 @@ import (
 // wrong password, or over plain redis://, the same node refuses.
 func TestURLRedisTLS(t *testing.T) {
 	addr, ca, cert, key := testenv.RedisTLS(t)
-	q := url.Values{"ca": {ca}, "cert": {cert}, "key": {key}, "node_timeout": {"1s"}}
+	q := url.Values{"ca": {ca}, "cert": {cert}, "key": {key}, "request_timeout": {"1s"}}
 	good := "rediss://:" + url.QueryEscape(testenv.RedisPassword) + "@" + addr + "?" + q.Encode()
 
 	b, closer := openURLTest(t, good)
@@ -48,12 +48,12 @@ func TestURLRedisTLS(t *testing.T) {
 		t.Errorf("Close: %v", err)
 	}
 
-	noCert := url.Values{"ca": {ca}, "node_timeout": {"1s"}}
+	noCert := url.Values{"ca": {ca}, "request_timeout": {"1s"}}
 	for _, tc := range []struct{ what, raw, want string }{
 		{"no client certificate", "rediss://:" + testenv.RedisPassword + "@" + addr + "?" + noCert.Encode(), "certificate required"},
 		{"a wrong password", "rediss://:wrong-pw@" + addr + "?" + q.Encode(), "WRONGPASS"},
 		{"no password", "rediss://" + addr + "?" + q.Encode(), "NOAUTH"},
-		{"plain redis://", "redis://:" + testenv.RedisPassword + "@" + addr + "?node_timeout=1s", ""},
+		{"plain redis://", "redis://:" + testenv.RedisPassword + "@" + addr + "?request_timeout=1s", ""},
 	} {
 		b, closer := openURLTest(t, tc.raw)
 		_, err := b.Leader(ctx, election)

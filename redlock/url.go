@@ -19,9 +19,10 @@ func init() {
 	backendurl.Register("rediss", backendurl.OpenerFunc(openURL))
 }
 
-// openURL opens redis:// and rediss:// URLs for package backendurl, which
-// documents the form: one client per host, a Redlock backend over them.
-// Importing this package registers both schemes with backendurl.DefaultMux.
+// openURL opens redis:// and rediss:// URLs for package backendurl: one
+// client per host, a Redlock backend over them; the package documentation,
+// section URLs, lists the parameters. Importing this package registers both
+// schemes with backendurl.DefaultMux.
 func openURL(_ context.Context, u *url.URL) (backend.Backend, io.Closer, error) {
 	addrs, err := backendurl.Hosts(u, "6379")
 	if err != nil {
@@ -41,10 +42,10 @@ func openURL(_ context.Context, u *url.URL) (backend.Backend, io.Closer, error) 
 		return nil, nil, err
 	}
 	opts := &Options{
-		KeyPrefix:   p.String("prefix"),
-		NoKeyPrefix: p.Bool("no_prefix"),
-		NodeTimeout: p.Duration("node_timeout"),
-		DriftFactor: p.Float("drift_factor"),
+		Prefix:         p.String("prefix"),
+		NoPrefix:       p.Bool("no_prefix"),
+		RequestTimeout: p.Duration("request_timeout"),
+		DriftFactor:    p.Float("drift_factor"),
 	}
 	dial := p.Duration("dial_timeout")
 	tlsCfg, err := p.TLS(u.Scheme == "rediss", "rediss")
@@ -66,7 +67,7 @@ func openURL(_ context.Context, u *url.URL) (backend.Backend, io.Closer, error) 
 			DB:                    db,
 			TLSConfig:             tlsCfg,
 			DialTimeout:           dial,
-			ContextTimeoutEnabled: true, // so that NodeTimeout bounds every request
+			ContextTimeoutEnabled: true, // so that RequestTimeout bounds every request
 			DisableIdentity:       true, // no CLIENT SETINFO round trip on each connection
 		})
 		dials[i] = new(dialLog)

@@ -9,7 +9,7 @@ import (
 )
 
 // warmTimeout bounds the first connection to each node, made before the
-// first round of a Backend: NodeTimeout bounds a request, not the making of
+// first round of a Backend: RequestTimeout bounds a request, not the making of
 // a connection (TCP, TLS and the HELLO handshake) and the loading of a
 // script, which on a busy host take longer than a request.
 const warmTimeout = time.Second
@@ -29,7 +29,7 @@ type warmer struct {
 // that do not answer delays nothing, and a majority the first round by
 // warmTimeout at most, once); it returns at once after that, or when ctx
 // ends. Without it, the first round of a fresh process
-// spends its NodeTimeout on connecting and loading scripts and, on a busy
+// spends its RequestTimeout on connecting and loading scripts and, on a busy
 // host, misses its quorum: a false "quorum unreachable". The nodes that
 // have not connected by then go on connecting in the background, bounded
 // by warmTimeout; a failure is left to the rounds to report.
@@ -37,7 +37,7 @@ func (b *Backend) warm(ctx context.Context) {
 	w := &b.warmer
 	w.once.Do(func() {
 		w.left, w.more = len(b.clients), make(chan struct{})
-		wctx, cancel := context.WithTimeout(context.Background(), max(warmTimeout, b.cfg.nodeTimeout))
+		wctx, cancel := context.WithTimeout(context.Background(), max(warmTimeout, b.cfg.requestTimeout))
 		var wg sync.WaitGroup
 		for _, cl := range b.clients {
 			ok := b.spawn(func() {

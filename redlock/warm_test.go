@@ -30,7 +30,7 @@ func (slowDial) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proces
 }
 
 // TestFirstRoundConnects: the first Campaign and the first Leader of a
-// fresh Backend, whose connections take longer to make than NodeTimeout
+// fresh Backend, whose connections take longer to make than RequestTimeout
 // allows a request, find their quorum: the connections are made (and the
 // scripts loaded) before the first round, bounded by warmTimeout, instead
 // of inside it, where a fresh replica on a busy host reported "quorum
@@ -44,7 +44,7 @@ func TestFirstRoundConnects(t *testing.T) {
 			clients = append(clients, c)
 			t.Cleanup(func() { _ = c.Close() })
 		}
-		b, err := New(clients, &Options{NodeTimeout: 40 * time.Millisecond})
+		b, err := New(clients, &Options{RequestTimeout: 40 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}

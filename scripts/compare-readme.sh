@@ -41,9 +41,9 @@ go build -o "$bin/elect" ./cmd/elect
 # The same URLs as the tests use: a key prefix of the test namespace, and
 # for Redis a node timeout of 1s instead of 100ms, as a loaded test machine
 # needs (shown in the command pasted above the table).
-redis="redis://$ELECTOR_REDIS_ADDRS?prefix=elect-test:&node_timeout=1s"
+redis="redis://$ELECTOR_REDIS_ADDRS?prefix=elect-test:&request_timeout=1s"
 etcd="etcd://$ELECTOR_ETCD_ENDPOINTS?prefix=/elect-test/"
-zk="zk://$ELECTOR_ZK_SERVERS/elect-test"
+zk="zk://$ELECTOR_ZK_SERVERS?prefix=/elect-test"
 # shellcheck disable=SC2086 # COMPAREFLAGS is a word list
 args=(compare --markdown ${COMPAREFLAGS:-} --backend "$redis" --backend "$etcd" --backend "$zk")
 

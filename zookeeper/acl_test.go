@@ -12,11 +12,11 @@ import (
 // With credentials and no ACL, every znode the Backend creates is
 // creator-only: the server expands the "auth" ACL to the session's digest
 // identity, so an anonymous client can neither read the election nor delete
-// the leader's znode (issue 11, defect 11: the default was world:anyone).
+// the leader's znode (world:anyone would let anyone delete it).
 func TestAuthWithoutACLIsCreatorOnly(t *testing.T) {
 	f := newFixture(t)
-	root := testRoot + "-acl-" + randomSuffix()
-	a, _ := f.backend(&Options{Root: root, Auth: []Auth{{Scheme: "digest", Secret: []byte("elector:s3cret")}}})
+	root := testPrefix + "-acl-" + randomSuffix()
+	a, _ := f.backend(&Options{Prefix: root, Auth: []Auth{{Scheme: "digest", Secret: []byte("elector:s3cret")}}})
 	l := f.acquire(a, "e", "alice")
 
 	paths := []string{root, root + "/e", l.path}

@@ -282,5 +282,5 @@ func do[T any](b *Backend, ctx context.Context, op func() (T, error), late func(
 
 // electionPath returns the znode of an election.
 func (b *Backend) electionPath(election string) string {
-	return b.cfg.root + "/" + election
+	return b.cfg.prefix + "/" + election
 }

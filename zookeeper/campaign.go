@@ -16,7 +16,7 @@ import (
 
 // Campaign joins election c.Election as a Curator LeaderLatch participant
 // would: it creates the EPHEMERAL_SEQUENTIAL znode
-// <Root>/<election>/_c_<uuid>-latch-<seq> holding c.Identity, then waits,
+// <Prefix>/<election>/_c_<uuid>-latch-<seq> holding c.Identity, then waits,
 // watching only its predecessor, until its znode is the first candidate and
 // is owned by its session. The lease's TTL is c.TTL: the candidate uses the
 // Backend's session of that TTL, made at the first Campaign with it. A TTL

@@ -131,7 +131,7 @@ func TestCurator(t *testing.T) {
 
 	t.Run("CuratorLeadsElectorWaits", func(t *testing.T) {
 		election := "interop/curator-leads-" + randomSuffix()
-		peer := startLatchPeer(t, classes, h.servers, testRoot+"/"+election, "curator-1")
+		peer := startLatchPeer(t, classes, h.servers, testPrefix+"/"+election, "curator-1")
 		b, _, err := h.newBackend(nil)
 		if err != nil {
 			t.Fatal(err)
@@ -196,7 +196,7 @@ func TestCurator(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		peer := startLatchPeer(t, classes, h.servers, testRoot+"/"+election, "curator-1")
+		peer := startLatchPeer(t, classes, h.servers, testPrefix+"/"+election, "curator-1")
 		peer.send("start")
 		peer.expect("STARTED", 5*time.Second)
 		peer.quiet("LEADER", time.Second)

@@ -18,7 +18,7 @@ func TestDebugLogsWait(t *testing.T) {
 	f := newFixture(t)
 	var out testenv.Buffer
 	a, _ := f.backend(nil)
-	b, _ := f.backend(&Options{Root: testRoot, Logger: slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	b, _ := f.backend(&Options{Prefix: testPrefix, Logger: slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	election := "debuglog-" + randomSuffix()
 	l := f.acquire(a, election, "alice")
 	ch := f.campaignAsync(b, election, "bob")
@@ -46,7 +46,7 @@ func TestDebugLogsWait(t *testing.T) {
 
 	// At level Info nothing is logged for a wait.
 	var quiet testenv.Buffer
-	c, _ := f.backend(&Options{Root: testRoot, Logger: slog.New(slog.NewTextHandler(&quiet, nil))})
+	c, _ := f.backend(&Options{Prefix: testPrefix, Logger: slog.New(slog.NewTextHandler(&quiet, nil))})
 	l = f.acquire(a, election, "alice")
 	ch = f.campaignAsync(c, election, "carol")
 	eventually(t, 10*time.Second, func() bool { return len(f.candidates(election)) == 2 }, "carol queues")

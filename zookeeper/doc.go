@@ -17,15 +17,40 @@
 // fixed when the session is made, and a lease's TTL is its session's
 // timeout, so the Backend makes one session per distinct Candidate.TTL.
 //
-// # Znode layout and compatibility
+// # URLs
+//
+// Importing this package registers the schemes zk and zks (TLS, served on
+// ZooKeeper's secureClientPort) with package backendurl, whose
+// documentation states the rules every scheme shares (hosts, credentials,
+// TLS parameters, redaction):
+//
+//	zk://[user:password@]host:port[,host:port...][?params]
+//
+// The hosts are the servers of one ensemble; the port defaults to 2181. A
+// URL has no path. Parameters:
+//
+//	prefix            Options.Prefix (default "/elector")
+//	disconnect_grace  Options.DisconnectGrace (default 0)
+//	drift_factor      Options.DriftFactor (default 0.01)
+//
+// A user and password add "digest" authentication to every session and
+// protect the znodes the Backend creates with the matching digest ACL, so
+// that only that user can read or change the election (see Security).
+// Without them the znodes are world:anyone with all permissions (Curator's
+// default): any client of the ensemble can delete the leader's znode and
+// so end its term. For example:
+//
+//	zks://billing:secret@10.0.0.1,10.0.0.2,10.0.0.3:2281?prefix=/billing&ca=/etc/elect/ca.pem&cert=/etc/elect/client.pem&key=/etc/elect/client.key
+//
+// # Znode layout
 //
 // A candidate in election E creates the EPHEMERAL_SEQUENTIAL znode
 //
-//	<Options.Root>/E/_c_<uuid>-latch-<seq>
+//	<Options.Prefix>/E/_c_<uuid>-latch-<seq>
 //
 // holding its identity (UTF-8), where <uuid> is a random 36-character
 // version-4 UUID and <seq> ZooKeeper's 10-digit sequence suffix: exactly
-// what LeaderLatch on latch path <Options.Root>/E writes with its id (see
+// what LeaderLatch on latch path <Options.Prefix>/E writes with its id (see
 // LeaderLatch.java and LockInternals.java in
 // https://github.com/apache/curator/tree/master/curator-recipes/src/main/java/org/apache/curator/framework/recipes).
 // Missing parents are
@@ -88,29 +113,6 @@
 // campaigned yet reads on a session of its own (requested timeout 10s),
 // kept until Close; a Watch stays on the session it started on.
 //
-// # Connection states
-//
-// Each session follows its own connection:
-//
-//   - Disconnected: by default every lease of the session is lost at once
-//     (Curator's standard error policy: SUSPENDED means not leader), and its
-//     znode is deleted, once the session reconnects, as soon as the holder
-//     releases the lease (it has stopped acting) or the last Deadline it
-//     was given passes, so the next candidate leads then and not while the
-//     holder may still act. With [Options.DisconnectGrace] leases ride out a disconnection
-//     for up to that long; on reconnection each checks that its znode is
-//     still there (and so still first) and owned by the session.
-//   - Expired: every lease of the old session is lost; go-zookeeper opens a
-//     new session with the same timeout at once, and later Campaigns of
-//     that TTL use it. A Campaign waiting
-//     when the session ends returns an error wrapping [backend.ErrLost].
-//   - Reconnected with the session intact: waiting Campaigns look at the
-//     children again; watches are restored by go-zookeeper.
-//
-// Close ends every session: the servers delete their ephemeral znodes at
-// once, so waiting candidates elsewhere are elected without waiting for a
-// session timeout.
-//
 // # Fencing
 //
 // The token of a term is the czxid of its candidate znode: the zxid of the
@@ -120,6 +122,13 @@
 // [Backend.Guard] returns a check operation for zk.Conn.Multi that commits
 // the multi's writes only while the term's znode exists, that is while the
 // term is current at the store.
+//
+// A Guard is stronger than the Fence of the redlock driver: it checks, at
+// the store and atomically with the writes, that the term is still
+// current, where a Fence checks only that no newer term has written to the
+// same resource. ZooKeeper can offer it because a term is one znode in the
+// same store as the guarded writes; a Redlock term lives on N independent
+// masters.
 //
 // # Timing
 //
@@ -178,53 +187,15 @@
 // successor is elected between one TTL and one TTL plus a tick after its
 // last packet.
 //
-// # Security
-//
-// Who may touch an election is decided by the ACL of its znodes, set when
-// each znode is created (the election parents and the candidates alike):
-//
-//   - Without [Options.Auth] and [Options.ACL] (and in a zk:// URL without
-//     user and password) every znode is world:anyone with all permissions,
-//     Curator's default. Any client that reaches the ensemble can then read
-//     the identities of the candidates, join the election, and delete the
-//     leader's znode, which ends the term at the store at once and elects
-//     the next candidate: the old leader learns it only through its watch,
-//     a round trip later, so only fencing ([Backend.Guard], the token)
-//     protects a resource in between. Use this only on an ensemble that
-//     untrusted clients cannot reach.
-//   - With Options.Auth and no ACL, every znode is creator-only,
-//     zk.AuthACL(zk.PermAll): the server grants all permissions to the
-//     identities the creating session authenticated as (the digest user,
-//     and over TLS the client certificate's identity when the server maps
-//     certificates to identities), and nothing to anyone else, reads
-//     included. So every participant of an election, Curator peers and
-//     monitoring tools such as `elect status` alike, must authenticate as
-//     one of those identities. A zk:// or zks:// URL with user and password
-//     adds digest authentication and the ACL zk.DigestACL(zk.PermAll, user,
-//     password): that user only.
-//   - Options.ACL set is used as given, for example
-//     append(zk.DigestACL(zk.PermAll, "svc", pw), zk.WorldACL(zk.PermRead)...)
-//     to let anyone read who leads while only "svc" may campaign.
-//
-// An election parent keeps the ACL it was created with until it is removed
-// (a container goes once it has no children), so Backends of one election
-// should share one ACL.
-//
-// Digest credentials travel in clear over a plain connection. [Options.TLS]
-// (or a zks:// URL, with ca, cert and key parameters) encrypts every
-// connection and verifies the servers' certificates. ZooKeeper serves TLS on
-// its secureClientPort with the Netty connection factory
-// (serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory,
-// ssl.keyStore.* and ssl.trustStore.*; see
-// https://zookeeper.apache.org/doc/r3.8.0/zookeeperAdmin.html#Communication+using+the+Netty+framework),
-// and by default requires a client certificate signed by a CA in its trust
-// store. With the server's x509 auth provider
-// (authProvider.x509=org.apache.zookeeper.server.auth.X509AuthenticationProvider)
-// a session over TLS is authenticated as its certificate's subject, so
-// Options{TLS: cfg, ACL: zk.AuthACL(zk.PermAll)} makes creator-only znodes
-// without a password. A plain client on the secure port is dropped by the
-// server: go-zookeeper logs EOF to [Options.Logger] and calls fail with
-// zk.ErrNoServer.
+// No option bounds a single request, unlike the RequestTimeout of the
+// redlock and etcd drivers: go-zookeeper's requests take no context and
+// cannot be withdrawn once sent. A call still returns when its ctx ends (it
+// stops waiting; a late outcome, such as a candidate's znode created after
+// all, is dealt with in the background). What bounds a request is its
+// session's connection: go-zookeeper drops a connection on which the
+// server has sent nothing, pings included, for two thirds of the session
+// timeout, and every request pending on it fails. A new session's first
+// handshake is awaited for at most 3 s (see Errors).
 //
 // # Errors
 //
@@ -316,4 +287,75 @@
 //
 // A process paused past its Deadline may still believe it leads: fence
 // writes with [Backend.Guard] or the token.
+//
+// # Connection states
+//
+// Each session follows its own connection:
+//
+//   - Disconnected: by default every lease of the session is lost at once
+//     (Curator's standard error policy: SUSPENDED means not leader), and its
+//     znode is deleted, once the session reconnects, as soon as the holder
+//     releases the lease (it has stopped acting) or the last Deadline it
+//     was given passes, so the next candidate leads then and not while the
+//     holder may still act. With [Options.DisconnectGrace] leases ride out a disconnection
+//     for up to that long; on reconnection each checks that its znode is
+//     still there (and so still first) and owned by the session.
+//   - Expired: every lease of the old session is lost; go-zookeeper opens a
+//     new session with the same timeout at once, and later Campaigns of
+//     that TTL use it. A Campaign waiting
+//     when the session ends returns an error wrapping [backend.ErrLost].
+//   - Reconnected with the session intact: waiting Campaigns look at the
+//     children again; watches are restored by go-zookeeper.
+//
+// Close ends every session: the servers delete their ephemeral znodes at
+// once, so waiting candidates elsewhere are elected without waiting for a
+// session timeout.
+//
+// # Security
+//
+// Who may touch an election is decided by the ACL of its znodes, set when
+// each znode is created (the election parents and the candidates alike):
+//
+//   - Without [Options.Auth] and [Options.ACL] (and in a zk:// URL without
+//     user and password) every znode is world:anyone with all permissions,
+//     Curator's default. Any client that reaches the ensemble can then read
+//     the identities of the candidates, join the election, and delete the
+//     leader's znode, which ends the term at the store at once and elects
+//     the next candidate: the old leader learns it only through its watch,
+//     a round trip later, so only fencing ([Backend.Guard], the token)
+//     protects a resource in between. Use this only on an ensemble that
+//     untrusted clients cannot reach.
+//   - With Options.Auth and no ACL, every znode is creator-only,
+//     zk.AuthACL(zk.PermAll): the server grants all permissions to the
+//     identities the creating session authenticated as (the digest user,
+//     and over TLS the client certificate's identity when the server maps
+//     certificates to identities), and nothing to anyone else, reads
+//     included. So every participant of an election, Curator peers and
+//     monitoring tools such as `elect status` alike, must authenticate as
+//     one of those identities. A zk:// or zks:// URL with user and password
+//     adds digest authentication and the ACL zk.DigestACL(zk.PermAll, user,
+//     password): that user only.
+//   - Options.ACL set is used as given, for example
+//     append(zk.DigestACL(zk.PermAll, "svc", pw), zk.WorldACL(zk.PermRead)...)
+//     to let anyone read who leads while only "svc" may campaign.
+//
+// An election parent keeps the ACL it was created with until it is removed
+// (a container goes once it has no children), so Backends of one election
+// should share one ACL.
+//
+// Digest credentials travel in clear over a plain connection. [Options.TLS]
+// (or a zks:// URL, with ca, cert and key parameters) encrypts every
+// connection and verifies the servers' certificates. ZooKeeper serves TLS on
+// its secureClientPort with the Netty connection factory
+// (serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory,
+// ssl.keyStore.* and ssl.trustStore.*; see
+// https://zookeeper.apache.org/doc/r3.8.0/zookeeperAdmin.html#Communication+using+the+Netty+framework),
+// and by default requires a client certificate signed by a CA in its trust
+// store. With the server's x509 auth provider
+// (authProvider.x509=org.apache.zookeeper.server.auth.X509AuthenticationProvider)
+// a session over TLS is authenticated as its certificate's subject, so
+// Options{TLS: cfg, ACL: zk.AuthACL(zk.PermAll)} makes creator-only znodes
+// without a password. A plain client on the secure port is dropped by the
+// server: go-zookeeper logs EOF to [Options.Logger] and calls fail with
+// zk.ErrNoServer.
 package zookeeper

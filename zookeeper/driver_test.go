@@ -78,7 +78,7 @@ func (f *fixture) candidates(election string) []string {
 	if _, err := f.admin.Sync("/"); err != nil {
 		f.t.Fatal(err)
 	}
-	kids, _, err := f.admin.Children(testRoot + "/" + election)
+	kids, _, err := f.admin.Children(testPrefix + "/" + election)
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
 		f.t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestGuard(t *testing.T) {
 	f := newFixture(t)
 	b, _ := f.backend(nil)
 	election := "guard-" + randomSuffix()
-	data := testRoot + "/guarded-" + randomSuffix()
+	data := testPrefix + "/guarded-" + randomSuffix()
 	if _, err := f.admin.Create(data, []byte("v0"), 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +211,7 @@ func TestDisconnectStepsDownAtOnce(t *testing.T) {
 
 func TestDisconnectGraceRidesOut(t *testing.T) {
 	f := newFixture(t)
-	a, da := f.backend(&Options{Root: testRoot, DisconnectGrace: testTTL / 2})
+	a, da := f.backend(&Options{Prefix: testPrefix, DisconnectGrace: testTTL / 2})
 	election := "grace-" + randomSuffix()
 	l := f.acquire(a, election, "alice")
 	before, _ := l.s.state()
@@ -226,7 +226,7 @@ func TestDisconnectGraceRidesOut(t *testing.T) {
 	if lost(l) {
 		t.Fatal("Lost closed, want the lease to ride out a disconnection inside DisconnectGrace")
 	}
-	if got := f.candidates(election); len(got) != 1 || testRoot+"/"+election+"/"+got[0] != l.path {
+	if got := f.candidates(election); len(got) != 1 || testPrefix+"/"+election+"/"+got[0] != l.path {
 		t.Fatalf("candidates: got %v, want only the leader's znode", got)
 	}
 	// A disconnection longer than the grace ends the lease.
@@ -304,7 +304,7 @@ func TestProtectedCreate(t *testing.T) {
 	if da.dropCreate.Load() {
 		t.Fatal("no create request went out")
 	}
-	if got := f.candidates(election); len(got) != 1 || testRoot+"/"+election+"/"+got[0] != l.path {
+	if got := f.candidates(election); len(got) != 1 || testPrefix+"/"+election+"/"+got[0] != l.path {
 		t.Fatalf("candidates: got %v, want only the adopted znode %s: protected create leaves no orphan", got, l.path)
 	}
 	if err := l.Release(f.ctx); err != nil {
@@ -336,15 +336,15 @@ func TestCanceledCampaignDeletesZnode(t *testing.T) {
 
 func TestDigestAuth(t *testing.T) {
 	f := newFixture(t)
-	root := testRoot + "-auth-" + randomSuffix()
+	root := testPrefix + "-auth-" + randomSuffix()
 	opts := &Options{
-		Root: root,
-		ACL:  zk.DigestACL(zk.PermAll, "elector", "s3cret"),
-		Auth: []Auth{{Scheme: "digest", Secret: []byte("elector:s3cret")}},
+		Prefix: root,
+		ACL:    zk.DigestACL(zk.PermAll, "elector", "s3cret"),
+		Auth:   []Auth{{Scheme: "digest", Secret: []byte("elector:s3cret")}},
 	}
 	a, _ := f.backend(opts)
 	b, _ := f.backend(opts)
-	anon, _ := f.backend(&Options{Root: root})
+	anon, _ := f.backend(&Options{Prefix: root})
 	l := f.acquire(a, "e", "alice")
 	if h, err := b.Leader(f.ctx, "e"); err != nil || h.Identity != "alice" {
 		t.Fatalf("authenticated Leader: got (%+v, %v), want alice", h, err)
@@ -423,7 +423,7 @@ func TestUnreachableEnsemble(t *testing.T) {
 
 func TestDisconnectGraceChecksZnode(t *testing.T) {
 	f := newFixture(t)
-	a, da := f.backend(&Options{Root: testRoot, DisconnectGrace: testTTL / 2})
+	a, da := f.backend(&Options{Prefix: testPrefix, DisconnectGrace: testTTL / 2})
 	election := "grace-gone-" + randomSuffix()
 	l := f.acquire(a, election, "alice")
 	da.setCut(true)

@@ -18,7 +18,7 @@ import (
 // needs the servers.)
 func ExampleNew() {
 	b, err := zookeeper.New([]string{"zk1:2181", "zk2:2181", "zk3:2181"}, &zookeeper.Options{
-		Root:      "/elector",
+		Prefix:    "/elector",
 		TickTime:  500 * time.Millisecond, // zoo.cfg: tickTime=500
 		SyncLimit: 4,                      // zoo.cfg: syncLimit=4
 	})

@@ -135,8 +135,8 @@ func TestAcquireReleaseRequests(t *testing.T) {
 // reaped, and then its empty parent), makes them again.
 func TestReapedElectionZnode(t *testing.T) {
 	f := newFixture(t)
-	root := testRoot + "-reaped-" + randomSuffix()
-	b, _ := f.backend(&Options{Root: root})
+	root := testPrefix + "-reaped-" + randomSuffix()
+	b, _ := f.backend(&Options{Prefix: root})
 	for _, gone := range [][]string{{"/e"}, {"/e", ""}} {
 		l := f.acquire(b, "e", "alice")
 		if err := l.Release(f.ctx); err != nil {

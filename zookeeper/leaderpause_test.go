@@ -70,18 +70,18 @@ func TestLeaderPauseOutlivesNoDeadline(t *testing.T) {
 		if _, err := admin.Sync("/"); err != nil {
 			t.Fatal(err)
 		}
-		kids, _, err := admin.Children(testRoot + "/" + election)
+		kids, _, err := admin.Children(testPrefix + "/" + election)
 		if err != nil && !errors.Is(err, zk.ErrNoNode) {
 			t.Fatal(err)
 		}
 		return len(kids)
 	}
-	hb, err := New(servers[holderAt:holderAt+1], &Options{Root: testRoot})
+	hb, err := New(servers[holderAt:holderAt+1], &Options{Prefix: testPrefix})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer hb.Close()
-	wb, err := New(servers[waiterAt:waiterAt+1], &Options{Root: testRoot})
+	wb, err := New(servers[waiterAt:waiterAt+1], &Options{Prefix: testPrefix})
 	if err != nil {
 		t.Fatal(err)
 	}

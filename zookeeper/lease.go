@@ -22,7 +22,7 @@ type lease struct {
 	token      uint64
 	session    int64 // the session id that owns the znode
 	lost       chan struct{}
-	watchState // of the election's watch, for Renew (see watch.go)
+	watchState // of the election's watch, for Renew (see dispatch.go)
 
 	// Guarded by s.mu.
 	epoch  uint64 // the session's disconnection epoch the znode was last known in
@@ -42,7 +42,7 @@ var (
 
 // newLease registers the lease of a candidate that found its znode path
 // first in a listing of its election that set a children watch (its
-// Campaign's intent in), in disconnection epoch epoch (see watch.go).
+// Campaign's intent in), in disconnection epoch epoch (see dispatch.go).
 func (b *Backend) newLease(s *session, c backend.Candidate, path string, token uint64, id int64, in *intent, epoch uint64) (*lease, error) {
 	i := strings.LastIndexByte(path, '/')
 	l := &lease{b: b, s: s, election: c.Election, dir: path[:i], name: path[i+1:], path: path, token: token, session: id, lost: make(chan struct{})}

@@ -15,9 +15,9 @@ import (
 
 // Defaults and limits for [Options] and [backend.Candidate].
 const (
-	// DefaultRoot is the znode under which elections live when
-	// [Options.Root] is empty.
-	DefaultRoot = "/elector"
+	// DefaultPrefix is the znode under which elections live when
+	// [Options.Prefix] is empty.
+	DefaultPrefix = "/elector"
 
 	// MinTTL is the shortest Candidate.TTL the driver asks an ensemble for:
 	// go-zookeeper bounds a connection handshake by 20/3 of the requested
@@ -44,12 +44,18 @@ const (
 
 // Options configures a [Backend]. A nil *Options means all defaults.
 type Options struct {
-	// Root is the znode under which every election lives: election "a/b"
-	// is the znode Root+"/a/b". It must be an absolute path other than "/",
-	// outside /zookeeper. Missing znodes are created as container nodes.
-	// Zero means [DefaultRoot]. A Curator LeaderLatch joins election E when
-	// its latch path is Root+"/"+E.
-	Root string
+	// Prefix is the znode under which every election lives: election "a/b"
+	// is the znode Prefix+"/a/b". It must be an absolute path other than
+	// "/", outside /zookeeper. Missing znodes are created as container
+	// nodes. The default, used when Prefix is "", is [DefaultPrefix]
+	// ("/elector"). A Curator LeaderLatch joins election E when its latch
+	// path is Prefix+"/"+E.
+	//
+	// There is no empty prefix (unlike redlock's NoPrefix): elections at
+	// the top of the tree could be named "zookeeper", the subtree the
+	// server reserves for itself, and every election would be a child of
+	// "/", whose children other applications own too.
+	Prefix string
 
 	// ACL is set on every znode the Backend creates (election parents and
 	// candidates). Nil means creator-only, zk.AuthACL(zk.PermAll), when
@@ -128,7 +134,7 @@ type Auth struct {
 
 // config is Options validated, with defaults applied.
 type config struct {
-	root   string
+	prefix string
 	acl    []zk.ACL
 	auth   []Auth
 	dialer zk.Dialer
@@ -145,7 +151,7 @@ func (o *Options) config() (config, error) {
 		o = &Options{}
 	}
 	c := config{
-		root:   o.Root,
+		prefix: o.Prefix,
 		acl:    o.ACL,
 		auth:   o.Auth,
 		dialer: o.Dialer,
@@ -155,10 +161,10 @@ func (o *Options) config() (config, error) {
 		tick:      o.TickTime,
 		syncLimit: o.SyncLimit,
 	}
-	if c.root == "" {
-		c.root = DefaultRoot
+	if c.prefix == "" {
+		c.prefix = DefaultPrefix
 	}
-	if err := validateRoot(c.root); err != nil {
+	if err := validatePrefix(c.prefix); err != nil {
 		return c, err
 	}
 	if c.grace < 0 {

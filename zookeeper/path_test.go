@@ -30,12 +30,12 @@ func TestValidateElection(t *testing.T) {
 
 func TestOptionsValidation(t *testing.T) {
 	bad := []Options{
-		{Root: "elector"},
-		{Root: "/"},
-		{Root: "/a/"},
-		{Root: "/zookeeper"},
-		{Root: "/zookeeper/x"},
-		{Root: "/a//b"},
+		{Prefix: "elector"},
+		{Prefix: "/"},
+		{Prefix: "/a/"},
+		{Prefix: "/zookeeper"},
+		{Prefix: "/zookeeper/x"},
+		{Prefix: "/a//b"},
 		{DisconnectGrace: -time.Second},
 		{DriftFactor: -0.1},
 		{DriftFactor: 0.6},
@@ -53,7 +53,7 @@ func TestOptionsValidation(t *testing.T) {
 		t.Errorf("New(nil servers): got %v, want an error wrapping ErrInvalid", err)
 	}
 	cfg, err := (*Options)(nil).config()
-	if err != nil || cfg.root != DefaultRoot || cfg.drift != backend.DefaultDriftFactor || cfg.grace != 0 || len(cfg.acl) != 1 {
+	if err != nil || cfg.prefix != DefaultPrefix || cfg.drift != backend.DefaultDriftFactor || cfg.grace != 0 || len(cfg.acl) != 1 {
 		t.Errorf("nil Options: got (%+v, %v), want the documented defaults", cfg, err)
 	}
 }

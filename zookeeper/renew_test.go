@@ -43,7 +43,7 @@ func TestRenewSharesSession(t *testing.T) {
 	// Renew begins, and the one that Renew then waits for (a Renew that
 	// the scheduler delays past the second one's send costs a third).
 	// Between rounds the quiet session sends a read of its own every
-	// TTL/probeDivisor (watch.go), however many leases it holds. Each
+	// TTL/probeDivisor (dispatch.go), however many leases it holds. Each
 	// lease reading its own znode would cost n per round.
 	got := d.exists.Load() - before
 	want := int64(3*rounds) + int64(time.Since(began)/(testTTL/probeDivisor)) + 1

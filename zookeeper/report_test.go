@@ -111,7 +111,7 @@ func TestDeadlineSurvivesUnreportedAnswer(t *testing.T) {
 	defer admin.Close()
 
 	pings := make(chan time.Time, 16)
-	b, err := New(servers[follower:follower+1], &Options{Root: testRoot,
+	b, err := New(servers[follower:follower+1], &Options{Prefix: testPrefix,
 		Dialer: func(network, addr string, timeout time.Duration) (net.Conn, error) {
 			c, err := net.DialTimeout(network, addr, timeout)
 			if err != nil {

@@ -17,7 +17,7 @@ import (
 // connected, how often it was disconnected, and the DisconnectGrace timer.
 // Campaigns read its [state] and wait on the channel that [session.state]
 // returns, which is closed at every change; its held leases are followed by
-// its one dispatcher goroutine (see watch.go).
+// its one dispatcher goroutine (see dispatch.go).
 //
 // go-zookeeper re-establishes the session after a connection loss, and opens
 // a new one with the same requested timeout after an expiry; the session
@@ -49,8 +49,8 @@ type session struct {
 	containers map[string]*awaited  // create-container requests awaited, by path
 	zxids      map[string]int64     // protection uuid → czxid of its create, 0 until known
 	probing    *probe               // the renewal request in flight, if any (see fresh)
-	leases     map[string]*lease    // by election znode, for the events of their watches (watch.go)
-	intents    map[string][]*intent // of Campaigns, by election znode (watch.go)
+	leases     map[string]*lease    // by election znode, for the events of their watches (dispatch.go)
+	intents    map[string][]*intent // of Campaigns, by election znode (dispatch.go)
 	queue      []*lease             // leases to check, for dispatch
 	kick       chan struct{}        // wakes dispatch when queue grows
 	reports    reports              // answers not yet known to the ensemble leader; the Deadline's basis

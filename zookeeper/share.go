@@ -8,7 +8,7 @@ import (
 // Renewals shared by the leases of one session. A lease's Renew has two
 // things to prove: that the session is alive, and that the lease's znode is
 // still there. The second is proved by the children watch that every lease
-// keeps on its election's znode (see watch.go): go-zookeeper hands each
+// keeps on its election's znode (see dispatch.go): go-zookeeper hands each
 // watch event to the session's event callback on its receive loop, before
 // the reply to any later request, so once a request sent after a Renew
 // began is answered, every event that the servers sent before answering it

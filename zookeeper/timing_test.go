@@ -71,7 +71,7 @@ func TestTimingFromConf(t *testing.T) {
 // naming the numbers, the assumption and the ways out; that a TTL of
 // MinSafeTTL is accepted; and that the refused TTL's session is closed.
 func TestStockEnsembleRefusesShortTTLs(t *testing.T) {
-	b, err := New(testenv.ZKStockServers(t), &Options{Root: testRoot})
+	b, err := New(testenv.ZKStockServers(t), &Options{Prefix: testPrefix})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,11 +47,11 @@ func tlsConfig(t *testing.T, withCert bool) *tls.Config {
 // A zks:// URL reaches a ZooKeeper server that accepts TLS only (Netty's
 // secureClientPort, client certificates required): a campaign through it
 // wins, and a Backend made with Options.TLS sees the leader and queues
-// behind it (issue 11, defect 11).
+// behind it.
 func TestURLZKTLS(t *testing.T) {
 	addr, ca, cert, key := testenv.ZKTLS(t)
-	root := testRoot + "-tls-" + randomSuffix()
-	raw := "zks://" + addr + root + "?" + url.Values{"ca": {ca}, "cert": {cert}, "key": {key}}.Encode()
+	root := testPrefix + "-tls-" + randomSuffix()
+	raw := "zks://" + addr + "?" + url.Values{"prefix": {root}, "ca": {ca}, "cert": {cert}, "key": {key}}.Encode()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	a, closer, err := backendurl.Open(ctx, raw)
@@ -59,7 +59,7 @@ func TestURLZKTLS(t *testing.T) {
 		t.Fatalf("backendurl.Open(%q): %v", raw, err)
 	}
 	defer closeOrFail(t, closer)
-	b, err := New([]string{addr}, &Options{Root: root, TLS: tlsConfig(t, true)})
+	b, err := New([]string{addr}, &Options{Prefix: root, TLS: tlsConfig(t, true)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func TestZKTLSCertificateACL(t *testing.T) {
 	addr, _, _, _ := testenv.ZKTLS(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	b, err := New([]string{addr}, &Options{Root: testRoot + "-tlsacl-" + randomSuffix(), TLS: tlsConfig(t, true),
+	b, err := New([]string{addr}, &Options{Prefix: testPrefix + "-tlsacl-" + randomSuffix(), TLS: tlsConfig(t, true),
 		ACL: zk.AuthACL(zk.PermAll)})
 	if err != nil {
 		t.Fatal(err)
@@ -128,9 +128,9 @@ func TestZKTLSCertificateACL(t *testing.T) {
 func TestZKTLSRefusals(t *testing.T) {
 	addr, ca, _, _ := testenv.ZKTLS(t)
 	for _, tc := range []struct{ what, raw, want string }{
-		{"plain zk://", "zk://" + addr + "/x", "EOF"},
-		{"no client certificate", "zks://" + addr + "/x?ca=" + url.QueryEscape(ca), "remote error: tls"},
-		{"zks:// without ca", "zks://" + addr + "/x", "x509: certificate signed by unknown authority"},
+		{"plain zk://", "zk://" + addr + "?prefix=/x", "EOF"},
+		{"no client certificate", "zks://" + addr + "?prefix=/x&ca=" + url.QueryEscape(ca), "remote error: tls"},
+		{"zks:// without ca", "zks://" + addr + "?prefix=/x", "x509: certificate signed by unknown authority"},
 	} {
 		t.Run(tc.what, func(t *testing.T) {
 			rec := &slogRecorder{}

@@ -94,9 +94,9 @@ func TestTTLsGetTheirOwnSessions(t *testing.T) {
 func TestTTLOutsideRangeRefused(t *testing.T) {
 	f := newFixture(t)
 	b, _ := f.backend(nil)
-	graced, _ := f.backend(&Options{Root: testRoot, DisconnectGrace: time.Second})
+	graced, _ := f.backend(&Options{Prefix: testPrefix, DisconnectGrace: time.Second})
 	// A timing that allows 500ms, to reach the ensemble's own refusal.
-	fast, _ := f.backend(&Options{Root: testRoot, TickTime: 10 * time.Millisecond, SyncLimit: 1})
+	fast, _ := f.backend(&Options{Prefix: testPrefix, TickTime: 10 * time.Millisecond, SyncLimit: 1})
 	for _, tc := range []struct {
 		b    *Backend
 		ttl  time.Duration

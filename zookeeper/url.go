@@ -16,12 +16,15 @@ func init() {
 	backendurl.Register("zks", backendurl.OpenerFunc(openURL))
 }
 
-// openURL opens zk:// and zks:// (TLS) URLs for package backendurl, which
-// documents the form; the path is the root znode. Importing this package
-// registers both schemes with backendurl.DefaultMux.
+// openURL opens zk:// and zks:// (TLS) URLs for package backendurl; the
+// package documentation, section URLs, lists the parameters. Importing this
+// package registers both schemes with backendurl.DefaultMux.
 func openURL(_ context.Context, u *url.URL) (backend.Backend, io.Closer, error) {
 	servers, err := backendurl.Hosts(u, "2181")
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := backendurl.NoPath(u, "set the prefix znode with ?prefix=/elector"); err != nil {
 		return nil, nil, err
 	}
 	p, err := backendurl.NewParams(u)
@@ -29,6 +32,7 @@ func openURL(_ context.Context, u *url.URL) (backend.Backend, io.Closer, error) 
 		return nil, nil, err
 	}
 	opts := &Options{
+		Prefix:          p.String("prefix"),
 		DriftFactor:     p.Float("drift_factor"),
 		DisconnectGrace: p.Duration("disconnect_grace"),
 	}
@@ -37,9 +41,6 @@ func openURL(_ context.Context, u *url.URL) (backend.Backend, io.Closer, error) 
 	}
 	if err := p.Finish(); err != nil {
 		return nil, nil, err
-	}
-	if u.Path != "/" {
-		opts.Root = u.Path // "" means the default root
 	}
 	if u.User != nil {
 		user := u.User.Username()

@@ -61,7 +61,7 @@ func compareArgs(t *testing.T) []string {
 	for _, name := range backends {
 		u := backendURL(t, name, nil)
 		if name == "redis" {
-			u += "&node_timeout=1s"
+			u += "&request_timeout=1s"
 		}
 		args = append(args, "--backend="+u)
 	}

@@ -11,8 +11,8 @@ import (
 // TestErrorsShowNoPassword: whatever the subcommand, a backend URL whose
 // password holds an unencoded '?' (or is nested, percent-encoded, in a
 // migrate URL) is refused as a usage error that shows no byte of the
-// password. Before the fix the two characters before the '?' were read as
-// a port and printed: port "k9" is not a number.
+// password — not even the two characters before the '?', which a parser
+// reading them as a port would print (port "k9" is not a number).
 func TestErrorsShowNoPassword(t *testing.T) {
 	const password = "k9?secret"
 	bad := "redis://admin:" + password + "@127.0.0.1:7706"

@@ -18,10 +18,12 @@
 //
 // Every flag has an environment variable: --backend is ELECT_BACKEND,
 // --metrics-addr is ELECT_METRICS_ADDR, and so on; a flag given on the
-// command line wins. The backend is a URL (see package
-// github.com/leaderkit/elector/backendurl):
+// command line wins. The backend is a URL: package
+// github.com/leaderkit/elector/backendurl states the rules every scheme
+// shares, and the section URLs of each driver package (redlock, etcd,
+// zookeeper) lists its parameters:
 //
-//	redis://h1:6379,h2:6379,h3:6379   etcd://h1:2379,h2:2379   zk://h1:2181,h2:2181/root
+//	redis://h1:6379,h2:6379,h3:6379   etcd://h1:2379,h2:2379   zk://h1:2181,h2:2181
 //
 // # elect run
 //

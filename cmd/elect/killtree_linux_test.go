@@ -210,7 +210,7 @@ func describe(pids []int) string {
 // TestKill9KillsTheWholeTree: when elect dies of SIGKILL, every process of
 // the command's tree dies within 100 ms, even a grandchild that ignores
 // SIGTERM and one that called setsid. Otherwise they run on while the next
-// leader, elected one TTL later, starts its own copy (issue 11, defect 1).
+// leader, elected one TTL later, starts its own copy.
 // The 100 ms count from elect's death as its parent sees it: on a busy
 // machine the kernel may take longer than that to tear elect down after
 // the signal, and nothing can act before it has.

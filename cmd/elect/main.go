@@ -58,13 +58,14 @@ Usage:
 Every flag can also be set by an environment variable: --backend by
 ELECT_BACKEND, --metrics-addr by ELECT_METRICS_ADDR, and so on. Flags win.
 
-Backend URLs:
-  redis://[user:pass@]h1:6379,h2:6379,h3:6379[/db][?prefix=..&node_timeout=50ms]
-  rediss://...  (TLS: ?ca=FILE&cert=FILE&key=FILE&server_name=..)
-  etcd://[user:pass@]h1:2379,h2:2379[?prefix=..]   etcds://... (TLS)
-  zk://[user:pass@]h1:2181,h2:2181[/root][?disconnect_grace=1s]   zks://... (TLS)
+Backend URLs (rediss, etcds and zks are the same over TLS):
+  redis://[user:pass@]h1:6379,h2:6379,h3:6379[/db][?prefix=..&request_timeout=50ms]
+  etcd://[user:pass@]h1:2379,h2:2379[?prefix=..&request_timeout=3s]
+  zk://[user:pass@]h1:2181,h2:2181[?prefix=/elector&disconnect_grace=1s]
   migrate+PHASE://?old=URL&new=URL  (each URL percent-encoded; PHASE old,
       both, new or done: 'elect migrate url' prints it; see 'elect help migrate')
+  Every parameter: section URLs of 'go doc github.com/leaderkit/elector/redlock'
+  (and of .../etcd, .../zookeeper).
 
 Exit codes:
   0    success; with --once, also when another replica ran the command;

@@ -67,7 +67,7 @@ func TestMigrateURLChecks(t *testing.T) {
 // machine: elect status reads the nodes with the URL's timeout, and the
 // default 100 ms is short when every test of the repository shares two
 // cores.
-func slowRedis(t *testing.T) string { return backendURL(t, "redis", nil) + "&node_timeout=500ms" }
+func slowRedis(t *testing.T) string { return backendURL(t, "redis", nil) + "&request_timeout=500ms" }
 
 // openBackend opens raw with the drivers elect registers, closed with t.
 func openBackend(t *testing.T, raw string) backend.Backend {
@@ -130,7 +130,7 @@ func TestMigrateCleanupRefusesUnmigrated(t *testing.T) {
 // unreachable exits 3, as the help says for a backend that cannot be
 // reached, and names the store.
 func TestMigrateStatusUnreachable(t *testing.T) {
-	u := phaseURL("both", "redis://127.0.0.1:1?node_timeout=200ms", backendURL(t, "etcd", nil))
+	u := phaseURL("both", "redis://127.0.0.1:1?request_timeout=200ms", backendURL(t, "etcd", nil))
 	code, out := runElect(t, nil, "status", "--timeout=5s", "--backend="+u, "--election="+election(t))
 	if code != exitBackend || !strings.Contains(out, "old store") {
 		t.Errorf("status with the old store unreachable: got exit %d and\n%s\nwant exit %d naming the old store", code, out, exitBackend)

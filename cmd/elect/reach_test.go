@@ -44,9 +44,8 @@ func healthz(addr string) (int, string) {
 // TestUnreachableBackendIsLoud: elect run and elect watch against a backend
 // that refuses connections warn within 5 s naming the cause, and run's
 // /healthz turns 503
-// once campaigning has failed for longer than the TTL (issue 11, defect
-// 2). Before, against etcd, it stayed silent and healthy for as long as it
-// ran.
+// once campaigning has failed for longer than the TTL, on every backend
+// (a silent, healthy-looking elect that never campaigns hides an outage).
 func TestUnreachableBackendIsLoud(t *testing.T) {
 	for _, url := range []string{"etcd://127.0.0.1:1", "zk://127.0.0.1:1"} {
 		t.Run(strings.Split(url, ":")[0], func(t *testing.T) {
@@ -91,7 +90,7 @@ func TestUnreachableBackendIsLoud(t *testing.T) {
 
 // TestDownAtStartIsNotUsage: a backend merely down at start is retried by
 // run, and reported by status with exit 3, never a usage error (exit 2);
-// a URL that can never work still is one (issue 11, defect 6).
+// a URL that can never work still is one.
 func TestDownAtStartIsNotUsage(t *testing.T) {
 	down := []string{
 		"etcd://root:secret@127.0.0.1:1",   // client authenticates at open: was exit 2 after 5 s

@@ -36,7 +36,7 @@ func backendURL(t *testing.T, name string, via func(addr string) string) string 
 	case "etcd":
 		return "etcd://" + list(testenv.EtcdEndpoints(t)) + "?prefix=/elect-test/"
 	case "zk":
-		return "zk://" + list(testenv.ZKServers(t)) + "/elect-test"
+		return "zk://" + list(testenv.ZKServers(t)) + "?prefix=/elect-test"
 	}
 	t.Fatalf("no backend %q", name)
 	return ""

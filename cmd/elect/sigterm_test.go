@@ -89,10 +89,9 @@ func termsMain(dir string) int {
 // COMMAND's tree gets exactly one SIGTERM, the members of COMMAND's
 // process group and a process that left it alike, and a command that
 // takes a second SIGTERM as "force quit" stops cleanly within --grace.
-// Before the fix the watchdog signalled the group, then every descendant
-// again, members included: a member that had taken the first SIGTERM in
-// between counted two. Whether it had depends on scheduling; with a dozen
-// members, most stops show it.
+// Signalling the group and then every descendant would signal a member
+// twice whenever it had taken the first SIGTERM in between, which depends
+// on scheduling; with a dozen members, most stops would show it.
 func TestStopSendsOneSIGTERMPerProcess(t *testing.T) {
 	dir := t.TempDir()
 	marker := fmt.Sprintf("ELECTTEST_TREE=%s-%d", t.Name(), time.Now().UnixNano())

@@ -28,14 +28,17 @@ var userNames = map[string]string{
 	"compare.Members":          "--members",
 	"compare.RebalanceTrials":  "--rebalance-trials",
 
-	"redlock.KeyPrefix":         "query parameter prefix",
-	"redlock.NodeTimeout":       "query parameter node_timeout",
+	"redlock.Prefix":            "query parameter prefix",
+	"redlock.NoPrefix":          "query parameter no_prefix",
+	"redlock.RequestTimeout":    "query parameter request_timeout",
 	"redlock.DriftFactor":       "query parameter drift_factor",
 	"etcd.DriftFactor":          "query parameter drift_factor",
+	"etcd.Prefix":               "query parameter prefix",
 	"etcd.CleanupTimeout":       "query parameter cleanup_timeout",
+	"etcd.RequestTimeout":       "query parameter request_timeout",
 	"zookeeper.DriftFactor":     "query parameter drift_factor",
 	"zookeeper.DisconnectGrace": "query parameter disconnect_grace",
-	"zookeeper.Root":            "the zk URL's path",
+	"zookeeper.Prefix":          "query parameter prefix",
 	"migrate.Epoch":             "query parameter epoch",
 	"migrate.RenewInterval":     "query parameter renew_interval",
 	"migrate.NewName":           "query parameter new_name",
@@ -56,8 +59,8 @@ var (
 
 // forUser rewrites an error message of elect so that it names what the
 // user sets instead of the library's Go names: "--ttl 50ms" for
-// "Options.TTL is 50ms", "query parameter node_timeout is 20s" for
-// "Options.NodeTimeout is 20s", "--bogus" for the flag package's "-bogus".
+// "Options.TTL is 50ms", "query parameter request_timeout is 20s" for
+// "Options.RequestTimeout is 20s", "--bogus" for the flag package's "-bogus".
 func forUser(msg string) string {
 	msg = optionField.ReplaceAllStringFunc(msg, func(m string) string {
 		s := optionField.FindStringSubmatch(m)

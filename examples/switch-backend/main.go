@@ -5,7 +5,7 @@
 //
 //	cd examples && go run ./switch-backend     # mem:// (in-process)
 //	go run ./switch-backend redis://127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003 \
-//	    etcd://127.0.0.1:23791 zk://127.0.0.1:21811/elector
+//	    etcd://127.0.0.1:23791 zk://127.0.0.1:21811?prefix=/elector
 //
 // (the addresses of the test servers scripts/servers.sh starts). Each driver
 // registers its own schemes when imported; the program also registers a

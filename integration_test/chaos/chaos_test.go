@@ -48,7 +48,7 @@ const zkStockWindow = 10 * time.Second
 // partitionTTL is the lease TTL of a partition campaign: five members
 // renewing 64 partitions each through toxiproxy need more than chaosTTL on
 // a 2-core host shared with other work (at 1 s and a load average of 10,
-// Redlock campaigns missed their 100 ms NodeTimeout on every node).
+// Redlock campaigns missed their 100 ms RequestTimeout on every node).
 const partitionTTL = 2 * time.Second
 
 // ttlOf returns the TTL of campaign name.

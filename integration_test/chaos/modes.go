@@ -49,19 +49,20 @@ type migration struct {
 func (c *campaign) args(name, election string, addrs []string) []string {
 	cfg := c.cfg
 	ttl := cfg.TTL
+	// Leaders resign after ¼ to 1 TTL and members leave and join every 5-15
+	// TTL, counted in TTLs of at most 2 s: a graceful end hands over at once
+	// whatever the TTL, so a long TTL (ZooKeeper's stock timing) keeps the
+	// hand-overs of the others.
+	churn := min(ttl, 2*time.Second)
 	a := []string{"-proc", name, "-fence", c.fence.URL(), "-ttl", ttl.String(),
-		"-term-min", (ttl / 4).String(), "-term-max", ttl.String()}
+		"-term-min", (churn / 4).String(), "-term-max", churn.String()}
 	switch cfg.Mode {
 	case ModePartitions:
-		// Members leave and join every 5-15 TTL, counted in TTLs of at most
-		// 2 s: a graceful leave hands over at once whatever the TTL, so a
-		// long TTL (ZooKeeper's stock timing) keeps the churn of the others.
-		churn := min(ttl, 2*time.Second)
 		return append(a, "-driver", cfg.Driver, "-addrs", strings.Join(addrs, ","), "-election", election,
 			"-partitions", fmt.Sprint(cfg.Partitions), "-write-every", (ttl / 4).String(),
 			"-member-min", (5 * churn).String(), "-member-max", (15 * churn).String(),
 			// Up to 256 campaigns in flight per member start at once.
-			"-node-timeout", "300ms")
+			"-request-timeout", "300ms")
 	case ModeMigrate:
 		var slot int
 		_, _ = fmt.Sscanf(name, "s%d", &slot)
@@ -81,9 +82,9 @@ func storeURL(driver string, addrs []string) string {
 	hosts := strings.Join(addrs, ",")
 	switch driver {
 	case "redlock":
-		// A 300 ms NodeTimeout, as in the partition mode: five
+		// A 300 ms RequestTimeout, as in the partition mode: five
 		// processes, two stores and toxiproxy on a shared 2-core host.
-		return "redis://" + hosts + "?dial_timeout=200ms&node_timeout=300ms"
+		return "redis://" + hosts + "?dial_timeout=200ms&request_timeout=300ms"
 	case "etcd":
 		return "etcd://" + hosts + "?prefix=" + url.QueryEscape("/elector-chaos/")
 	}

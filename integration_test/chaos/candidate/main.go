@@ -87,7 +87,7 @@ type config struct {
 	driver, url, election, proc, fence, key string
 	addrs                                   []string
 	ttl, writeEvery, termMin, termMax       time.Duration
-	nodeTimeout                             time.Duration
+	requestTimeout                          time.Duration
 	partitions                              int
 	memberMin, memberMax                    time.Duration
 	cleanup                                 bool
@@ -107,7 +107,7 @@ func main() {
 	flag.DurationVar(&cfg.writeEvery, "write-every", 20*time.Millisecond, "interval between fenced writes while leading")
 	flag.DurationVar(&cfg.termMin, "term-min", 300*time.Millisecond, "shortest voluntary term")
 	flag.DurationVar(&cfg.termMax, "term-max", 2*time.Second, "longest voluntary term")
-	flag.DurationVar(&cfg.nodeTimeout, "node-timeout", 0, "redlock: Options.NodeTimeout (0: the default)")
+	flag.DurationVar(&cfg.requestTimeout, "request-timeout", 0, "redlock: Options.RequestTimeout (0: the default)")
 	flag.IntVar(&cfg.partitions, "partitions", 0, "partition mode: share this many partitions of group -election with the other candidates")
 	flag.DurationVar(&cfg.memberMin, "member-min", 5*time.Second, "partition mode: shortest membership before a graceful leave")
 	flag.DurationVar(&cfg.memberMax, "member-max", 15*time.Second, "partition mode: longest membership before a graceful leave")
@@ -122,18 +122,18 @@ func main() {
 	}
 }
 
-func open(driver string, addrs []string, nodeTimeout time.Duration) (backend.Backend, func(), error) {
+func open(driver string, addrs []string, requestTimeout time.Duration) (backend.Backend, func(), error) {
 	switch driver {
 	case "redlock":
 		var clients []redis.UniversalClient
-		io := max(200*time.Millisecond, nodeTimeout)
+		io := max(200*time.Millisecond, requestTimeout)
 		for _, a := range addrs {
 			clients = append(clients, redis.NewClient(&redis.Options{
 				Addr: a, DialTimeout: 200 * time.Millisecond, ReadTimeout: io,
 				WriteTimeout: io, MaxRetries: -1, ContextTimeoutEnabled: true,
 			}))
 		}
-		b, err := redlock.New(clients, &redlock.Options{NodeTimeout: nodeTimeout, Logger: logger()})
+		b, err := redlock.New(clients, &redlock.Options{RequestTimeout: requestTimeout, Logger: logger()})
 		closeAll := func() {
 			for _, c := range clients {
 				_ = c.Close()
@@ -180,7 +180,7 @@ func run(cfg config) error {
 		b, c, err = backendurl.Open(ctx, cfg.url)
 		closeB = func() { _ = c.Close() }
 	} else {
-		b, closeB, err = open(cfg.driver, cfg.addrs, cfg.nodeTimeout)
+		b, closeB, err = open(cfg.driver, cfg.addrs, cfg.requestTimeout)
 	}
 	if err != nil {
 		return err

@@ -64,6 +64,10 @@ var rules = []rule{
 		return err == nil && h < 24 && m < 60
 	}},
 	{"run letter", regexp.MustCompile(`\b[Rr]uns? [A-Z]\b(?:, [A-Z]\b)*(?:,? and [A-Z]\b)?`), nil},
+	// This project's own issues and how a defect was found are history:
+	// another project's issue is cited by its address (owner/repo#N).
+	{"issue number", regexp.MustCompile(`\b[Ii]ssues? #?\d+\b`), nil},
+	{"fix narration", regexp.MustCompile(`\b[Bb]efore (?:the|this) fix\b|\bthe fix (?:for|of) (?:issue|defect)\b`), nil},
 }
 
 // A finding is one match of a rule on a line of a file.

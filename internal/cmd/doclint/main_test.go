@@ -30,6 +30,10 @@ func TestRules(t *testing.T) {
 		{"three more runs (K, L, M) and runs K, L and M", []string{"run letter"}},
 		{"elect run --once; run a command; the run I", []string{"run letter"}},
 		{"Redlock runs 5 masters", nil},
+		{"the scale benchmark (issue 13); issues 11 and 12", []string{"issue number", "issue number"}},
+		{"see kubernetes/client-go#448 and the issue tracker", nil},
+		{"Before the fix the key stayed", []string{"fix narration"}},
+		{"a fix for a stale read", nil},
 	} {
 		var got []string
 		for _, f := range checkLine("x.md", 1, tc.text, nil) {

@@ -10,12 +10,12 @@ import (
 	"github.com/leaderkit/elector/backendurl"
 )
 
-// TestCampaignNamesNodeCauses: issue 11, defect 7. A campaign over nodes
-// that refuse connections failed with "context deadline exceeded"; now the
-// error names each node with its last dial error. Port 1 on the loopback
+// TestCampaignNamesNodeCauses: a campaign over nodes that refuse
+// connections fails with an error that names each node with its last dial
+// error, not a bare "context deadline exceeded". Port 1 on the loopback
 // refuses at once on any test machine.
 func TestCampaignNamesNodeCauses(t *testing.T) {
-	b, c, err := backendurl.Open(t.Context(), "redis://127.0.0.1:1,127.0.0.1:2,127.0.0.1:3?node_timeout=50ms")
+	b, c, err := backendurl.Open(t.Context(), "redis://127.0.0.1:1,127.0.0.1:2,127.0.0.1:3?request_timeout=50ms")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,13 +39,13 @@ func TestCampaignNamesNodeCauses(t *testing.T) {
 	}
 }
 
-// TestSlowNodeHintsNodeTimeout: a node that accepts connections but is slower
-// than NodeTimeout is described with the hint to raise node_timeout.
-func TestSlowNodeHintsNodeTimeout(t *testing.T) {
-	b := &Backend{clients: nil, cfg: config{nodeTimeout: 100 * time.Millisecond}}
+// TestSlowNodeHintsRequestTimeout: a node that accepts connections but is slower
+// than RequestTimeout is described with the hint to raise request_timeout.
+func TestSlowNodeHintsRequestTimeout(t *testing.T) {
+	b := &Backend{clients: nil, cfg: config{requestTimeout: 100 * time.Millisecond}}
 	b.clients = append(b.clients, nil)
 	got := b.failure(0, context.DeadlineExceeded)
-	if want := "node 0: no reply within NodeTimeout 100ms (raise NodeTimeout, node_timeout in a URL"; !strings.HasPrefix(got, want) {
+	if want := "node 0: no reply within RequestTimeout 100ms (raise RequestTimeout, request_timeout in a URL"; !strings.HasPrefix(got, want) {
 		t.Fatalf("failure(0, DeadlineExceeded): got %q, want it to start %q", got, want)
 	}
 }

@@ -66,9 +66,9 @@ func nodeName(c redis.UniversalClient, i int) string {
 }
 
 // failure describes the failed request of node i, "<address>: <cause>".
-// A request that ran out of NodeTimeout is described by the node's last
+// A request that ran out of RequestTimeout is described by the node's last
 // dial error when one is known (the real cause), else as a node too slow
-// for NodeTimeout, with the hint to raise it.
+// for RequestTimeout, with the hint to raise it.
 func (b *Backend) failure(i int, err error) string {
 	name := nodeName(b.clients[i], i)
 	if !errors.Is(err, context.DeadlineExceeded) {
@@ -81,5 +81,5 @@ func (b *Backend) failure(i int, err error) string {
 	if dialErr := d.lastErr(); dialErr != nil {
 		return fmt.Sprintf("%s: %v", name, dialErr)
 	}
-	return fmt.Sprintf("%s: no reply within NodeTimeout %v (raise NodeTimeout, node_timeout in a URL, if the node is reachable but slow)", name, b.cfg.nodeTimeout)
+	return fmt.Sprintf("%s: no reply within RequestTimeout %v (raise RequestTimeout, request_timeout in a URL, if the node is reachable but slow)", name, b.cfg.requestTimeout)
 }

@@ -19,7 +19,7 @@ import (
 // between — and drops keys with anything but hex digits after dir.
 
 // electionDir returns the key directory of election.
-func (b *Backend) electionDir(election string) string { return b.set.prefix + election + "/" }
+func (b *Backend) electionDir(election string) string { return b.cfg.prefix + election + "/" }
 
 // candidateKey returns the key a candidate on lease id writes under dir.
 func candidateKey(dir string, id clientv3.LeaseID) string {

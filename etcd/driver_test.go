@@ -214,8 +214,9 @@ func TestCanceledCampaignLeavesNoKey(t *testing.T) {
 // A failed Release gives the lease up: Lost closes, Renew fails, and its
 // key, on an etcd lease that other candidates keep alive, is deleted by the
 // next keepalive instead of living on with it; the retired etcd lease takes
-// no new candidate. Before the fix the key stayed as long as the process
-// ran, and in the partition chaos a partition had no owner for 14 s.
+// no new candidate. A key left on a lease kept alive for others would
+// outlive its holder for as long as the process ran, its election without
+// a leader meanwhile.
 func TestFailedReleaseOrphansKey(t *testing.T) {
 	cli := testClient(t)
 	b := testBackend(t, cli, nil)

@@ -7,6 +7,27 @@ import (
 	"strings"
 )
 
+// The keys of election E, under the prefix P of Options.Prefix: the lock
+// key P+E holds the lease's value; P+E+"//token" is the election's fencing
+// counter; releases are announced on the pub/sub channel P+E+"//released".
+
+// counterSuffix is appended to a lock key to name the election's fencing
+// counter. No valid election name contains "//" (an empty segment), so the
+// counter of one election never collides with the lock key of another under
+// the same prefix.
+const counterSuffix = "//token"
+
+// channelSuffix is appended to a lock key to name the pub/sub channel on
+// which its releases are announced. The payload is the lease id.
+const channelSuffix = "//released"
+
+// lockKey returns the lock key of an election.
+func (b *Backend) lockKey(election string) string { return b.cfg.prefix + election }
+
+// releaseChannel is the pub/sub channel on which releases of key are
+// announced. It must match releaseScript.
+func releaseChannel(key string) string { return key + channelSuffix }
+
 // A lease id is 16 random bytes from crypto/rand in hex, followed by "." and
 // the attempt number within one Campaign: "<32 hex>.<n>". Every value this
 // Backend stores is "<lease id> <token> <identity>"; token 0 means the

@@ -40,17 +40,17 @@ func validateElection(name string) error {
 	return nil
 }
 
-// validateRoot checks Options.Root: an absolute ZooKeeper path of at least one
-// segment, outside /zookeeper.
-func validateRoot(root string) error {
-	if root == "" || root[0] != '/' || root == "/" || strings.HasSuffix(root, "/") {
-		return fmt.Errorf("zookeeper: %w: Options.Root is %q; want an absolute path such as \"/elector\", not \"/\" and without a trailing '/'", backend.ErrInvalid, root)
+// validatePrefix checks Options.Prefix: an absolute ZooKeeper path of at
+// least one segment, outside /zookeeper.
+func validatePrefix(prefix string) error {
+	if prefix == "" || prefix[0] != '/' || prefix == "/" || strings.HasSuffix(prefix, "/") {
+		return fmt.Errorf("zookeeper: %w: Options.Prefix is %q; want an absolute path such as \"/elector\", not \"/\" and without a trailing '/'", backend.ErrInvalid, prefix)
 	}
-	if root == "/zookeeper" || strings.HasPrefix(root, "/zookeeper/") {
-		return fmt.Errorf("zookeeper: %w: Options.Root is %q; want a path outside /zookeeper, which the server reserves", backend.ErrInvalid, root)
+	if prefix == "/zookeeper" || strings.HasPrefix(prefix, "/zookeeper/") {
+		return fmt.Errorf("zookeeper: %w: Options.Prefix is %q; want a path outside /zookeeper, which the server reserves", backend.ErrInvalid, prefix)
 	}
-	if err := validateElection(root[1:]); err != nil {
-		return fmt.Errorf("zookeeper: Options.Root is %q; want a valid ZooKeeper path: %w", root, err)
+	if err := validateElection(prefix[1:]); err != nil {
+		return fmt.Errorf("zookeeper: Options.Prefix is %q; want a valid ZooKeeper path: %w", prefix, err)
 	}
 	return nil
 }
