@@ -47,6 +47,8 @@ import (
 
 var scaleN = flag.Int("scale.n", 10000, "elections held at once by BenchmarkScale")
 
+var scaleProfile = flag.String("scale.profile", "", "directory where BenchmarkScale writes, per case, a CPU profile of the steady state and heap and goroutine profiles at its end")
+
 // scaleTTL is the lease TTL of BenchmarkScale: elector's default.
 const scaleTTL = 15 * time.Second
 
@@ -157,6 +159,10 @@ func runScale(tb testing.TB, c scaleCase, n int, ttl time.Duration, intervals in
 		tb.Fatalf("%s: %d of %d elections held after %v (%d terms ended meanwhile)", c.name, g.count(), n, time.Since(start), g.lostCount())
 	}
 	m := map[string]float64{"cold-s": time.Since(start).Seconds()}
+	if k, err := g.campaignErrors(); k > 0 {
+		m["campaign-errors"] = float64(k)
+		tb.Logf("%s: %d campaigns failed and were retried during the cold start; the first: %v", c.name, k, err)
+	}
 	// Let the renewals of the cold start settle into their steady rhythm.
 	time.Sleep(interval)
 	g.resetRenews()
@@ -165,12 +171,15 @@ func runScale(tb testing.TB, c scaleCase, n int, ttl time.Duration, intervals in
 		before[k] = f()
 	}
 	u0 := measure(false)
+	stopCPU := startProfile(tb, c.name)
 	time.Sleep(time.Duration(intervals) * interval)
+	stopCPU()
 	u1 := measure(false)
 	for k, f := range counters {
 		m[k] = (f() - before[k]) / float64(intervals)
 	}
 	mem := measure(true)
+	writeProfiles(tb, c.name)
 	m["cpu-%"] = 100 * (u1.cpu - u0.cpu).Seconds() / u1.at.Sub(u0.at).Seconds()
 	m["B/election"] = float64(int64(mem.heap)-int64(base.heap)) / float64(n)
 	m["rss-B/election"] = float64(int64(mem.rss)-int64(base.rss)) / float64(n)

@@ -10,7 +10,9 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -183,6 +185,10 @@ type scaleLedger struct {
 	lost     int
 	renews   []time.Duration
 	failed   int // renew attempts that failed
+	// campaignErrs counts the campaigns of a peer harness that failed and
+	// were retried; firstErr is the first such error.
+	campaignErrs int
+	firstErr     error
 }
 
 func newScaleLedger(tb testing.TB, n int) *scaleLedger {
@@ -232,6 +238,23 @@ func (g *scaleLedger) renewed(took time.Duration, err error) {
 		return
 	}
 	g.renews = append(g.renews, took)
+}
+
+// campaignFailed records a peer's failed campaign, which the peer retries.
+func (g *scaleLedger) campaignFailed(err error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.campaignErrs++
+	if g.firstErr == nil {
+		g.firstErr = err
+	}
+}
+
+// campaignErrors returns the failed campaigns recorded and the first error.
+func (g *scaleLedger) campaignErrors() (int, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.campaignErrs, g.firstErr
 }
 
 // observe is an elector.Options.Observer feeding the ledger.
@@ -290,4 +313,49 @@ func (g *scaleLedger) lostCount() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.lost
+}
+
+// startProfile starts a CPU profile of case name into -scale.profile, if
+// set, and returns the function that stops it.
+func startProfile(tb testing.TB, name string) (stop func()) {
+	if *scaleProfile == "" {
+		return func() {}
+	}
+	f, err := os.Create(profilePath(name, "cpu"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		tb.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}
+}
+
+// writeProfiles writes the heap (live objects after a GC) and goroutine
+// profiles of case name into -scale.profile, if set.
+func writeProfiles(tb testing.TB, name string) {
+	if *scaleProfile == "" {
+		return
+	}
+	for _, p := range []struct {
+		kind  string
+		debug int
+	}{{"heap", 0}, {"goroutine", 1}} {
+		f, err := os.Create(profilePath(name, p.kind))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if err := pprof.Lookup(p.kind).WriteTo(f, p.debug); err != nil {
+			tb.Error(err)
+		}
+		_ = f.Close()
+	}
+}
+
+// profilePath names a profile of a scale case in -scale.profile.
+func profilePath(name, kind string) string {
+	return filepath.Join(*scaleProfile, strings.ReplaceAll(name, "/", "-")+"."+kind+".pprof")
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"go.etcd.io/etcd/client/v3/concurrency"
 
+	"github.com/leaderkit/elector/internal/term"
 	"github.com/leaderkit/elector/internal/testenv"
 )
 
@@ -75,7 +76,7 @@ func holdEtcdElections(tb testing.TB, ctx context.Context, g *scaleLedger, prefi
 		name := fmt.Sprintf("etcd-it/%s/%d", prefix, i)
 		wg.Go(func() {
 			e := concurrency.NewElection(s, name)
-			if err := e.Campaign(ctx, "scale"); err != nil {
+			if !campaignEtcd(ctx, e, g) {
 				return
 			}
 			g.elected(name, uint64(e.Rev()))
@@ -90,6 +91,30 @@ func holdEtcdElections(tb testing.TB, ctx context.Context, g *scaleLedger, prefi
 		cancel()
 		wg.Wait()
 		_ = s.Close() // revokes the lease: every key goes with it
+	}
+}
+
+// campaignEtcd campaigns with e until it wins or ctx ends, as a user of
+// concurrency.Election must: Campaign returns the server's refusal (etcd
+// answers "too many requests" while its apply loop lags thousands of
+// proposals behind, as during a cold start of 10,000 campaigns) and does
+// not retry it. Each failure is counted in g and retried after a jittered
+// backoff. It reports whether e won.
+func campaignEtcd(ctx context.Context, e *concurrency.Election, g *scaleLedger) bool {
+	for attempt := 0; ; attempt++ {
+		err := e.Campaign(ctx, "scale")
+		if err == nil {
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		g.campaignFailed(err)
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(term.Backoff(attempt, time.Second)):
+		}
 	}
 }
 

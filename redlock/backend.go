@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 
@@ -28,9 +29,10 @@ type Backend struct {
 	dials    []*dialLog // by node, for clients openURL made; else nil
 	warmer   warmer     // the first connections (see warm)
 
-	done chan struct{} // closed by Close
-	stop chan struct{} // closed by Close once leases are finished: workers exit
-	work []chan func() // per node: hands requests to idle workers (onNode)
+	done chan struct{}  // closed by Close
+	stop chan struct{}  // closed by Close once leases are finished: workers exit
+	work []chan func()  // per node: hands requests to idle workers (onNode)
+	idle []atomic.Int32 // per node: workers waiting on work, or about to
 
 	mu      sync.Mutex
 	closed  bool                // Close has begun: Campaign and Leader refuse
@@ -112,6 +114,7 @@ func build(clients []redis.UniversalClient, opts *Options, dials []*dialLog) (*B
 		gate:     newGate(),
 		stop:     make(chan struct{}),
 		work:     make([]chan func(), len(clients)),
+		idle:     make([]atomic.Int32, len(clients)),
 		leases:   make(map[*lease]struct{}),
 		released: make(map[string][]<-chan struct{}),
 		floors:   make(map[string]uint64),

@@ -96,8 +96,7 @@ func newRenewal(l *lease, ttlArg string) *renewal {
 func (rn *renewal) set(i int, v answer, err error) {
 	rep := rn.r.replies[i]
 	rep.val, rep.err = v, err
-	close(rep.done)
-	rn.r.replied <- i
+	rn.r.announce(i)
 }
 
 // canBatch reports whether every client is a single Redis server, on which

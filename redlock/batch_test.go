@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -265,4 +266,71 @@ func TestRiderLost(t *testing.T) {
 	if err := gone.Renew(ctx); !errors.Is(err, backend.ErrLost) {
 		t.Fatalf("Renew of the lost rider: got %v, want ErrLost", err)
 	}
+}
+
+// TestRenewalsLeaveNoGoroutinePerLease renews 500 leases at once, as the
+// term engine does on its grid, with two of the five nodes slow to answer,
+// and counts the goroutines while those two are still pending: each Renew
+// has returned on the quorum of the three others, and what waits for the
+// slow nodes' replies (to put a missing key back there) must not hold a
+// goroutine per lease. Once every node has answered, only the Backend's
+// idle node workers are left, at most maxIdleWorkers per node.
+func TestRenewalsLeaveNoGoroutinePerLease(t *testing.T) {
+	const k = 500
+	b, _, leases := holdMany(t, k, 10*time.Second)
+	ctx := testCtx(t)
+	warmUp(t, leases)
+	for _, l := range leases { // no rider renewals: each Renew asks for its own
+		l.mu.Lock()
+		now := time.Now()
+		l.renewed, l.used = now, now // the rider renewal used already
+		l.mu.Unlock()
+	}
+	release := make(chan struct{})
+	for _, c := range b.clients[3:] {
+		c.(*redis.Client).AddHook(holdRenewals{release})
+	}
+	base := runtime.NumGoroutine()
+	var wg sync.WaitGroup
+	errs := make(chan error, k)
+	for _, l := range leases {
+		wg.Go(func() {
+			if err := l.Renew(ctx); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("Renew: %v", err)
+	}
+	// The batches to the two held nodes are in flight (at most k/maxBatch+1
+	// of them each, one at a time), every lease waits for their replies.
+	pending := runtime.NumGoroutine() - base
+	close(release)
+	waitSent(leases)
+	if limit := len(b.clients) * maxIdleWorkers; pending > limit {
+		t.Errorf("%d goroutines more while 2 of 5 nodes were still to answer %d renewals, want at most %d: a renewal waiting for a slow node must not hold a goroutine", pending, k, limit)
+	}
+	if n, limit := runtime.NumGoroutine()-base, len(b.clients)*32; n > limit {
+		t.Errorf("%d goroutines more once every node answered %d renewals, want at most %d (maxIdleWorkers per node): goroutines must not grow with the leases", n, k, limit)
+	}
+}
+
+// holdRenewals is a go-redis hook that holds each renewal script call until
+// release is closed: a node slow to answer renewals.
+type holdRenewals struct{ release chan struct{} }
+
+func (h holdRenewals) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h holdRenewals) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if isRenewal(cmd) {
+			<-h.release
+		}
+		return next(ctx, cmd)
+	}
+}
+func (h holdRenewals) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }

@@ -156,19 +156,51 @@ func (l *lease) settle(ctx context.Context, start time.Time, r *round[answer], t
 }
 
 // restore puts the lease back, in the background, on the nodes whose reply
-// to the renew round is -1 (key missing): each request waits for that
-// node's renew request and reads its reply, so a slow node's answer counts
-// too. Later requests of the lease (Release, the next Renew) are ordered
-// after these, so none can overtake a restore on its node.
+// to the renew round is -1 (key missing): a node still to reply is handled
+// when its reply comes in, so a slow node's answer counts too. Later
+// requests of the lease (Release, the next Renew) are ordered after these,
+// so none can overtake a restore on its node. A node that replied that it
+// holds the key needs nothing, and a node still to reply costs no
+// goroutine while it is awaited: a batch whose quorum answered leaves the
+// rest of its nodes pending for every lease it renewed.
 func (l *lease) restore(ctx context.Context, renew *round[answer], ttlArg string) {
-	token := strconv.FormatUint(l.token, 10)
-	keys := []string{l.key, l.key + counterSuffix}
-	l.last = startRound(context.WithoutCancel(ctx), l.b, renew.done(), func(ctx context.Context, cl redis.UniversalClient, i int) (answer, error) {
-		if !lostKey(renew.replies[i]) {
-			return 0, nil
+	ctx = context.WithoutCancel(ctx)
+	last := make([]<-chan struct{}, len(renew.replies))
+	for i, rep := range renew.replies {
+		select {
+		case <-rep.done:
+			if !lostKey(rep) {
+				last[i] = rep.done // the common case: nothing to order after
+				continue
+			}
+		default:
 		}
-		return answerOf(restoreScript.Run(ctx, cl, keys, l.value, ttlArg, token).Int64())
-	}).done()
+		restored := make(chan struct{})
+		last[i] = restored
+		renew.whenDone(i, func() { l.restoreOn(ctx, i, rep, ttlArg, restored) })
+	}
+	l.last = last
+}
+
+// restoreOn puts the lease back on node i if its renew reply rep says the
+// key is missing there, on the node's worker, bounded by RequestTimeout, and
+// closes restored when that is done (at once when nothing is to be done).
+func (l *lease) restoreOn(ctx context.Context, i int, rep *reply[answer], ttlArg string, restored chan struct{}) {
+	if !lostKey(rep) {
+		close(restored)
+		return
+	}
+	keys := []string{l.key, l.key + counterSuffix}
+	token := strconv.FormatUint(l.token, 10)
+	cl := l.b.clients[i]
+	if !l.b.onNode(i, func() {
+		defer close(restored)
+		rctx, cancel := context.WithTimeout(ctx, l.b.cfg.requestTimeout)
+		defer cancel()
+		_ = restoreScript.Run(rctx, cl, keys, l.value, ttlArg, token).Err()
+	}) {
+		close(restored)
+	}
 }
 
 // Release runs compare-and-delete on every node in parallel, each deletion

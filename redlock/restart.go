@@ -275,14 +275,15 @@ func (b *Backend) raiseCounters(key, id string, token uint64, value string, r *r
 		default:
 		}
 		cl := b.clients[i]
-		b.spawn(func() {
-			<-rep.done
+		r.whenDone(i, func() { // no goroutine waits for a slow node
 			if rep.status() == yes {
 				return
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), b.cfg.requestTimeout)
-			defer cancel()
-			writeBackScript.Run(ctx, cl, keys, id, tok, value)
+			b.spawn(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), b.cfg.requestTimeout)
+				defer cancel()
+				writeBackScript.Run(ctx, cl, keys, id, tok, value)
+			})
 		})
 	}
 }

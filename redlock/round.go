@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -55,6 +56,9 @@ type reply[T verdict] struct {
 	done chan struct{} // closed once val and err are set
 	val  T
 	err  error
+	// then holds what runs once the reply is in (see round.whenDone);
+	// guarded by the round's mu.
+	then []func()
 }
 
 func (r *reply[T]) status() status {
@@ -114,6 +118,40 @@ type round[T verdict] struct {
 	replied chan int          // node indexes, as their replies come in
 	after   []<-chan struct{} // what each node's request was ordered after; may be nil
 	skip    []bool            // nodes sent nothing (errSkipped); may be nil
+	mu      sync.Mutex        // guards the replies' then
+}
+
+// announce publishes node i's reply, whose val and err are set: its done
+// channel closes, collect hears of it, and what waited for it runs, in the
+// caller's goroutine.
+func (r *round[T]) announce(i int) {
+	rep := r.replies[i]
+	r.mu.Lock()
+	close(rep.done)
+	then := rep.then
+	rep.then = nil
+	r.mu.Unlock()
+	r.replied <- i
+	for _, f := range then {
+		f()
+	}
+}
+
+// whenDone runs f once node i's reply is in: at once, in the caller's
+// goroutine, if it is; otherwise in the goroutine that announces it. f must
+// not block. A reply awaited so costs no goroutine, however slow its node.
+func (r *round[T]) whenDone(i int, f func()) {
+	rep := r.replies[i]
+	r.mu.Lock()
+	select {
+	case <-rep.done:
+		r.mu.Unlock()
+		f()
+		return
+	default:
+	}
+	rep.then = append(rep.then, f)
+	r.mu.Unlock()
 }
 
 // startRound sends fn to every node in parallel, on the nodes' workers; fn
@@ -138,8 +176,7 @@ func startRoundSkip[T verdict](ctx context.Context, b *Backend, after []<-chan s
 	var left atomic.Int32
 	left.Store(int32(n))
 	finish := func(i int, rep *reply[T]) {
-		close(rep.done)
-		r.replied <- i
+		r.announce(i)
 		if left.Add(-1) == 0 {
 			cancel()
 		}
@@ -196,32 +233,42 @@ func (r *round[T]) chain() []<-chan struct{} {
 // workerIdle is how long a node worker waits for work before it exits.
 const workerIdle = 10 * time.Second
 
+// maxIdleWorkers is the most workers a node keeps waiting for work: a burst
+// of requests (the cold start of thousands of campaigns) starts a worker
+// for each request in flight, and those beyond maxIdleWorkers exit as soon
+// as they are done, instead of lingering for workerIdle with the stacks
+// they grew.
+const maxIdleWorkers = 32
+
 // onNode runs f on an idle worker goroutine of node i, or on a new one
-// (which then stays to serve node i until it idles for workerIdle or the
-// Backend stops). Reusing workers spares each request a goroutine start and
-// the growth of its stack to go-redis's depth. It reports false when the
-// Backend has stopped.
+// (which then stays to serve node i until it idles for workerIdle, the node
+// has maxIdleWorkers idle already, or the Backend stops). Reusing workers
+// spares each request a goroutine start and the growth of its stack to
+// go-redis's depth. It reports false when the Backend has stopped.
 func (b *Backend) onNode(i int, f func()) bool {
 	select {
 	case b.work[i] <- f:
 		return true
 	default:
 	}
+	idle := &b.idle[i]
 	return b.spawn(func() {
 		f()
-		idle := time.NewTimer(workerIdle)
-		defer idle.Stop()
-		for {
+		timer := time.NewTimer(workerIdle)
+		defer timer.Stop()
+		for idle.Add(1) <= maxIdleWorkers {
 			select {
 			case f := <-b.work[i]:
+				idle.Add(-1)
 				f()
-				idle.Reset(workerIdle)
-			case <-idle.C:
-				return
+				timer.Reset(workerIdle)
+				continue
+			case <-timer.C:
 			case <-b.stop:
-				return
 			}
+			break
 		}
+		idle.Add(-1)
 	})
 }
 

@@ -21,11 +21,20 @@ type Engine struct {
 	heap    termHeap
 	shards  []*lostShard
 	kick    chan struct{} // capacity 1: something changed
-	// live counts the engine's goroutines (scheduler, shards); idle, when
-	// set, is closed once none is left or a term starts again, for the
-	// Finish of the last term to wait on.
+	// live counts the engine's goroutines (scheduler, shards, renewal
+	// workers); idle, when set, is closed once none is left or a term
+	// starts again, for the Finish of the last term to wait on.
 	live int
 	idle chan struct{}
+
+	// queue holds the renewals started and not yet taken by a worker,
+	// from queue[head] on (see work.go).
+	queue   []job
+	head    int
+	workers int    // renewal workers running
+	limit   int    // workers allowed now: minWorkers, doubled while the queue stalls
+	taken   uint64 // renewals taken from the queue so far
+	seen    uint64 // taken, when the scheduler last checked for a stall
 }
 
 // registry holds the engine of each Backend with terms.
@@ -76,7 +85,9 @@ func lookup(b backend.Backend) (e *Engine) {
 	return e
 }
 
-func newEngine(key any) *Engine { return &Engine{key: key, kick: make(chan struct{}, 1)} }
+func newEngine(key any) *Engine {
+	return &Engine{key: key, kick: make(chan struct{}, 1), limit: minWorkers}
+}
 
 // poke wakes the scheduler.
 func (e *Engine) poke() {
@@ -108,6 +119,10 @@ func (e *Engine) run() {
 		next := time.Hour
 		if len(e.heap) > 0 {
 			next = e.heap[0].st.wake.Sub(now)
+		}
+		if e.queuedLocked() > 0 {
+			e.unstallLocked()
+			next = min(next, stallCheck)
 		}
 		e.mu.Unlock()
 		for i, a := range acts {
@@ -166,19 +181,15 @@ func (e *Engine) idleLocked() <-chan struct{} {
 	return e.idle
 }
 
-// action is what the scheduler does outside its lock: start a renewal, or
-// report a term's end.
+// action is what the scheduler does outside its lock: report a term's
+// end.
 type action struct {
 	t      *Term
-	a      *attempt // a renewal to run
-	reason error    // the term ended with it
+	reason error // the term ended with it
 }
 
 func (a action) do() {
-	switch {
-	case a.a != nil:
-		go a.t.renew(a.a)
-	case a.reason != nil:
+	if a.reason != nil {
 		a.t.ended1(a.reason, true)
 	}
 }
@@ -229,11 +240,16 @@ func (e *Engine) coalesceLocked(now time.Time, acts []action) []action {
 	return acts
 }
 
-// startLocked starts a renewal of t, bounded by its step-down point.
+// startLocked starts a renewal of t, bounded by its step-down point: it
+// queues it for the renewal workers (see work.go). It returns acts with
+// one more entry, which does nothing, so that the caller knows renewals
+// are starting.
 func (e *Engine) startLocked(t *Term, acts []action) []action {
 	ctx, cancel := context.WithDeadline(context.Background(), t.tm.StepDownAt(t.st.deadline))
-	t.st.attempt = &attempt{ctx: ctx, cancel: cancel, done: make(chan struct{})}
-	return append(acts, action{t: t, a: t.st.attempt})
+	a := &attempt{ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	t.st.attempt = a
+	e.enqueueLocked(t, a)
+	return append(acts, action{t: t})
 }
 
 // renewsLocked reports whether t is renewed: while it lasts, and after a

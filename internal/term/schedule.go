@@ -5,24 +5,33 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	"github.com/leaderkit/elector/backend"
 )
 
-// attempt is a renewal in flight.
+// attempt is a renewal in flight, from when it is queued until it has
+// returned.
 type attempt struct {
 	ctx    context.Context // bounded by the step-down point
 	cancel context.CancelFunc
-	done   chan struct{} // closed when the attempt has returned
+	done   chan struct{} // closed when the attempt has returned, or was abandoned before it began
+	// began is set by the worker that runs the attempt, or by Finish
+	// abandoning it before any did: whoever sets it closes done.
+	began atomic.Bool
 }
 
-// renew runs attempt a of t, in a goroutine of its own: it reads the
+// renew runs attempt a of t, on a renewal worker (see work.go), unless
+// Finish abandoned it before it began: it reads the
 // lease's Deadline, renews unless the Deadline shows the renewal not due
 // yet, even allowing for coalescing (a driver moved it between renewals)
 // and the rule that a renewal comes before the step-down point (see
 // Timing.inTime), reads the Deadline again, and records the outcome.
 func (t *Term) renew(a *attempt) {
+	if !a.began.CompareAndSwap(false, true) {
+		return // abandoned by Finish, which closed done
+	}
 	defer close(a.done)
 	defer a.cancel()
 	d := t.l.Deadline()

@@ -264,6 +264,9 @@ func (t *Term) Finish() {
 	e.poke()
 	if a != nil {
 		a.cancel()
+		if a.began.CompareAndSwap(false, true) {
+			close(a.done) // still queued: no worker will run it
+		}
 		<-a.done
 	}
 	if idle != nil {
