@@ -40,13 +40,13 @@ func (b *Backend) warm(ctx context.Context) {
 		wctx, cancel := context.WithTimeout(context.Background(), max(warmTimeout, b.cfg.requestTimeout))
 		var wg sync.WaitGroup
 		for _, cl := range b.clients {
+			wg.Add(1) // before the goroutine that may be done at once
 			ok := b.spawn(func() {
 				defer wg.Done()
 				w.done(connect(wctx, cl) == nil) // a failure is the rounds' to report
 			})
-			if ok {
-				wg.Add(1)
-			} else {
+			if !ok {
+				wg.Done()
 				w.done(false)
 			}
 		}
