@@ -21,7 +21,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 SERVERS=$ROOT/scripts/servers.sh
-MODULES=(. integration_test examples kube)
+MODULES=(. cmd/elect integration_test examples kube)
 
 # Leave servers alone that were all up before we came (a developer's `make
 # servers`); otherwise stop them whatever happens.
