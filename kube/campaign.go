@@ -130,6 +130,7 @@ func (b *Backend) take(ctx context.Context, c backend.Candidate, name string, se
 		l.clear()
 		return nil, fmt.Errorf("kube: campaign %q: %w", c.Election, backend.ErrClosed)
 	}
+	b.background(l.follow)
 	if late := time.Since(l.deadline); late >= 0 {
 		_ = l.Release(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("kube: campaign %q: the update that took the lease was answered %v after the lease's Deadline (TTL %v); released it",
