@@ -7,8 +7,8 @@
 # Starts the test servers with scripts/servers.sh (and stops them on exit,
 # unless they were all running already), then runs
 # integration_test/chaos.TestChaos with -chaos.long: for each campaign
-# (redlock with AOF, redlock without, etcd, zookeeper, zookeeper-stock)
-# three candidate processes, a fencing store and a seeded nemesis, until the
+# (redlock with AOF, redlock without, etcd, zookeeper, zookeeper-stock,
+# kube: Leases on the kube-apiserver, TTL 3 s) three candidate processes, a fencing store and a seeded nemesis, until the
 # campaign has at least 300 terms and 100 faults. zookeeper runs on
 # ensemble 1-3 (tickTime 100 ms, syncLimit 5; TTL 2 s), zookeeper-stock on
 # ensemble 5-7 with ZooKeeper's stock timing (tickTime 2 s, syncLimit 5; TTL
