@@ -32,6 +32,9 @@ type Backend struct {
 	mu     sync.Mutex
 	closed bool
 	held   map[*lease]struct{} // won and not yet finished
+	// following: follow runs, watching the namespace's Leases for
+	// foreign writes to held ones (from the first lease won until Close).
+	following bool
 }
 
 // seenRecords remembers, per Lease name, the latest holder record Leader
@@ -197,6 +200,10 @@ func (b *Backend) keep(l *lease) bool {
 		return false
 	}
 	b.held[l] = struct{}{}
+	if !b.following {
+		b.following = true
+		b.bg.Go(b.follow)
+	}
 	return true
 }
 

@@ -120,7 +120,7 @@ func (b *Backend) take(ctx context.Context, c backend.Candidate, name string, se
 		return nil, b.campaignErr(ctx, c.Election, err)
 	}
 	l := &lease{
-		b: b, election: c.Election, name: name, o: o, secs: secs, obj: got,
+		b: b, election: c.Election, name: name, o: o, secs: secs, obj: got, won: got.ResourceVersion,
 		seen: secondsKeyOf(got), seenSent: sent,
 		deadline: backend.LeaseDeadline(sent, time.Duration(secs)*time.Second, b.set.drift),
 		lost:     make(chan struct{}),
@@ -130,7 +130,6 @@ func (b *Backend) take(ctx context.Context, c backend.Candidate, name string, se
 		l.clear()
 		return nil, fmt.Errorf("kube: campaign %q: %w", c.Election, backend.ErrClosed)
 	}
-	b.background(l.follow)
 	if late := time.Since(l.deadline); late >= 0 {
 		_ = l.Release(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("kube: campaign %q: the update that took the lease was answered %v after the lease's Deadline (TTL %v); released it",

@@ -96,12 +96,13 @@
 // Renew is one update conditional on the
 // resourceVersion the lease last wrote; a conflict is read back, and only a
 // Lease that no longer names this lease (another holder, a release, a
-// deletion) makes Renew return an error wrapping [backend.ErrLost]. Every
-// held lease also watches its Lease from the version it wrote: Lost is
-// closed as soon as the apiserver sends an event of a write that does not
-// name the lease (a client-go candidate or kubectl took it, released it
-// for it, or deleted it), not at the next renewal; and on Release and
-// Close. A waiting candidate that conforms never writes a Lease it does
+// deletion) makes Renew return an error wrapping [backend.ErrLost]. A
+// Backend that holds leases also keeps one watch of its namespace's Leases
+// (listing them when the watch starts): a lease's Lost is closed as soon
+// as the apiserver sends an event of a write, after the one that won it,
+// that does not name it (a client-go candidate or kubectl took it,
+// released it for it, or deleted it), not at the next renewal; and on
+// Release and Close. A waiting candidate that conforms never writes a Lease it does
 // not hold before it expires, so the watch catches writers that do not.
 //
 // Leader and Watch report a holder as gone once its Lease has expired as
@@ -115,8 +116,9 @@
 // Requests pass the client's rate limiter: client-go's default (QPS 5,
 // burst 10) is enough for a few elections renewed every few seconds; a
 // process that holds many elections, or hands them over often, should raise
-// it on its rest.Config. Each held election costs one update per renewal
-// and one watch, each waiting candidate one watch.
+// it on its rest.Config. Each held election costs one update per renewal,
+// each waiting candidate one watch; a Backend holding any election keeps
+// one more watch, of every Lease of its namespace.
 //
 // # Fencing
 //

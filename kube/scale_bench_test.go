@@ -24,9 +24,9 @@ const heldElections = 1000
 // of them once per round, as one renewal interval of a process that holds
 // them all does. It reports what the apiserver counted
 // (apiserver_request_total for leases, from its /metrics) per round and per
-// held election, and the watches on leases it holds open meanwhile
-// (apiserver_longrunning_requests: one per held lease, which a watch costs
-// while open, not per round). The apiserver's own identity Lease, renewed
+// held election, and the watches on leases open meanwhile
+// (apiserver_longrunning_requests: the Backend's one watch of the
+// namespace's Leases, which costs while open, not per round). The apiserver's own identity Lease, renewed
 // every 10 s, adds its updates to the count. Run on a quiet machine:
 //
 //	cd kube && go test -run '^$' -bench BenchmarkHeld -benchtime 10x
