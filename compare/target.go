@@ -28,6 +28,9 @@ var schemes = map[string]schemeInfo{
 	"zk": {"2181", "czxid of the candidate znode (Zab log order)",
 		"consensus (Zab): safe while a quorum of servers is up; a paused ex-leader is stopped only by the token " +
 			"(https://zookeeper.apache.org/doc/current/recipes.html#sc_leaderElection)"},
+	"kube": {"6443", "leaseTransitions of the Lease, incremented on every acquisition",
+		"the apiserver's optimistic concurrency over etcd (Raft): safe while etcd keeps a majority and clocks agree in rate " +
+			"(not in time) within DriftFactor; a paused ex-leader is stopped only by the token"},
 }
 
 func init() {
@@ -40,7 +43,9 @@ func init() {
 // schemes). Its name is the URL's scheme.
 //
 // For the schemes of this module's drivers (redis, rediss, etcd, etcds, zk)
-// it also fills in TokenSource and Safety, and OpenCrashable: that client
+// and of the kube driver (kube, with a host in the URL for OpenCrashable:
+// a kube:// URL without one reads its servers from a kubeconfig) it also
+// fills in TokenSource and Safety, and OpenCrashable: that client
 // reaches the servers through a TCP proxy on the loopback interface of its
 // own, which its Crash closes (every connection at once, new ones refused),
 // as the death of the holder's process would. For the cleartext schemes
@@ -82,6 +87,9 @@ func URLTarget(rawURL string, mux *backendurl.Mux) (Target, error) {
 		return t, nil
 	}
 	t.TokenSource, t.Safety = info.token, info.safety
+	if u.Scheme == "kube" && u.Host == "" {
+		return t, nil
+	}
 	t.OpenCrashable = func(ctx context.Context) (*Client, error) { return openProxied(ctx, mux, u, info.port) }
 	if parserFor(u.Scheme) != nil {
 		t.OpenCounted = t.OpenCrashable
@@ -141,7 +149,7 @@ func openProxied(ctx context.Context, mux *backendurl.Mux, u *url.URL, port stri
 	}
 	pu := *u
 	pu.Host = strings.Join(local, ",")
-	if strings.HasSuffix(u.Scheme, "s") { // TLS: verify the servers' real name
+	if strings.HasSuffix(u.Scheme, "s") || u.Scheme == "kube" { // TLS: verify the servers' real name
 		q := pu.Query()
 		if host, _, _ := net.SplitHostPort(addrs[0]); q.Get("server_name") == "" && net.ParseIP(host) == nil {
 			q.Set("server_name", host)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -26,9 +27,49 @@ type Backend struct {
 	done chan struct{} // closed by Close
 	bg   sync.WaitGroup
 
+	seen seenRecords // when Leader first read each Lease's record
+
 	mu     sync.Mutex
 	closed bool
 	held   map[*lease]struct{} // won and not yet finished
+	// following: follow runs, watching the namespace's Leases for
+	// foreign writes to held ones (from the first lease won until Close).
+	following bool
+}
+
+// seenRecords remembers, per Lease name, the latest holder record Leader
+// read and when it first read it, so that Leader judges expiry as a waiting
+// candidate does. A Lease is forgotten when it names no holder or is gone.
+type seenRecords struct {
+	mu sync.Mutex
+	m  map[string]seenRecord
+}
+
+type seenRecord struct {
+	key specKey
+	at  time.Time
+}
+
+// first returns when the record of l was first read: now, unless an
+// earlier read found the same record.
+func (s *seenRecords) first(name string, l *coordinationv1.Lease, now time.Time) time.Time {
+	k := keyOf(l)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r, ok := s.m[name]; ok && r.key == k {
+		return r.at
+	}
+	if s.m == nil {
+		s.m = make(map[string]seenRecord)
+	}
+	s.m[name] = seenRecord{key: k, at: now}
+	return now
+}
+
+func (s *seenRecords) forget(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.m, name)
 }
 
 var (
@@ -78,11 +119,15 @@ func (b *Backend) usable(op, election string) error {
 }
 
 // Leader reports the holder the election's Lease names: its identity, its
-// token (the Lease's leaseTransitions) and the time left until its
-// renewTime + leaseDurationSeconds by this process's clock. A Lease that
-// names no holder (released, or never held) or does not exist is no leader.
-// A holder that stopped without releasing is reported until another
-// candidate takes the Lease over, as kubectl shows it.
+// token (the Lease's leaseTransitions) and the time left until it expires
+// as a waiting candidate judges it: its leaseDurationSeconds after this
+// Backend first read its latest record. A Lease that names no holder
+// (released, or never held), has expired so, or does not exist is no
+// leader: a holder that stopped without releasing is reported gone within
+// its duration, as a key with a TTL is by the other drivers, although the
+// Lease names it until another candidate takes it over (as kubectl shows
+// it). The first Leader call on a held Lease reports the holder for a full
+// duration, however long ago it stopped.
 func (b *Backend) Leader(ctx context.Context, election string) (backend.Holder, error) {
 	name, err := leaseName(election)
 	if err != nil {
@@ -96,14 +141,22 @@ func (b *Backend) Leader(ctx context.Context, election string) (backend.Holder, 
 	case ctx.Err() != nil:
 		return backend.Holder{}, ctx.Err()
 	case apierrors.IsNotFound(err):
+		b.seen.forget(name)
 		return backend.Holder{}, fmt.Errorf("kube: leader %q: %w", election, backend.ErrNoLeader)
 	case err != nil:
 		return backend.Holder{}, fmt.Errorf("kube: leader %q: %w", election, err)
 	}
 	h := holder(election, l)
 	if h.IsZero() {
+		b.seen.forget(name)
 		return backend.Holder{}, fmt.Errorf("kube: leader %q: %w", election, backend.ErrNoLeader)
 	}
+	now := time.Now()
+	exp := b.seen.first(name, l, now).Add(durationOf(l))
+	if !now.Before(exp) {
+		return backend.Holder{}, fmt.Errorf("kube: leader %q: %w: the Lease of %q expired", election, backend.ErrNoLeader, h.Identity)
+	}
+	h.TTL = exp.Sub(now)
 	return h, nil
 }
 
@@ -147,6 +200,10 @@ func (b *Backend) keep(l *lease) bool {
 		return false
 	}
 	b.held[l] = struct{}{}
+	if !b.following {
+		b.following = true
+		b.bg.Go(b.follow)
+	}
 	return true
 }
 

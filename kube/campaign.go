@@ -120,7 +120,7 @@ func (b *Backend) take(ctx context.Context, c backend.Candidate, name string, se
 		return nil, b.campaignErr(ctx, c.Election, err)
 	}
 	l := &lease{
-		b: b, election: c.Election, name: name, o: o, secs: secs, obj: got,
+		b: b, election: c.Election, name: name, o: o, secs: secs, obj: got, won: got.ResourceVersion,
 		seen: secondsKeyOf(got), seenSent: sent,
 		deadline: backend.LeaseDeadline(sent, time.Duration(secs)*time.Second, b.set.drift),
 		lost:     make(chan struct{}),

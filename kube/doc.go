@@ -44,30 +44,24 @@
 //
 // A controller that elects its leader with client-go's LeaderElector on a
 // LeaseLock moves to elector by a rolling update, with no time when two
-// replicas lead and none longer than the lease without a leader
-// (TestRollingUpgradeFromClientGo runs it):
+// replicas lead and none longer than the lease without a leader: the
+// runbook is the section "Move from client-go's leader election" of
+// docs/migration.md in the repository, and TestRollingUpgradeFromClientGo
+// runs it. In short: keep the Lease (elector's election name is the
+// LeaseLock's name, the TTL its LeaseDuration), run client-go with
+// ReleaseOnCancel, give every replica a distinct identity, replace the
+// replicas one at a time, and fence with the token once no client-go
+// replica runs.
 //
-//  1. Keep the election: elector's election name is the LeaseLock's Lease
-//     name (a valid Lease name, so [LeaseName] keeps it), the Backend's
-//     namespace its namespace, and elector's TTL the LeaderElector's
-//     LeaseDuration (at least [MinTTL]).
-//  2. Before the roll, run client-go with ReleaseOnCancel, so that a
-//     stopping leader hands over at once rather than after LeaseDuration.
-//  3. Give every replica a distinct identity (a pod's name is), and never
-//     an elector replica the identity of a client-go replica that may
-//     still run: client-go takes a Lease naming its own identity for its
-//     own.
-//  4. Replace the replicas one at a time (a Deployment's rolling update).
-//     Mixed, they exclude each other: an elector replica waits on a watch
-//     of the Lease and takes it as soon as client-go releases it or its
-//     duration passes; a client-go replica takes it within a RetryPeriod of
-//     elector's release, or once elector's duration passes.
-//  5. Fence with the token only once no client-go replica runs: client-go
-//     leaders carry no token (their terms advance leaseTransitions all the
-//     same, so elector's tokens keep rising across them).
+// # Migrating to and from other stores
 //
-// Rolling back is the same in reverse. Leave the Lease in place throughout:
-// deleting it resets the tokens (see # Fencing).
+// [Backend.Mark] and [Backend.Unmark] implement migrate.Marker, so package
+// github.com/leaderkit/elector/migrate moves an election from Leases to
+// another store (etcd, Redis, ZooKeeper) with the runbook of
+// docs/migration.md; moving one to Leases needs nothing of the driver. The
+// marker is a holder record of identity "migrated-to-<new store>" with the
+// largest leaseDurationSeconds (about 68 years) and the token of the last
+// term: elector's and client-go's candidates wait behind it.
 //
 // # Timing
 //
@@ -102,17 +96,29 @@
 // Renew is one update conditional on the
 // resourceVersion the lease last wrote; a conflict is read back, and only a
 // Lease that no longer names this lease (another holder, a release, a
-// deletion) makes Renew return an error wrapping [backend.ErrLost]. Lost
-// is closed when Renew or Release finds the Lease taken, on Release and on
-// Close; the driver does not watch held Leases, since no conforming
-// candidate writes a Lease it does not hold before it expires.
+// deletion) makes Renew return an error wrapping [backend.ErrLost]. A
+// Backend that holds leases also keeps one watch of its namespace's Leases
+// (listing them when the watch starts): a lease's Lost is closed as soon
+// as the apiserver sends an event of a write, after the one that won it,
+// that does not name it (a client-go candidate or kubectl took it,
+// released it for it, or deleted it), not at the next renewal; and on
+// Release and Close. A waiting candidate that conforms never writes a Lease it does
+// not hold before it expires, so the watch catches writers that do not.
+//
+// Leader and Watch report a holder as gone once its Lease has expired as
+// a waiting candidate judges it (its duration after the record was first
+// seen), although the Lease names it until another candidate takes it
+// over: a crashed holder drops out of Leader's answer within its duration,
+// as a key with a TTL does in the other stores, which package partition's
+// membership relies on.
 //
 // Every request is bounded by [Options.RequestTimeout] (3 s by default).
 // Requests pass the client's rate limiter: client-go's default (QPS 5,
 // burst 10) is enough for a few elections renewed every few seconds; a
 // process that holds many elections, or hands them over often, should raise
 // it on its rest.Config. Each held election costs one update per renewal,
-// each waiting candidate one watch.
+// each waiting candidate one watch; a Backend holding any election keeps
+// one more watch, of every Lease of its namespace.
 //
 // # Fencing
 //

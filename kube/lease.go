@@ -25,6 +25,7 @@ type lease struct {
 	name     string
 	o        owner
 	secs     int32
+	won      string // resourceVersion of the write that took the Lease
 
 	// mu serializes the lease's writes and guards the fields below; it is
 	// held for the length of a request.

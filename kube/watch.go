@@ -145,8 +145,12 @@ func (w *waiter) stopWatch() {
 func (w *waiter) stop() { w.stopWatch() }
 
 // Watch calls fn with the election's holder (the zero Holder when the Lease
-// names none), then on every change of holder or token, from a watch of the
-// Lease. It returns ctx.Err() when ctx ends, an error wrapping
+// names none, or has expired), then on every change of holder or token,
+// from a watch of the Lease, and with the zero Holder when the holder's
+// Lease expires as a waiting candidate judges it: the holder's
+// leaseDurationSeconds after this watch first saw its latest record. A
+// holder that crashed is therefore reported gone within its duration, as
+// a key with a TTL is by the other drivers, although no write marks it. It returns ctx.Err() when ctx ends, an error wrapping
 // [backend.ErrClosed] when the Backend is closed, or the error that ended
 // the watch.
 func (b *Backend) Watch(ctx context.Context, election string, fn func(backend.Holder)) error {
@@ -162,17 +166,34 @@ func (b *Backend) Watch(ctx context.Context, election string, fn func(backend.Ho
 	if err := w.refresh(ctx); err != nil {
 		return b.watchErr(ctx, election, err)
 	}
-	last := holder(election, w.obj)
+	last := w.holder(election, time.Now())
 	fn(last)
 	for {
-		if err := w.wait(ctx, time.Time{}); err != nil {
+		var until time.Time // a held Lease's expiry, when fn is to hear of it
+		if !last.IsZero() {
+			until = w.expiry()
+		}
+		if err := w.wait(ctx, until); err != nil {
 			return b.watchErr(ctx, election, err)
 		}
-		if h := holder(election, w.obj); h.Identity != last.Identity || h.Token != last.Token {
+		if h := w.holder(election, time.Now()); h.Identity != last.Identity || h.Token != last.Token {
 			last = h
 			fn(h)
 		}
 	}
+}
+
+// holder reports the Lease as a [backend.Holder] of election at now: the
+// zero Holder when it is absent, names no holder, or has expired as a
+// waiting candidate judges it (the holder's duration after its record was
+// first seen); else the holder, whose TTL is the time left until then.
+func (w *waiter) holder(election string, now time.Time) backend.Holder {
+	if w.free(now) {
+		return backend.Holder{}
+	}
+	h := holder(election, w.obj)
+	h.TTL = w.expiry().Sub(now)
+	return h
 }
 
 func (b *Backend) watchErr(ctx context.Context, election string, err error) error {

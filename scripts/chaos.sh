@@ -7,8 +7,8 @@
 # Starts the test servers with scripts/servers.sh (and stops them on exit,
 # unless they were all running already), then runs
 # integration_test/chaos.TestChaos with -chaos.long: for each campaign
-# (redlock with AOF, redlock without, etcd, zookeeper, zookeeper-stock)
-# three candidate processes, a fencing store and a seeded nemesis, until the
+# (redlock with AOF, redlock without, etcd, zookeeper, zookeeper-stock,
+# kube: Leases on the kube-apiserver, TTL 3 s) three candidate processes, a fencing store and a seeded nemesis, until the
 # campaign has at least 300 terms and 100 faults. zookeeper runs on
 # ensemble 1-3 (tickTime 100 ms, syncLimit 5; TTL 2 s), zookeeper-stock on
 # ensemble 5-7 with ZooKeeper's stock timing (tickTime 2 s, syncLimit 5; TTL
@@ -30,7 +30,8 @@
 #                    report.txt, report.json, <campaign>.svg timelines,
 #                    <campaign>-history.jsonl, candidates' stderr
 #   CHAOS_CAMPAIGNS  comma-separated subset of redlock-aof,redlock-noaof,etcd,zookeeper,
-#                    zookeeper-stock;
+#                    zookeeper-stock,kube (Leases on the kube-apiserver: the
+#                    nemesis also kills and pauses it and the etcd members under it);
 #                    a suffix -restarts or -concurrent picks a fault mode
 #                    (redlock-noaof-restarts, etcd-concurrent, ...), -partitions
 #                    the partition mode (etcd-partitions: 5 members, 64
@@ -88,7 +89,7 @@ run_seed() {
 	# shellcheck disable=SC2086 # CHAOS_FLAGS is a word list
 	(cd "$ROOT/integration_test" && go test -count=1 -timeout "${CHAOS_TIMEOUT:-240m}" -v ${CHAOS_FLAGS:-} ./chaos -run '^TestChaos$' \
 		-chaos.long -chaos.seed "$seed" -chaos.out "$dir" \
-		-chaos.campaigns "${CHAOS_CAMPAIGNS:-redlock-aof,redlock-noaof,etcd,zookeeper,zookeeper-stock}" \
+		-chaos.campaigns "${CHAOS_CAMPAIGNS:-redlock-aof,redlock-noaof,etcd,zookeeper,zookeeper-stock,kube}" \
 		-chaos.faults "${CHAOS_FAULTS:-0}" -chaos.terms "${CHAOS_TERMS:-0}") 2>&1 | tee "$dir/chaos.log" || status=$?
 	echo "chaos.sh: seed $seed done (exit $status, load average: $(cut -d' ' -f1-3 /proc/loadavg))" >&2
 	return "$status"

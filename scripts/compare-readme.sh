@@ -4,7 +4,7 @@
 #
 # Starts the test servers (and stops them on exit unless all were already
 # running), builds cmd/elect, runs one full `elect compare --markdown` over
-# the three test backends and replaces the block between the markers
+# the four test backends (Redis, etcd, ZooKeeper, Kubernetes Leases) and replaces the block between the markers
 # <!-- elect compare: begin --> and <!-- elect compare: end --> in
 # docs/benchmarks.md with the command, one Measured line (date, cores, load
 # average before and after, commit) and the table.
@@ -36,16 +36,17 @@ trap cleanup EXIT
 "$SERVERS" start all
 eval "$("$SERVERS" env)"
 
-go build -o "$bin/elect" ./cmd/elect
+(cd cmd/elect && go build -o "$bin/elect" .) # elect is a module of its own
 
 # The same URLs as the tests use: a key prefix of the test namespace, and
-# for Redis a node timeout of 1s instead of 100ms, as a loaded test machine
+# for Redis a request timeout of 1s instead of 100ms, as a loaded test machine
 # needs (shown in the command pasted above the table).
 redis="redis://$ELECTOR_REDIS_ADDRS?prefix=elect-test:&request_timeout=1s"
 etcd="etcd://$ELECTOR_ETCD_ENDPOINTS?prefix=/elect-test/"
 zk="zk://$ELECTOR_ZK_SERVERS?prefix=/elect-test"
+kube=$ELECTOR_KUBE_URL # Leases in the test namespace of the test kube-apiserver
 # shellcheck disable=SC2086 # COMPAREFLAGS is a word list
-args=(compare --markdown ${COMPAREFLAGS:-} --backend "$redis" --backend "$etcd" --backend "$zk")
+args=(compare --markdown ${COMPAREFLAGS:-} --backend "$redis" --backend "$etcd" --backend "$zk" --backend "$kube")
 
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 before=$(load)

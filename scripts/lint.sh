@@ -9,7 +9,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 # 2026.2.2: the first staticcheck release line that builds with Go 1.26.
 STATICCHECK=${STATICCHECK:-honnef.co/go/tools/cmd/staticcheck@v0.8.2}
-MODULES=(. integration_test examples kube)
+MODULES=(. cmd/elect integration_test examples kube)
 
 status=0
 tmp=$(mktemp -d)

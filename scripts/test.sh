@@ -42,7 +42,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 SERVERS=$ROOT/scripts/servers.sh
-MODULES=(. integration_test examples kube)
+MODULES=(. cmd/elect integration_test examples kube)
 SHARDS=${TESTSHARDS:-3}
 BASE_OFF=${ELECTOR_PORT_OFFSET:-0}
 BASE_STATE=${ELECTOR_STATE_DIR:-/tmp/elector-servers}

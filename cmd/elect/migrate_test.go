@@ -282,14 +282,15 @@ func (r *runbook) status(url string, want hubEvent, more ...string) string {
 }
 
 // TestMigrationRunbook runs the runbook of docs/migration.md with `elect
-// run` replicas, Redis to etcd and Redis to ZooKeeper: three replicas on
+// run` replicas, Redis to etcd, to ZooKeeper and to Kubernetes Leases:
+// three replicas on
 // Redis alone, each restarted into phase
 // both, new and done, `elect status` after each restart, cleanup, then
 // every replica restarted again with the phase-done URL that still names
 // Redis. At every point one command runs at a time, tokens rise, status
 // names the leader (exit 0), and no replica exits on its own.
 func TestMigrationRunbook(t *testing.T) {
-	for _, to := range []string{"etcd", "zk"} {
+	for _, to := range []string{"etcd", "zk", "kube"} {
 		t.Run(to, func(t *testing.T) {
 			t.Parallel() // an election and a hub of its own; no fault is injected
 			runRunbook(t, to)

@@ -20,6 +20,12 @@ import (
 // address passed through via (nil: directly).
 func backendURL(t *testing.T, name string, via func(addr string) string) string {
 	t.Helper()
+	if name == "kube" {
+		if via != nil {
+			t.Fatal("backendURL: kube: no URL through proxies")
+		}
+		return kubeURL(t)
+	}
 	if via == nil {
 		via = func(a string) string { return a }
 	}

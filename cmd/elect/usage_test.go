@@ -22,7 +22,7 @@ func TestUsageErrors(t *testing.T) {
 		{"frobnicate", nil, exitUsage, `unknown command "frobnicate"`},
 		{"run -- true", nil, exitUsage, "set --backend or ELECT_BACKEND"},
 		{"run --backend=etcd://h -- true", nil, exitUsage, "set --election or ELECT_ELECTION"},
-		{"run --backend=consul://h --election=e -- true", nil, exitUsage, `unknown scheme "consul"; want one of etcd, etcds, migrate+both, migrate+done, migrate+new, migrate+old, redis, rediss, zk, zks`},
+		{"run --backend=consul://h --election=e -- true", nil, exitUsage, `unknown scheme "consul"; want one of etcd, etcds, kube, migrate+both, migrate+done, migrate+new, migrate+old, redis, rediss, zk, zks`},
 		{"run --backend=redis://h1?prefx=a --election=e -- true", nil, exitUsage, `unknown query parameter "prefx"`},
 		{"run --backend=127.0.0.1:6379 --election=e -- true", nil, exitUsage, "is not a backend URL"},
 		{"run " + ok + " --ttl=5 -- true", nil, exitUsage, `invalid value "5" for flag --ttl`},

@@ -27,7 +27,7 @@ func TestVersionFormat(t *testing.T) {
 		name: "stamped",
 		bi: &debug.BuildInfo{
 			GoVersion: "go1.26.8",
-			Main:      debug.Module{Path: "github.com/leaderkit/elector", Version: "v0.1.1-0.20261130081947-f61169866e93+dirty"},
+			Main:      debug.Module{Path: "github.com/leaderkit/elector/cmd/elect", Version: "v0.1.1-0.20261130081947-f61169866e93+dirty"},
 			Settings: []debug.BuildSetting{
 				{Key: "-trimpath", Value: "true"},
 				{Key: "vcs.revision", Value: "f61169866e93efb730bd8b0c6cb48c758cde1f68"},
@@ -36,7 +36,7 @@ func TestVersionFormat(t *testing.T) {
 			},
 		},
 		want: "elect v0.1.1-0.20261130081947-f61169866e93+dirty\n" +
-			"module:   github.com/leaderkit/elector\n" +
+			"module:   github.com/leaderkit/elector/cmd/elect\n" +
 			"revision: f61169866e93efb730bd8b0c6cb48c758cde1f68 (modified)\n" +
 			"time:     2026-11-30T08:19:47Z\n" +
 			"go:       go1.26.8 " + platform + "\n",
@@ -44,10 +44,10 @@ func TestVersionFormat(t *testing.T) {
 		name: "installed from the module proxy",
 		bi: &debug.BuildInfo{
 			GoVersion: "go1.26.8",
-			Main:      debug.Module{Path: "github.com/leaderkit/elector", Version: "v0.1.0"},
+			Main:      debug.Module{Path: "github.com/leaderkit/elector/cmd/elect", Version: "v0.1.0"},
 		},
 		want: "elect v0.1.0\n" +
-			"module:   github.com/leaderkit/elector\n" +
+			"module:   github.com/leaderkit/elector/cmd/elect\n" +
 			"revision: unknown\n" +
 			"time:     unknown\n" +
 			"go:       go1.26.8 " + platform + "\n",
@@ -68,9 +68,10 @@ func TestVersionFormat(t *testing.T) {
 }
 
 // TestVersion checks that elect version prints what the toolchain stamped.
-// It copies the module into a fresh git repository (the go command stamps
-// nothing in a git worktree, whose .git is a file, nor outside a checkout),
-// builds elect there as go build does by default, clean and then with an
+// It copies the repository's root module and the modules elect replaces it
+// and the kube driver with into a fresh git repository (the go command
+// stamps nothing in a git worktree, whose .git is a file, nor outside a
+// checkout), builds elect there as go build does by default in its module, clean and then with an
 // uncommitted file, and compares elect version and elect --version with the
 // repository's revision, commit time and state; then it compares the test's
 // own elect binary with what go version -m reads from it.
@@ -92,8 +93,8 @@ func TestVersion(t *testing.T) {
 			}
 		}
 		bin := filepath.Join(t.TempDir(), "elect")
-		build := exec.Command("go", "build", "-race", "-buildvcs=true", "-o", bin, "./cmd/elect")
-		build.Dir = repo
+		build := exec.Command("go", "build", "-race", "-buildvcs=true", "-o", bin, ".")
+		build.Dir = filepath.Join(repo, "cmd", "elect")
 		build.Env = gitlessEnv()
 		if out, err := build.CombinedOutput(); err != nil {
 			t.Fatalf("go build -buildvcs=true: %v\n%s", err, out)
@@ -103,7 +104,8 @@ func TestVersion(t *testing.T) {
 			want["revision"] += " (modified)"
 		}
 		version := checkVersion(t, bin, want)
-		// The version is the pseudo-version of the untagged revision.
+		// The version is the pseudo-version of the untagged revision (a
+		// tag of elect's module would be cmd/elect/vX.Y.Z).
 		if !strings.HasPrefix(version, "v0.0.0-") || !strings.Contains(version, rev[:12]) || strings.HasSuffix(version, "+dirty") != modified {
 			t.Errorf("modified=%v: version %q; want v0.0.0-<time>-%s, +dirty when modified", modified, version, rev[:12])
 		}
@@ -143,7 +145,7 @@ func TestVersion(t *testing.T) {
 // returns the version on the first line.
 func checkVersion(t *testing.T, bin string, want map[string]string) string {
 	t.Helper()
-	want["module"] = "github.com/leaderkit/elector"
+	want["module"] = "github.com/leaderkit/elector/cmd/elect"
 	want["go"] = runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH
 	var outputs []string
 	for _, arg := range []string{"version", "--version"} {
@@ -174,8 +176,10 @@ func checkVersion(t *testing.T, bin string, want map[string]string) string {
 	return version
 }
 
-// copyModule copies the source of the root module (two levels up, without
-// .git and the nested modules) into a new directory and returns it.
+// copyModule copies the source of the repository (two levels up, without
+// .git) into a new directory and returns it: the root module, elect's own
+// module and the kube driver's, which elect's go.mod replaces with the
+// directories beside it; the other nested modules are left out.
 func copyModule(t *testing.T) string {
 	t.Helper()
 	src, err := filepath.Abs(filepath.Join("..", ".."))
@@ -194,7 +198,8 @@ func copyModule(t *testing.T) string {
 		case d.Name() == ".git":
 			return nil // a worktree's link to its repository
 		case d.IsDir():
-			if _, err := os.Stat(filepath.Join(path, "go.mod")); rel != "." && err == nil {
+			_, err := os.Stat(filepath.Join(path, "go.mod"))
+			if nested := rel != "." && err == nil; nested && rel != filepath.Join("cmd", "elect") && rel != "kube" {
 				return filepath.SkipDir
 			}
 			return os.MkdirAll(filepath.Join(dst, rel), 0o755)

@@ -24,10 +24,10 @@ import (
 type Config struct {
 	// Name names the campaign in the report, e.g. "redlock-aof".
 	Name string
-	// Driver is the candidate's -driver: redlock, etcd or zookeeper.
+	// Driver is the candidate's -driver: redlock, etcd, zookeeper or kube.
 	Driver string
-	// ServerKind is the scripts/servers.sh kind of the backend: redis, etcd
-	// or zk. Addrs are its nodes' addresses; Addrs[i] is node i+1.
+	// ServerKind is the scripts/servers.sh kind of the backend: redis, etcd,
+	// zk or kube. Addrs are its nodes' addresses; Addrs[i] is node i+1.
 	ServerKind string
 	// Addrs are the backend's node addresses; Addrs[i] is servers.sh node
 	// FirstNode+i.
@@ -76,6 +76,14 @@ type Config struct {
 	Migrations         int
 	OldDriver, OldKind string
 	OldAddrs           []string
+	// UnderKind and UnderAddrs name the store the backend's servers keep
+	// their data in, whose nodes the [UnderPrefix] fault kinds hit: for a
+	// kube campaign, the etcd cluster under the kube-apiserver.
+	UnderKind  string
+	UnderAddrs []string
+	// KubeURL is the kube:// URL of the apiserver (Addrs[0]) for a kube
+	// campaign; each candidate reaches it through its own proxy.
+	KubeURL string
 	// Dir receives the candidates' standard error, one file per process.
 	Dir string
 	// Logf logs progress.
@@ -207,7 +215,11 @@ func (c *campaign) servers(args ...string) error {
 // the kind is ready); Redis nodes are restarted without AOF if the campaign
 // used it, as the other tests expect.
 func (c *campaign) restoreNodes() error {
-	errs := c.restoreKind(c.cfg.ServerKind, c.first(), len(c.cfg.Addrs), c.cfg.AOF || c.cfg.Clock)
+	var errs []error
+	if c.cfg.UnderKind != "" { // first: the backend's servers need it
+		errs = c.restoreKind(c.cfg.UnderKind, 1, len(c.cfg.UnderAddrs), true)
+	}
+	errs = append(errs, c.restoreKind(c.cfg.ServerKind, c.first(), len(c.cfg.Addrs), c.cfg.AOF || c.cfg.Clock)...)
 	if c.cfg.OldKind != "" {
 		errs = append(errs, c.restoreKind(c.cfg.OldKind, 1, len(c.cfg.OldAddrs), true)...)
 	}

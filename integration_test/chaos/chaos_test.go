@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,7 +19,7 @@ var (
 	flagLong     = flag.Bool("chaos.long", false, "run the long campaign (make chaos) instead of the short one (make test)")
 	flagSeed     = flag.Uint64("chaos.seed", 0, "seed of the nemesis schedule; 0 picks one (printed)")
 	flagOut      = flag.String("chaos.out", "", "directory for the report (JSON, SVG, candidate logs); default a temporary one")
-	flagCampaign = flag.String("chaos.campaigns", "redlock-aof,redlock-noaof,etcd,zookeeper", "campaigns to run; a suffix -restarts, -concurrent or -clock picks a fault mode (e.g. redlock-noaof-restarts, etcd-concurrent, redlock-noaof-clock), -partitions the partition mode (etcd-partitions); migrate-<old>-<new> a rolling migration (migrate-redis-etcd); zookeeper-stock runs on the ensemble with ZooKeeper's stock timing")
+	flagCampaign = flag.String("chaos.campaigns", "redlock-aof,redlock-noaof,etcd,zookeeper,kube", "campaigns to run; kube runs on Kubernetes Leases (the kube-apiserver over the etcd cluster); a suffix -restarts, -concurrent or -clock picks a fault mode (e.g. redlock-noaof-restarts, etcd-concurrent, redlock-noaof-clock), -partitions the partition mode (etcd-partitions); migrate-<old>-<new> a rolling migration (migrate-redis-etcd); zookeeper-stock runs on the ensemble with ZooKeeper's stock timing")
 	flagFaults   = flag.Int("chaos.faults", 0, "faults per campaign (0: 100 long, 5 short)")
 	flagTerms    = flag.Int("chaos.terms", 0, "terms per campaign (0: 300 long, 12 short)")
 	flagMigrate  = flag.Int("chaos.migrations", 0, "full migrations per migrate campaign (0: 20 long, 1 short)")
@@ -51,6 +52,14 @@ const zkStockWindow = 10 * time.Second
 // Redlock campaigns missed their 100 ms RequestTimeout on every node).
 const partitionTTL = 2 * time.Second
 
+// kubeTTL is the lease TTL of a kube campaign: the kube driver's MinTTL
+// with client-go interoperability (Options.ElectorOnly unset).
+const kubeTTL = 3 * time.Second
+
+// kubeFaultTime is what one fault of a kube campaign may take: restarting
+// a killed kube-apiserver takes 20 s and more on a loaded host.
+const kubeFaultTime = 40 * time.Second
+
 // ttlOf returns the TTL of campaign name.
 func ttlOf(name string) time.Duration {
 	base, _ := SplitCampaign(name)
@@ -61,6 +70,8 @@ func ttlOf(name string) time.Duration {
 		return partitionTTL
 	case strings.Contains(name, "zookeeper"):
 		return zkTTL // a migrate campaign from or to it too
+	case base == "kube":
+		return kubeTTL
 	}
 	return chaosTTL
 }
@@ -134,6 +145,9 @@ func TestChaos(t *testing.T) {
 			// A quiet spell and a fault take one to three TTLs: 100
 			// faults at a 32 s TTL take some two hours.
 			cfg.MaxDuration = max(cfg.MaxDuration, time.Duration(cfg.MinFaults)*3*cfg.TTL)
+		}
+		if cfg.Driver == "kube" {
+			cfg.MaxDuration = max(cfg.MaxDuration, time.Duration(cfg.MinFaults)*kubeFaultTime)
 		}
 		if cfg.Mode == ModePartitions {
 			// Each fault waits for all partitions to be owned again
@@ -212,7 +226,7 @@ func addrs(t *testing.T, kind string) []string {
 
 // configure sets the driver, servers, mode and faults of campaign name:
 // <base>[-restarts|-concurrent|-partitions] for base redlock-aof,
-// redlock-noaof, etcd or zookeeper, or migrate-<old>-<new> for stores
+// redlock-noaof, etcd, zookeeper or kube, or migrate-<old>-<new> for stores
 // redis, etcd and zookeeper.
 func configure(t *testing.T, name string, cfg *Config) error {
 	if rest, ok := strings.CutPrefix(name, "migrate-"); ok {
@@ -243,6 +257,13 @@ func configure(t *testing.T, name string, cfg *Config) error {
 		cfg.Driver, cfg.ServerKind, cfg.Addrs = "etcd", "etcd", testenv.EtcdEndpoints(t)
 	case "zookeeper":
 		cfg.Driver, cfg.ServerKind, cfg.Addrs, cfg.SyncWindow = "zookeeper", "zk", testenv.ZKServers(t), zkWindow(t)
+	case "kube":
+		u, err := url.Parse(testenv.KubeURL(t))
+		if err != nil {
+			return fmt.Errorf("campaign %q: ELECTOR_KUBE_URL: %w", name, err)
+		}
+		cfg.Driver, cfg.ServerKind, cfg.Addrs, cfg.KubeURL = "kube", "kube", []string{u.Host}, u.String()
+		cfg.UnderKind, cfg.UnderAddrs = "etcd", testenv.EtcdEndpoints(t)
 	case "zookeeper-stock":
 		cfg.Driver, cfg.ServerKind, cfg.Addrs, cfg.SyncWindow = "zookeeper", "zk", testenv.ZKStockServers(t), zkStockWindow
 		cfg.FirstNode = 5

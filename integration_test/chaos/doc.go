@@ -6,8 +6,8 @@
 // # Campaign
 //
 // A campaign ([Run], [Config]) runs one driver in one mode (Redlock with
-// nodes on AOF and without, etcd, ZooKeeper) against the real test servers
-// of scripts/servers.sh:
+// nodes on AOF and without, etcd, ZooKeeper, Kubernetes Leases) against the
+// real test servers of scripts/servers.sh:
 //
 //   - Candidates are real OS processes (./candidate), three at a time, each
 //     an Elector whose OnElected writes to the [Fence] with its term's
@@ -26,7 +26,11 @@
 //     then SIGCONT (a GC pause); a full cut, added latency or connection
 //     resets on the leader's links; kill or pause of a minority or a
 //     majority of the backend's nodes; for Redis, nodes killed and
-//     restarted at once with AOF (appendfsync always) or empty.
+//     restarted at once with AOF (appendfsync always) or empty; for the
+//     kube campaign (TTL 3 s, the kube driver's MinTTL beside client-go),
+//     SIGKILL of the kube-apiserver restarted after 1-2 TTL, its SIGSTOP
+//     for 1-2 TTL, and ([UnderPrefix]) pauses of a minority or a majority
+//     and kills of a minority of the etcd members under it.
 //   - Modes ([ModeFaults], a campaign name's suffix): "-restarts" draws
 //     only minority restarts, one or two of five nodes, at random and right
 //     after a hand-over (within milliseconds of a term's start, when a

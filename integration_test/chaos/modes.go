@@ -58,7 +58,7 @@ func (c *campaign) args(name, election string, addrs []string) []string {
 		"-term-min", (churn / 4).String(), "-term-max", churn.String()}
 	switch cfg.Mode {
 	case ModePartitions:
-		return append(a, "-driver", cfg.Driver, "-addrs", strings.Join(addrs, ","), "-election", election,
+		return append(append(a, c.backendArgs(addrs)...), "-election", election,
 			"-partitions", fmt.Sprint(cfg.Partitions), "-write-every", (ttl / 4).String(),
 			"-member-min", (5 * churn).String(), "-member-max", (15 * churn).String(),
 			// Up to 256 campaigns in flight per member start at once.
@@ -74,7 +74,23 @@ func (c *campaign) args(name, election string, addrs []string) []string {
 		u := fmt.Sprintf("%s%s://?old=%s&new=%s", migrate.SchemePrefix, phase, url.QueryEscape(old), url.QueryEscape(nw))
 		return append(a, "-url", u, "-election", election, "-key", fmt.Sprintf("m%d", m))
 	}
-	return append(a, "-driver", cfg.Driver, "-addrs", strings.Join(addrs, ","), "-election", election)
+	return append(append(a, c.backendArgs(addrs)...), "-election", election)
+}
+
+// backendArgs returns the candidate's flags naming its backend, reached
+// through the proxies at addrs: -driver and -addrs, or for kube -url with
+// Config.KubeURL's host replaced by the proxy's (the URL carries the CA,
+// the token file and the namespace).
+func (c *campaign) backendArgs(addrs []string) []string {
+	if c.cfg.Driver != "kube" {
+		return []string{"-driver", c.cfg.Driver, "-addrs", strings.Join(addrs, ",")}
+	}
+	u, err := url.Parse(c.cfg.KubeURL)
+	if err != nil {
+		return []string{"-url", "kube://invalid"} // the candidate reports it
+	}
+	u.Host = addrs[0]
+	return []string{"-url", u.String()}
 }
 
 // storeURL returns the backend URL of driver over addrs.

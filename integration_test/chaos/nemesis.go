@@ -36,13 +36,28 @@ const (
 	FaultRestartMajorAOF   = "restart-majority-aof"
 	FaultRestartMinorNoAOF = "restart-minority-noaof"
 	FaultRestartMajorNoAOF = "restart-majority-noaof"
+	// Kubernetes: SIGKILL the kube-apiserver and restart it after 1-2 TTL,
+	// or SIGSTOP it for 1-2 TTL (its clients' requests and watches hang).
+	FaultKillAPIServer  = "kill-apiserver"
+	FaultPauseAPIServer = "pause-apiserver"
 )
 
+// UnderPrefix marks the fault kinds that hit the nodes of the store under
+// the backend's servers ([Config.UnderKind]: the etcd cluster in which the
+// kube-apiserver keeps its Leases), e.g. "etcd-pause-majority".
+const UnderPrefix = "etcd-"
+
 // FaultKinds returns the fault kinds for a backend of servers.sh kind
-// serverKind (redis, etcd, zk); aof selects the Redis restart kinds.
+// serverKind (redis, etcd, zk, kube); aof selects the Redis restart kinds.
+// For kube, the node faults hit the one apiserver and, with [UnderPrefix],
+// the etcd members under it.
 func FaultKinds(serverKind string, aof bool) []string {
-	kinds := []string{FaultKillLeader, FaultPauseLeader, FaultCutLeader, FaultSlowLeader, FaultResetLeader,
-		FaultPauseMinor, FaultPauseMajor}
+	kinds := []string{FaultKillLeader, FaultPauseLeader, FaultCutLeader, FaultSlowLeader, FaultResetLeader}
+	if serverKind == "kube" {
+		return append(kinds, FaultKillAPIServer, FaultPauseAPIServer,
+			UnderPrefix+FaultPauseMinor, UnderPrefix+FaultPauseMajor, UnderPrefix+FaultKillMinor)
+	}
+	kinds = append(kinds, FaultPauseMinor, FaultPauseMajor)
 	switch {
 	case serverKind == "zk":
 		return append(kinds, FaultKillMinor, FaultKillMajor, FaultPauseStoreLeader)
@@ -234,7 +249,9 @@ func OldFaults(serverKind string) []string {
 }
 
 // injectNodes runs one fault of kind on a minority or majority of the
-// backend nodes (of the old store's, for an [OldPrefix] kind).
+// backend nodes (of the old store's, for an [OldPrefix] kind; of the store
+// under the backend, for an [UnderPrefix] kind; the apiserver, the one
+// node of a kube backend, for kill-apiserver and pause-apiserver).
 func (c *campaign) injectNodes(ctx context.Context, rng *rand.Rand, kind string) error {
 	ttl := c.cfg.TTL
 	serverKind, n := c.cfg.ServerKind, len(c.cfg.Addrs)
@@ -242,8 +259,18 @@ func (c *campaign) injectNodes(ctx context.Context, rng *rand.Rand, kind string)
 	if old {
 		serverKind, n = c.cfg.OldKind, len(c.cfg.OldAddrs)
 	}
+	base, under := strings.CutPrefix(base, UnderPrefix)
+	if under && c.cfg.UnderKind != "" {
+		serverKind, n = c.cfg.UnderKind, len(c.cfg.UnderAddrs)
+	}
+	switch base {
+	case FaultKillAPIServer:
+		base = FaultKillMajor // the majority of one node: the apiserver
+	case FaultPauseAPIServer:
+		base = FaultPauseMajor
+	}
 	first := c.first()
-	if old {
+	if old || under {
 		first = 1
 	}
 	names := pickFrom(rng, base, first, n)

@@ -24,3 +24,27 @@ func TestNoKubernetesModuleInTheGraph(t *testing.T) {
 		}
 	}
 }
+
+// elect carries every driver, the kube driver with client-go among them, so
+// it is a module of its own (cmd/elect/go.mod): the root module's graph
+// stays free of Kubernetes (above) while elect opens kube:// URLs.
+func TestElectIsAModuleWithTheKubeDriver(t *testing.T) {
+	dir := "../../cmd/elect"
+	cmd := exec.Command("go", "list", "-m")
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -m in %s: %v", dir, err)
+	}
+	if got, want := strings.TrimSpace(string(out)), mod+"/cmd/elect"; got != want {
+		t.Errorf("go list -m in %s: got %s, want %s (elect is a module of its own)", dir, got, want)
+	}
+	cmd = exec.Command("go", "list", "-deps", ".")
+	cmd.Dir = dir
+	if out, err = cmd.Output(); err != nil {
+		t.Fatalf("go list -deps in %s: %v", dir, err)
+	}
+	if !strings.Contains("\n"+string(out), "\n"+mod+"/kube\n") {
+		t.Errorf("go list -deps in %s: no %s/kube; want elect to import the kube driver (kube:// URLs)", dir, mod)
+	}
+}

@@ -49,6 +49,7 @@ import (
 	"github.com/leaderkit/elector/backend"
 	"github.com/leaderkit/elector/backendurl"
 	"github.com/leaderkit/elector/etcd"
+	_ "github.com/leaderkit/elector/kube"  // registers kube:// for -url
 	"github.com/leaderkit/elector/migrate" // also registers migrate+<phase>:// for -url
 	"github.com/leaderkit/elector/redlock"
 	"github.com/leaderkit/elector/zookeeper"

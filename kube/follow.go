@@ -1,0 +1,125 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// followRetry is how long the Backend's watch of its held Leases waits
+// before it is started again after it failed (an unreachable apiserver):
+// renewals fail meanwhile too, and the Deadline ends a lease if they keep
+// failing.
+const followRetry = 500 * time.Millisecond
+
+// follow watches the Leases of the Backend's namespace, one watch for all
+// the leases it holds, from the first lease it wins until Close, and
+// finishes a held lease as soon as an event shows its Lease not naming it
+// any more: another writer took it over (a client-go candidate, kubectl),
+// released it for it, or deleted it. The holder then learns of the loss
+// from the apiserver's event, not at its next renewal. After a failed
+// watch it lists the Leases and checks every held one against the list
+// before watching again, so no change is missed.
+func (b *Backend) follow() {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-b.done
+		cancel()
+	}()
+	for ctx.Err() == nil {
+		b.followOnce(ctx)
+		t := time.NewTimer(followRetry)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+		case <-t.C:
+		}
+	}
+}
+
+// followOnce lists the Leases, checks the held ones, and watches from the
+// list until the watch ends or ctx does.
+func (b *Backend) followOnce(ctx context.Context) {
+	list, err := bounded(b, ctx, func(ctx context.Context) (*coordinationv1.LeaseList, error) {
+		return b.leases.List(ctx, metav1.ListOptions{})
+	})
+	if err != nil {
+		return
+	}
+	present := make(map[string]*coordinationv1.Lease, len(list.Items))
+	for i := range list.Items {
+		present[list.Items[i].Name] = &list.Items[i]
+	}
+	for _, l := range b.heldLeases() {
+		if obj, ok := present[l.name]; (!ok || !l.o.owns(obj)) && !l.newer(list.ResourceVersion) {
+			l.foreign()
+		}
+	}
+	w, err := b.leases.Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion, TimeoutSeconds: new(int64(watchSeconds))})
+	if err != nil {
+		return
+	}
+	defer w.Stop()
+	for ev := range w.ResultChan() {
+		obj, ok := ev.Object.(*coordinationv1.Lease)
+		if !ok {
+			return // watch.Error: list again
+		}
+		for _, l := range b.heldLeases() {
+			if l.name != obj.Name || !rvAfter(obj.ResourceVersion, l.won) {
+				continue // another Lease, or a write from before l won it
+			}
+			if ev.Type == watch.Deleted || !l.o.owns(obj) {
+				l.foreign()
+			}
+		}
+	}
+}
+
+// heldLeases returns the leases the Backend holds now.
+func (b *Backend) heldLeases() []*lease {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]*lease, 0, len(b.held))
+	for l := range b.held {
+		out = append(out, l)
+	}
+	return out
+}
+
+// newer reports whether l was won after the list at resourceVersion rv was
+// read (its own write is not in the list): only the watch can judge it.
+func (l *lease) newer(rv string) bool { return rvAfter(l.won, rv) }
+
+// rvAfter reports whether resourceVersion a is after b. resourceVersions
+// are opaque, but the apiserver over etcd issues them as increasing
+// integers; one that does not parse counts as not after.
+func rvAfter(a, b string) bool {
+	var x, y uint64
+	if _, err := fmt.Sscan(a, &x); err != nil {
+		return false
+	}
+	if _, err := fmt.Sscan(b, &y); err != nil {
+		return false
+	}
+	return x > y
+}
+
+// foreign ends l after the watch showed another writer's change: Lost
+// closes at once, even while a renewal holds l.mu, and the renewal after it
+// returns an error wrapping [backend.ErrLost].
+func (l *lease) foreign() {
+	if l.ended.Load() {
+		return // released or marked by its holder, or already lost
+	}
+	l.finish()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.gone = true
+	l.b.forget(l)
+}

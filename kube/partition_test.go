@@ -1,0 +1,145 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/leaderkit/elector/partition"
+)
+
+// partLedger records the members' callbacks and checks, as they happen, that
+// no partition has two OnAssigned running at once and that tokens strictly
+// increase per partition.
+type partLedger struct {
+	tb      testing.TB
+	mu      sync.Mutex
+	active  map[int]string
+	last    map[int]uint64
+	changed chan struct{} // closed and replaced on every change
+}
+
+func (g *partLedger) options(id string) *partition.Options {
+	return &partition.Options{
+		Identity: id,
+		TTL:      2 * time.Second,
+		Logger:   slog.New(slog.DiscardHandler),
+		OnAssigned: func(ctx context.Context, a partition.Assignment) {
+			g.mu.Lock()
+			if other, ok := g.active[a.Partition]; ok {
+				g.tb.Errorf("partition %d assigned to %s (token %d) while %s still owns it", a.Partition, id, a.Token, other)
+			}
+			if a.Token <= g.last[a.Partition] {
+				g.tb.Errorf("partition %d assigned to %s with token %d; want > %d", a.Partition, id, a.Token, g.last[a.Partition])
+			}
+			g.active[a.Partition], g.last[a.Partition] = id, a.Token
+			g.notify()
+			g.mu.Unlock()
+			<-ctx.Done()
+			g.mu.Lock()
+			if g.active[a.Partition] == id {
+				delete(g.active, a.Partition)
+				g.notify()
+			}
+			g.mu.Unlock()
+		},
+	}
+}
+
+// notify wakes the waiters of settle; g.mu is held.
+func (g *partLedger) notify() {
+	close(g.changed)
+	g.changed = make(chan struct{})
+}
+
+// settle waits until all n partitions are owned, each by one of ids, and
+// every one of ids owns at least one.
+func (g *partLedger) settle(n int, ids []string, limit time.Duration) {
+	g.tb.Helper()
+	deadline := time.After(limit)
+	for {
+		g.mu.Lock()
+		owned := map[string]int{}
+		for _, id := range g.active {
+			owned[id]++
+		}
+		ok := len(g.active) == n && len(owned) == len(ids)
+		for _, id := range ids {
+			ok = ok && owned[id] > 0
+		}
+		changed := g.changed
+		snapshot := fmt.Sprint(g.active)
+		g.mu.Unlock()
+		if ok {
+			return
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			g.tb.Fatalf("owners %s after %v; want all %d partitions owned, shared by %v", snapshot, limit, n, ids)
+		}
+	}
+}
+
+// TestPartitionOnLeases runs a partition group on Leases: two members share
+// eight partitions, a third joins, one leaves, one is cut off from the
+// apiserver. After each step every partition is owned by exactly one
+// running member, and each partition's tokens increase.
+func TestPartitionOnLeases(t *testing.T) {
+	const n = 8
+	s := testServer(t)
+	group := testName(t)
+	g := &partLedger{tb: t, active: map[int]string{}, last: map[int]uint64{}, changed: make(chan struct{})}
+	type member struct {
+		p      *proxy
+		cancel context.CancelFunc
+		done   chan error
+	}
+	ms := map[string]*member{}
+	start := func(id string) {
+		p := newProxy(t, s.addr())
+		t.Cleanup(p.Close)
+		b, err := New(s.via(t, p.Addr()), s.ns, &Options{ElectorOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = b.Close() })
+		a, err := partition.New(b, group, n, g.options(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		m := &member{p: p, cancel: cancel, done: make(chan error, 1)}
+		go func() { m.done <- a.Run(ctx) }()
+		ms[id] = m
+	}
+	stop := func(id string) {
+		ms[id].cancel()
+		if err := <-ms[id].done; !errors.Is(err, context.Canceled) {
+			t.Errorf("%s: Run returned %v; want context.Canceled", id, err)
+		}
+		delete(ms, id)
+	}
+	defer func() {
+		for _, m := range ms {
+			m.cancel()
+			<-m.done
+		}
+	}()
+
+	start("m0")
+	start("m1")
+	g.settle(n, []string{"m0", "m1"}, 30*time.Second)
+	start("m2")
+	g.settle(n, []string{"m0", "m1", "m2"}, 30*time.Second)
+	stop("m1")
+	g.settle(n, []string{"m0", "m2"}, 30*time.Second)
+	cut := time.Now()
+	ms["m0"].p.Cut()
+	g.settle(n, []string{"m2"}, 30*time.Second)
+	t.Logf("m0 cut off: m2 owned all %d partitions %v later", n, time.Since(cut).Round(time.Millisecond))
+}
