@@ -25,6 +25,7 @@
 //	redis, rediss  package github.com/leaderkit/elector/redlock
 //	etcd, etcds    package github.com/leaderkit/elector/etcd
 //	zk, zks        package github.com/leaderkit/elector/zookeeper
+//	kube           package github.com/leaderkit/elector/kube (a module of its own)
 //
 // # Shared rules
 //

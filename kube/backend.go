@@ -22,7 +22,7 @@ import (
 type Backend struct {
 	leases coordinationv1client.LeaseInterface
 	ns     string
-	set    settings
+	cfg    config
 
 	done chan struct{} // closed by Close
 	bg   sync.WaitGroup
@@ -92,14 +92,14 @@ func New(client coordinationv1client.LeasesGetter, namespace string, opts *Optio
 	if errs := validation.IsDNS1123Label(namespace); len(errs) > 0 {
 		return nil, fmt.Errorf("kube: %w: namespace %q: %s", backend.ErrInvalid, namespace, errs[0])
 	}
-	set, err := opts.settings()
+	cfg, err := opts.config()
 	if err != nil {
 		return nil, err
 	}
 	return &Backend{
 		leases: client.Leases(namespace),
 		ns:     namespace,
-		set:    set,
+		cfg:    cfg,
 		done:   make(chan struct{}),
 		held:   make(map[*lease]struct{}),
 	}, nil
@@ -209,11 +209,11 @@ func (b *Backend) keep(l *lease) bool {
 
 // bounded runs one request with ctx bounded by Options.RequestTimeout.
 func bounded[T any](b *Backend, ctx context.Context, f func(context.Context) (T, error)) (T, error) {
-	ctx, cancel := context.WithTimeout(ctx, b.set.request)
+	ctx, cancel := context.WithTimeout(ctx, b.cfg.request)
 	defer cancel()
 	v, err := f(ctx)
 	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && !apierrors.IsConflict(err) {
-		err = fmt.Errorf("no answer within %v (Options.RequestTimeout): %w", b.set.request, err)
+		err = fmt.Errorf("no answer within %v (Options.RequestTimeout): %w", b.cfg.request, err)
 	}
 	return v, err
 }

@@ -34,7 +34,7 @@ func (b *Backend) Campaign(ctx context.Context, c backend.Candidate) (backend.Le
 	if err := backend.ValidateIdentity(c.Identity); err != nil {
 		return nil, fmt.Errorf("kube: campaign %q: %w", c.Election, err)
 	}
-	secs, err := b.set.ttlSeconds(c.TTL)
+	secs, err := b.cfg.ttlSeconds(c.TTL)
 	if err != nil {
 		return nil, fmt.Errorf("kube: campaign %q: %w", c.Election, err)
 	}
@@ -122,7 +122,7 @@ func (b *Backend) take(ctx context.Context, c backend.Candidate, name string, se
 	l := &lease{
 		b: b, election: c.Election, name: name, o: o, secs: secs, obj: got, won: got.ResourceVersion,
 		seen: secondsKeyOf(got), seenSent: sent,
-		deadline: backend.LeaseDeadline(sent, time.Duration(secs)*time.Second, b.set.drift),
+		deadline: backend.LeaseDeadline(sent, time.Duration(secs)*time.Second, b.cfg.drift),
 		lost:     make(chan struct{}),
 	}
 	if !b.keep(l) {
@@ -140,7 +140,7 @@ func (b *Backend) take(ctx context.Context, c backend.Candidate, name string, se
 
 // cleanup clears the Lease if o holds it, bounded by Options.CleanupTimeout.
 func (b *Backend) cleanup(name string, o owner) {
-	ctx, cancel := context.WithTimeout(context.Background(), b.set.cleanup)
+	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.cleanup)
 	defer cancel()
 	_, _ = b.clearOwned(ctx, name, o, nil)
 }

@@ -13,7 +13,37 @@
 // Kubernetes never download or compile client-go. Importing it registers the
 // kube:// scheme with package backendurl.
 //
-// # Lease record
+// # URLs
+//
+// Importing the package registers the kube:// scheme with package
+// backendurl (the rules every scheme shares are in its documentation). The
+// forms:
+//
+//	kube://host[:port]?token_file=PATH&ca=PATH[&namespace=NS]...
+//	kube://[?kubeconfig=PATH][&context=NAME][&namespace=NS]...
+//
+// With a host, the client reaches https://host:port (port 6443 by
+// default), authenticating with the bearer token read from token_file (read
+// again as it changes) and/or the client certificate cert and key, and
+// verifying the server with ca (or the system roots), server_name and
+// insecure_skip_verify. Without a host, the client is configured as
+// kubectl would be: from the kubeconfig file (default: $KUBECONFIG, then
+// ~/.kube/config) and its context (default: the current one), or from the
+// pod's service account when the process runs in a cluster and finds no
+// kubeconfig. Parameters:
+//
+//   - namespace: the Leases' namespace (default: the context's, in a pod
+//     the pod's, else "default");
+//   - qps, burst: the client's rate limit (default 50 and 100, above
+//     client-go's 5 and 10, which would throttle many elections);
+//   - drift_factor, cleanup_timeout, request_timeout, elector_only: the
+//     fields of [Options] of those names.
+//
+// For example, a controller in a pod:
+//
+//	kube://?namespace=billing
+//
+// # Lease layout
 //
 // An election is one Lease in the Backend's namespace, named by
 // [LeaseName]: an election name that is a valid Lease name is used as it
@@ -40,28 +70,21 @@
 // candidate takes a Lease whose holderIdentity is its own identity for its
 // own and renews it.
 //
-// # Moving from client-go
+// # Fencing
 //
-// A controller that elects its leader with client-go's LeaderElector on a
-// LeaseLock moves to elector by a rolling update, with no time when two
-// replicas lead and none longer than the lease without a leader: the
-// runbook is the section "Move from client-go's leader election" of
-// docs/migration.md in the repository, and TestRollingUpgradeFromClientGo
-// runs it. In short: keep the Lease (elector's election name is the
-// LeaseLock's name, the TTL its LeaseDuration), run client-go with
-// ReleaseOnCancel, give every replica a distinct identity, replace the
-// replicas one at a time, and fence with the token once no client-go
-// replica runs.
-//
-// # Migrating to and from other stores
-//
-// [Backend.Mark] and [Backend.Unmark] implement migrate.Marker, so package
-// github.com/leaderkit/elector/migrate moves an election from Leases to
-// another store (etcd, Redis, ZooKeeper) with the runbook of
-// docs/migration.md; moving one to Leases needs nothing of the driver. The
-// marker is a holder record of identity "migrated-to-<new store>" with the
-// largest leaseDurationSeconds (about 68 years) and the token of the last
-// term: elector's and client-go's candidates wait behind it.
+// The token of a term is the Lease's leaseTransitions after the driver
+// incremented it on acquisition: the driver increments it on every
+// acquisition, by any candidate, and client-go increments it on every
+// change of holder (leaderelection.go, tryAcquireOrRenew: LeaderTransitions
+// = old + 1 unless the holder is itself); neither ever lowers it, and every
+// write is conditional on the resourceVersion read, so increments never
+// race. Tokens therefore strictly increase across the terms of elector
+// candidates, including terms interleaved with client-go holders (a
+// client-go holder's term carries the count it wrote, which client-go
+// users do not fence with). Deleting the Lease resets the count: never
+// delete the Lease of an election whose tokens a resource checks. The count
+// is an int32: after 2,147,483,647 acquisitions Campaign returns an error
+// wrapping [backend.ErrInvalid].
 //
 // # Timing
 //
@@ -120,22 +143,6 @@
 // each waiting candidate one watch; a Backend holding any election keeps
 // one more watch, of every Lease of its namespace.
 //
-// # Fencing
-//
-// The token of a term is the Lease's leaseTransitions after the driver
-// incremented it on acquisition: the driver increments it on every
-// acquisition, by any candidate, and client-go increments it on every
-// change of holder (leaderelection.go, tryAcquireOrRenew: LeaderTransitions
-// = old + 1 unless the holder is itself); neither ever lowers it, and every
-// write is conditional on the resourceVersion read, so increments never
-// race. Tokens therefore strictly increase across the terms of elector
-// candidates, including terms interleaved with client-go holders (a
-// client-go holder's term carries the count it wrote, which client-go
-// users do not fence with). Deleting the Lease resets the count: never
-// delete the Lease of an election whose tokens a resource checks. The count
-// is an int32: after 2,147,483,647 acquisitions Campaign returns an error
-// wrapping [backend.ErrInvalid].
-//
 // # Errors
 //
 // Invalid names, identities, TTLs (below [MinTTL], or below 1 s with
@@ -172,4 +179,27 @@
 //
 // A process paused past its Deadline may still believe it leads: fence
 // writes with the token.
+//
+// # Moving from client-go
+//
+// A controller that elects its leader with client-go's LeaderElector on a
+// LeaseLock moves to elector by a rolling update, with no time when two
+// replicas lead and none longer than the lease without a leader: the
+// runbook is the section "Move from client-go's leader election" of
+// docs/migration.md in the repository, and TestRollingUpgradeFromClientGo
+// runs it. In short: keep the Lease (elector's election name is the
+// LeaseLock's name, the TTL its LeaseDuration), run client-go with
+// ReleaseOnCancel, give every replica a distinct identity, replace the
+// replicas one at a time, and fence with the token once no client-go
+// replica runs.
+//
+// # Migrating to and from other stores
+//
+// [Backend.Mark] and [Backend.Unmark] implement migrate.Marker, so package
+// github.com/leaderkit/elector/migrate moves an election from Leases to
+// another store (etcd, Redis, ZooKeeper) with the runbook of
+// docs/migration.md; moving one to Leases needs nothing of the driver. The
+// marker is a holder record of identity "migrated-to-<new store>" with the
+// largest leaseDurationSeconds (about 68 years) and the token of the last
+// term: elector's and client-go's candidates wait behind it.
 package kube

@@ -98,7 +98,7 @@ func (l *lease) Renew(ctx context.Context) error {
 	case err == nil:
 		l.obj = got
 		switch k := secondsKeyOf(got); {
-		case l.b.set.electorOnly:
+		case l.b.cfg.electorOnly:
 			l.seen, l.seenSent = k, sent
 		case k != l.seen:
 			// A renewal whose answer was lost may have written this
@@ -109,7 +109,7 @@ func (l *lease) Renew(ctx context.Context) error {
 			}
 		}
 		l.unknownSent = time.Time{}
-		if d := backend.LeaseDeadline(l.seenSent, time.Duration(l.secs)*time.Second, l.b.set.drift); d.After(l.deadline) {
+		if d := backend.LeaseDeadline(l.seenSent, time.Duration(l.secs)*time.Second, l.b.cfg.drift); d.After(l.deadline) {
 			l.dmu.Lock()
 			l.deadline = d
 			l.dmu.Unlock()
@@ -173,7 +173,7 @@ func (l *lease) clearLocked(ctx context.Context) error {
 // clear releases the Lease if it is still ours, bounded by
 // Options.CleanupTimeout: after a failed Release, and in Close.
 func (l *lease) clear() {
-	ctx, cancel := context.WithTimeout(context.Background(), l.b.set.cleanup)
+	ctx, cancel := context.WithTimeout(context.Background(), l.b.cfg.cleanup)
 	defer cancel()
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -52,16 +52,16 @@ type Options struct {
 	ElectorOnly bool
 }
 
-// settings are validated Options with defaults filled in.
-type settings struct {
+// config is Options validated, with defaults applied.
+type config struct {
 	drift       float64
 	cleanup     time.Duration
 	request     time.Duration
 	electorOnly bool
 }
 
-func (o *Options) settings() (settings, error) {
-	s := settings{drift: backend.DefaultDriftFactor, cleanup: DefaultCleanupTimeout, request: DefaultRequestTimeout}
+func (o *Options) config() (config, error) {
+	s := config{drift: backend.DefaultDriftFactor, cleanup: DefaultCleanupTimeout, request: DefaultRequestTimeout}
 	if o == nil {
 		return s, nil
 	}
@@ -89,7 +89,7 @@ func (o *Options) settings() (settings, error) {
 // ttlSeconds converts a candidate TTL to the Lease's leaseDurationSeconds,
 // rounding up: a Lease's duration is whole seconds, at least one, and at
 // least [MinTTL] unless the Leases are for elector candidates only.
-func (s settings) ttlSeconds(ttl time.Duration) (int32, error) {
+func (s config) ttlSeconds(ttl time.Duration) (int32, error) {
 	if !s.electorOnly && ttl < MinTTL && ttl > 0 {
 		return 0, fmt.Errorf("%w: Candidate.TTL is %v; want at least %v on a Lease that client-go candidates may share (they notice a renewal only when renewTime moves to another whole second), or set Options.ElectorOnly for TTLs from 1s",
 			backend.ErrInvalid, ttl, MinTTL)

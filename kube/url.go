@@ -30,26 +30,8 @@ func init() {
 	backendurl.Register("kube", backendurl.OpenerFunc(openURL))
 }
 
-// openURL opens kube:// URLs for package backendurl. Importing this package
-// registers the scheme with backendurl.DefaultMux. The forms:
-//
-//	kube://host[:port]?token_file=PATH&ca=PATH[&namespace=NS]...
-//	kube://[?kubeconfig=PATH][&context=NAME][&namespace=NS]...
-//
-// With a host, the client reaches https://host:port (port 6443 by
-// default), authenticating with the bearer token read from token_file (read
-// again as it changes) and/or the client certificate cert and key, and
-// verifying the server with ca (or the system roots), server_name and
-// insecure_skip_verify as other TLS schemes do. Without a host, the client
-// is configured as kubectl would be: from the kubeconfig file (default:
-// $KUBECONFIG, then ~/.kube/config) and its context (default: the current
-// one), or from the pod's service account when the process runs in a
-// cluster and finds no kubeconfig. namespace defaults to the context's
-// namespace (in a pod: the pod's), else "default".
-//
-// Further parameters: qps and burst (the client's rate limit, default 50
-// and 100), drift_factor, cleanup_timeout, request_timeout and
-// elector_only (the fields of [Options]).
+// openURL opens kube:// URLs for package backendurl: the forms and
+// parameters of the package documentation's # URLs section.
 func openURL(ctx context.Context, u *url.URL) (backend.Backend, io.Closer, error) {
 	cfg, ns, opts, err := parseURL(u)
 	if err != nil {
