@@ -17,8 +17,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/leaderkit/elector/backend"
 	"github.com/leaderkit/elector/backendurl"
 	"github.com/leaderkit/elector/compare"
@@ -188,8 +186,8 @@ func compareMain(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	o.Prefix = compare.NewPrefix()
 	fmt.Fprintf(stderr, "elect compare: elections under %s\n", o.Prefix)
 	o.Progress = progressPrinter(stderr)
-	// A crashed holder's go-redis clients would log their failed dials.
-	redis.SetLogger(redisLogger{newLogger(stderr, "info", "text")})
+	// A crashed holder's clients would log their failed dials and requests.
+	quietLibraries(newLogger(stderr, "info", "text"))
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	abort := make(chan struct{})

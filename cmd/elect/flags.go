@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"k8s.io/klog/v2"
 
 	"github.com/leaderkit/elector/backend"
 	"github.com/leaderkit/elector/backendurl"
@@ -67,11 +68,38 @@ func (c *common) check() error {
 
 func (c *common) logger(stderr io.Writer) *slog.Logger {
 	log := newLogger(stderr, c.logLevel, c.logFormat)
-	// go-redis logs dial failures on its own; keep them for --log-level=debug.
-	redis.SetLogger(redisLogger{log})
+	// go-redis and client-go log dial and request failures on their own;
+	// keep them for --log-level=debug.
+	quietLibraries(log)
 	c.log = log
 	return log
 }
+
+// quietLibraries sends the log lines of the client libraries (go-redis,
+// and client-go through klog) to log at level Debug: elect reports what
+// fails itself.
+func quietLibraries(log *slog.Logger) {
+	redis.SetLogger(redisLogger{log})
+	klog.SetSlogLogger(slog.New(debugHandler{log.Handler()}).With("component", "client-go"))
+}
+
+// debugHandler passes every record to its Handler at level Debug.
+type debugHandler struct{ h slog.Handler }
+
+func (d debugHandler) Enabled(ctx context.Context, _ slog.Level) bool {
+	return d.h.Enabled(ctx, slog.LevelDebug)
+}
+
+func (d debugHandler) Handle(ctx context.Context, r slog.Record) error {
+	if !d.h.Enabled(ctx, slog.LevelDebug) {
+		return nil // klog does not ask Enabled first
+	}
+	r.Level = slog.LevelDebug
+	return d.h.Handle(ctx, r)
+}
+
+func (d debugHandler) WithAttrs(as []slog.Attr) slog.Handler { return debugHandler{d.h.WithAttrs(as)} }
+func (d debugHandler) WithGroup(g string) slog.Handler       { return debugHandler{d.h.WithGroup(g)} }
 
 // redisLogger sends go-redis's log lines to elect's logger at level Debug.
 type redisLogger struct{ log *slog.Logger }

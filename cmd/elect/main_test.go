@@ -47,14 +47,16 @@ func TestMain(m *testing.M) {
 	}
 	code := 0
 	func() {
+		// Deferred calls run last first: the builds end, then goleak looks,
+		// then the directory goes.
 		defer os.RemoveAll(dir)
-		defer builds.Wait()
 		defer func() {
 			if err := goleak.Find(); err != nil && code == 0 {
 				fmt.Fprintln(os.Stderr, "goleak:", err)
 				code = 1
 			}
 		}()
+		defer builds.Wait()
 		code = m.Run()
 	}()
 	os.Exit(code)
