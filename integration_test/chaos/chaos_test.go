@@ -60,6 +60,22 @@ const kubeTTL = 3 * time.Second
 // a killed kube-apiserver takes 20 s and more on a loaded host.
 const kubeFaultTime = 40 * time.Second
 
+// expiryGrain returns how late after its timeout the store may expire a
+// dead holder's lease in campaign name: a ZooKeeper leader expires sessions
+// in buckets of tickTime, rounding each expiry up to the next tick
+// (ExpiryQueue.roundToNextInterval,
+// https://github.com/apache/zookeeper/blob/master/zookeeper-server/src/main/java/org/apache/zookeeper/server/ExpiryQueue.java).
+func expiryGrain(name string) time.Duration {
+	base, _ := SplitCampaign(name)
+	switch {
+	case base == "zookeeper-stock":
+		return 2 * time.Second // tickTime of ensemble 5-7
+	case strings.Contains(name, "zookeeper"):
+		return 100 * time.Millisecond // tickTime of ensemble 1-3
+	}
+	return 0
+}
+
 // ttlOf returns the TTL of campaign name.
 func ttlOf(name string) time.Duration {
 	base, _ := SplitCampaign(name)
@@ -300,7 +316,7 @@ func checkCampaign(name string, events []Event, ttl, bound time.Duration) (Resul
 	case strings.HasSuffix(name, "-"+ModePartitions):
 		return CheckKeys(events, p, KeyParams{
 			Graceful: func(note string) bool { return note == "moved" || note == "leaving" },
-			Handover: ttl, Takeover: ttl + time.Second,
+			Handover: ttl, Takeover: ttl + expiryGrain(name) + time.Second,
 		})
 	}
 	r := Check(events, p)
