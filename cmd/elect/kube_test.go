@@ -3,11 +3,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"strings"
 	"sync"
 	"syscall"
@@ -117,43 +115,21 @@ func TestKubePartitions(t *testing.T) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
+	q := newQuotas(2, 2)
 	for _, id := range []string{"w1", "w2"} {
 		b, closer, err := backendurl.Open(ctx, url)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = closer.Close() })
-		a, err := partition.New(b, group, 4, &partition.Options{Identity: id, TTL: 2 * time.Second, Logger: slog.New(slog.DiscardHandler)})
+		a, err := partition.New(b, group, 4, q.options(id, 2*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
 		wg.Go(func() { _ = a.Run(ctx) })
 	}
-	var (
-		stdout, stderr bytes.Buffer
-		tab            partition.Table
-	)
 	args := []string{"partitions", "--backend=" + url, "--group=" + group, "--partitions=4", "--json"}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		stdout.Reset()
-		stderr.Reset()
-		code := elect(ctx, args, &stdout, &stderr)
-		if code != exitOK && code != exitNoLeader {
-			t.Fatalf("elect partitions: exit %d, stderr %q; want 0 or 1", code, stderr.String())
-		}
-		tab = partition.Table{}
-		if err := json.Unmarshal(stdout.Bytes(), &tab); err != nil {
-			t.Fatalf("--json output %q: %v", stdout.String(), err)
-		}
-		if code == exitOK && len(tab.Members) == 2 && settledTable(&tab) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no settled table within 30 s; last: %s", stdout.String())
-		}
-		time.Sleep(100 * time.Millisecond) // polling a CLI's output: nothing to synchronise on
-	}
+	tab := q.settled(t, ctx, 30*time.Second, args)
 	if len(tab.Partitions) != 4 || tab.Members[0].Owned+tab.Members[1].Owned != 4 || tab.Members[0].Owned == 0 || tab.Members[1].Owned == 0 {
 		t.Errorf("table %+v; want 2 members sharing 4 partitions", tab)
 	}

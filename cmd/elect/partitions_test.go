@@ -27,6 +27,72 @@ var partStore = sync.OnceValue(func() *memory.Backend {
 
 // TestPartitions: elect partitions prints each member's load and each
 // partition's owner, token and placed member, as text or JSON, and exits 1
+
+// quotas counts the partitions each in-process member holds, from its
+// OnAssigned and OnRevoked, and closes full once every one of members holds
+// want: the group has settled, so elect partitions can be read once.
+type quotas struct {
+	members, want int
+	full          chan struct{}
+	mu            sync.Mutex
+	held          map[string]int
+	closed        bool
+}
+
+func newQuotas(members, want int) *quotas {
+	return &quotas{members: members, want: want, full: make(chan struct{}), held: map[string]int{}}
+}
+
+// options returns member id's Options, its callbacks counting for q.
+func (q *quotas) options(id string, ttl time.Duration) *partition.Options {
+	return &partition.Options{
+		Identity: id, TTL: ttl, Logger: slog.New(slog.DiscardHandler),
+		OnAssigned: func(context.Context, partition.Assignment) { q.add(id, 1) },
+		OnRevoked:  func(partition.Assignment, error) { q.add(id, -1) },
+	}
+}
+
+func (q *quotas) add(id string, d int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.held[id] += d
+	if q.closed || len(q.held) < q.members {
+		return
+	}
+	for _, n := range q.held {
+		if n != q.want {
+			return
+		}
+	}
+	q.closed = true
+	close(q.full)
+}
+
+// settled runs elect partitions --json (args) once q is full, and returns
+// its table; it fails t unless the table shows the group settled.
+func (q *quotas) settled(t *testing.T, ctx context.Context, wait time.Duration, args []string) partition.Table {
+	t.Helper()
+	select {
+	case <-q.full:
+	case <-time.After(wait):
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		t.Fatalf("members did not hold %d partitions each within %v: %v", q.want, wait, q.held)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := elect(ctx, args, &stdout, &stderr); code != exitOK {
+		t.Fatalf("elect partitions: exit %d, stderr %q; want 0", code, stderr.String())
+	}
+	var tab partition.Table
+	if err := json.Unmarshal(stdout.Bytes(), &tab); err != nil {
+		t.Fatalf("--json output %q: %v", stdout.String(), err)
+	}
+	if len(tab.Members) != 2 || !settledTable(&tab) {
+		t.Fatalf("table not settled: %s", stdout.String())
+	}
+	return tab
+}
+
 // while some partition has no owner.
 func TestPartitions(t *testing.T) {
 	store := partStore()
@@ -34,38 +100,17 @@ func TestPartitions(t *testing.T) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
+	q := newQuotas(2, 3)
 	for _, id := range []string{"w1", "w2"} {
-		a, err := partition.New(store.Peer(), "cli", 6, &partition.Options{Identity: id, TTL: time.Second, Logger: slog.New(slog.DiscardHandler)})
+		a, err := partition.New(store.Peer(), "cli", 6, q.options(id, time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
 		wg.Go(func() { _ = a.Run(ctx) })
 	}
-	var (
-		stdout, stderr bytes.Buffer
-		tab            partition.Table
-	)
+	var stdout, stderr bytes.Buffer
 	args := []string{"partitions", "--backend=partmem://", "--group=cli", "--partitions=6", "--json"}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		stdout.Reset()
-		stderr.Reset()
-		code := elect(ctx, args, &stdout, &stderr)
-		if code != exitOK && code != exitNoLeader {
-			t.Fatalf("elect partitions: exit %d, stderr %q; want 0 or 1", code, stderr.String())
-		}
-		tab = partition.Table{}
-		if err := json.Unmarshal(stdout.Bytes(), &tab); err != nil {
-			t.Fatalf("--json output %q: %v", stdout.String(), err)
-		}
-		if code == exitOK && len(tab.Members) == 2 && settledTable(&tab) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no settled table within 10 s; last: %s", stdout.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	tab := q.settled(t, ctx, 10*time.Second, args)
 	if len(tab.Members) != 2 || len(tab.Partitions) != 6 || tab.Members[0].Owned+tab.Members[1].Owned != 6 {
 		t.Errorf("table %+v; want 2 members owning 6 partitions between them", tab)
 	}
