@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,7 +22,26 @@ import (
 // watchdog, so that the outcome does not depend on when the processes
 // take their signals.
 func TestSignalTreeSignalsEachProcessOnce(t *testing.T) {
+	// The processes write their roles into a FIFO that this test holds
+	// open for reading and writing, so that it reads each line as it is
+	// written and never sees an end of file between writers.
 	pidFile := filepath.Join(t.TempDir(), "pids")
+	if err := syscall.Mkfifo(pidFile, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fifo, err := os.OpenFile(pidFile, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = fifo.Close() })
+	lines := make(chan string)
+	go func() {
+		sc := bufio.NewScanner(fifo)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
 	script := `echo "member $$" >> "$PIDS"
 sleep 1000 & echo "member $!" >> "$PIDS"
 sh -c 'echo "member $$" >> "$PIDS"; sleep 1000 & echo "member $!" >> "$PIDS"; wait' &
@@ -40,17 +60,16 @@ wait`
 		_ = cmd.Wait()
 	})
 	role := map[int]string{}
-	for deadline := time.Now().Add(20 * time.Second); len(role) < 6; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the tree did not start within 20s: %v", role)
-		}
-		b, _ := os.ReadFile(pidFile)
-		clear(role)
-		for l := range strings.Lines(string(b)) {
+	timeout := time.After(20 * time.Second)
+	for len(role) < 6 {
+		select {
+		case l := <-lines:
 			if r, pid, ok := strings.Cut(strings.TrimSpace(l), " "); ok {
 				n, _ := strconv.Atoi(pid)
 				role[n] = r
 			}
+		case <-timeout:
+			t.Fatalf("the tree did not start within 20s: %v", role)
 		}
 	}
 	for pid, r := range role {
