@@ -29,10 +29,14 @@ type Backend struct {
 	dials    []*dialLog // by node, for clients openURL made; else nil
 	warmer   warmer     // the first connections (see warm)
 
-	done chan struct{}  // closed by Close
-	stop chan struct{}  // closed by Close once leases are finished: workers exit
-	work []chan func()  // per node: hands requests to idle workers (onNode)
-	idle []atomic.Int32 // per node: workers waiting on work, or about to
+	done chan struct{} // closed by Close
+	stop chan struct{} // closed by Close once leases are finished: workers exit
+	// life ends, by endLife, when Close begins: renewals, which may wait
+	// for replies until their lease's Deadline, end with it.
+	life    context.Context
+	endLife context.CancelFunc
+	work    []chan func()  // per node: hands requests to idle workers (onNode)
+	idle    []atomic.Int32 // per node: workers waiting on work, or about to
 
 	mu      sync.Mutex
 	closed  bool                // Close has begun: Campaign and Leader refuse
@@ -119,6 +123,7 @@ func build(clients []redis.UniversalClient, opts *Options, dials []*dialLog) (*B
 		released: make(map[string][]<-chan struct{}),
 		floors:   make(map[string]uint64),
 	}
+	b.life, b.endLife = context.WithCancel(context.Background())
 	for i := range b.work {
 		b.work[i] = make(chan func())
 	}
@@ -189,6 +194,7 @@ func (b *Backend) Close() error {
 	}
 	b.closed = true
 	close(b.done)
+	b.endLife() // renewals in flight end: their leases are finished next
 	leases := make([]*lease, 0, len(b.leases))
 	for l := range b.leases {
 		leases = append(leases, l)

@@ -78,18 +78,20 @@ type renewal struct {
 	ttlArg string
 	r      *round[answer]
 	after  []<-chan struct{} // the lease's latest requests, by node
-	sent   time.Time         // set before the batch's requests start
+	// deadline is the lease's Deadline when the renewal was queued.
+	deadline time.Time
+	sent     time.Time // set before the batch's requests start
 }
 
 // newRenewal returns a renewal for l whose round is fed by a batch.
 func newRenewal(l *lease, ttlArg string) *renewal {
 	n := len(l.b.clients)
 	l.skipped = nil // the batch reaches every node, and may restore the key there
-	r := &round[answer]{b: l.b, replies: make([]*reply[answer], n), replied: make(chan int, n)}
+	r := &round[answer]{b: l.b, replies: make([]*reply[answer], n), replied: make(chan int, n), bound: l.b.renewBound(time.Now(), l.deadline)}
 	for i := range r.replies {
 		r.replies[i] = &reply[answer]{done: make(chan struct{})}
 	}
-	return &renewal{l: l, ttlArg: ttlArg, r: r, after: l.last}
+	return &renewal{l: l, ttlArg: ttlArg, r: r, after: l.last, deadline: l.deadline}
 }
 
 // set records node i's reply and announces it.
@@ -211,11 +213,21 @@ func (bt *batcher) flush(batch []*renewal, rider []*lease) {
 		args = append(args, rn.l.id, rn.ttlArg)
 	}
 	sent := time.Now()
+	var latest time.Time
 	for _, rn := range all {
 		rn.sent = sent
 	}
+	for _, rn := range batch {
+		if rn.deadline.After(latest) {
+			latest = rn.deadline
+		}
+	}
+	// The batch waits for replies as long as one of its queued leases can
+	// still use them (see renewBound), each queued Renew for as long as its
+	// own ctx allows; a rider, whose lease is locked meanwhile, waits
+	// RequestTimeout (see settleRider). Close ends the wait.
 	b := bt.b
-	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.requestTimeout)
+	ctx, cancel := context.WithTimeout(b.life, b.renewBound(sent, latest))
 	run := counted(b, func(ctx context.Context, cl redis.UniversalClient, _ int) ([]int64, error) {
 		return renewBatchScript.Run(ctx, cl, keys, args...).Int64Slice()
 	})
@@ -268,12 +280,16 @@ func (bt *batcher) flush(batch []*renewal, rider []*lease) {
 }
 
 // settleRider applies a rider's round to its lease once it is decided, as
-// Renew would, and unlocks the lease.
+// Renew would, and unlocks the lease. It waits RequestTimeout from the
+// send time at most: a rider is an early renewal the lease does not need
+// yet, and its lock holds up the lease's own Renew, Deadline and Release.
 func (rn *renewal) settleRider() {
 	l := rn.l
 	defer l.mu.Unlock()
-	_, t := rn.r.collect(context.Background(), l.b.decideRenew)
-	if err := l.settle(context.Background(), rn.sent, rn.r, t, rn.ttlArg); err == nil && rn.sent.After(l.renewed) {
+	ctx, cancel := context.WithDeadline(context.Background(), rn.sent.Add(l.b.cfg.requestTimeout))
+	defer cancel()
+	_, t := rn.r.collect(ctx, l.b.decideRenew)
+	if err := l.settle(ctx, rn.sent, rn.r, t, rn.ttlArg); err == nil && rn.sent.After(l.renewed) {
 		l.renewed = rn.sent
 	}
 }

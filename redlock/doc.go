@@ -152,10 +152,13 @@
 // # Timing
 //
 // Each request to one node is bounded by [Options.RequestTimeout] (default
-// 100 ms, [DefaultRequestTimeout]); the DriftFactor is 0.01 by default
-// ([backend.DefaultDriftFactor], as in every driver). Rounds return as soon
-// as their outcome is decided (a quorum agrees), so a slow or stopped node
-// costs nothing while the others answer.
+// 100 ms, [DefaultRequestTimeout]), except a renewal's: its validity counts
+// from its send time, so it waits for replies until the lease's Deadline,
+// and a host starved of CPU or a node stalled for a moment costs a held
+// lease nothing while the lease has time left. The DriftFactor is 0.01 by
+// default ([backend.DefaultDriftFactor], as in every driver). Rounds return
+// as soon as their outcome is decided (a quorum agrees), so a slow or
+// stopped node costs nothing while the others answer.
 //
 // A lease's Deadline is the send time of the last successful acquire or
 // renew round (for a batched renewal, the batch's) plus TTL − (TTL ×

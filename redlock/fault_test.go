@@ -101,9 +101,10 @@ func TestOneNodeKilled(t *testing.T) {
 	_ = lb.Release(ctx)
 }
 
-// TestPausedNodesBounded proves that RequestTimeout bounds the socket I/O: a
-// SIGSTOPped node accepts connections but never answers, and go-redis
-// would wait out its ReadTimeout (3 s) without ContextTimeoutEnabled.
+// TestPausedNodesBounded proves that RequestTimeout, and a renewal's
+// Deadline, bound the socket I/O: a SIGSTOPped node accepts connections but
+// never answers, and go-redis would wait out its ReadTimeout (3 s) without
+// ContextTimeoutEnabled.
 func TestPausedNodesBounded(t *testing.T) {
 	const requestTimeout = 200 * time.Millisecond
 	const bound = requestTimeout + 300*time.Millisecond // ReadTimeout would be 3s
@@ -113,7 +114,7 @@ func TestPausedNodesBounded(t *testing.T) {
 	c := backend.Candidate{Election: e, Identity: "alice", TTL: 2 * time.Second}
 
 	pause(t, 5)
-	timed := func(what string, f func() error) error {
+	timedTo := func(bound time.Duration, what string, f func() error) error {
 		t.Helper()
 		start := time.Now()
 		err := f()
@@ -124,6 +125,10 @@ func TestPausedNodesBounded(t *testing.T) {
 		}
 		return err
 	}
+	timed := func(what string, f func() error) error {
+		t.Helper()
+		return timedTo(bound, what, f)
+	}
 	var l backend.Lease
 	if err := timed("Campaign", func() (err error) { l, err = a.Campaign(ctx, c); return err }); err != nil {
 		t.Fatalf("Campaign with one node paused: %v", err)
@@ -132,11 +137,13 @@ func TestPausedNodesBounded(t *testing.T) {
 		t.Fatalf("Renew with one node paused: %v", err)
 	}
 
-	// Two more paused: no quorum answers, every round ends at RequestTimeout.
+	// Two more paused: no quorum answers, every round ends at RequestTimeout,
+	// except the renewal, which waits until the lease's Deadline (under the
+	// 3 s ReadTimeout), when no reply could renew the lease any more.
 	pause(t, 4)
 	pause(t, 3)
 	deadline := l.Deadline()
-	if err := timed("Renew", func() error { return l.Renew(ctx) }); err == nil || errors.Is(err, backend.ErrLost) {
+	if err := timedTo(time.Until(deadline)+300*time.Millisecond, "Renew", func() error { return l.Renew(ctx) }); err == nil || errors.Is(err, backend.ErrLost) {
 		t.Errorf("Renew with three nodes paused: got %v, want a transient error (the outcome is unknown)", err)
 	}
 	if l.Deadline() != deadline {
@@ -294,5 +301,72 @@ func TestRestartWithAOF(t *testing.T) {
 	defer lb.Release(ctx)
 	if lb.Token() <= la.Token() {
 		t.Errorf("bob's token %d, want > alice's %d: AOF kept the counters", lb.Token(), la.Token())
+	}
+}
+
+// TestRenewOutwaitsSlowMajority: a renewal whose quorum replies later than
+// RequestTimeout, but before the lease's Deadline, renews the lease, as a
+// starved client or a node stalled for a moment would have it: its
+// validity counts from its send time, so the late reply still proves it.
+func TestRenewOutwaitsSlowMajority(t *testing.T) {
+	a, _ := newBackend(t, &Options{RequestTimeout: 100 * time.Millisecond})
+	ctx := testCtx(t)
+	l, err := a.Campaign(ctx, backend.Candidate{Election: name(t), Identity: "alice", TTL: 10 * time.Second})
+	if err != nil {
+		t.Fatalf("Campaign: %v", err)
+	}
+	for i := 1; i <= 3; i++ {
+		pause(t, i)
+	}
+	// The nodes come back 600 ms after the renewal below was sent: six
+	// RequestTimeouts late, and 9 s before the Deadline.
+	resumed := make(chan struct{})
+	time.AfterFunc(600*time.Millisecond, func() {
+		defer close(resumed)
+		for i := 1; i <= 3; i++ {
+			testenv.Fault(t, "resume", "redis", strconv.Itoa(i))
+		}
+	})
+	t.Cleanup(func() { <-resumed })
+	before := l.Deadline()
+	start := time.Now()
+	if err := l.Renew(ctx); err != nil {
+		t.Fatalf("Renew with a majority stalled for 600 ms: %v, want the late quorum to renew the lease", err)
+	}
+	if d := l.Deadline(); !d.After(before) || d.Before(start.Add(9*time.Second)) {
+		t.Fatalf("Deadline after the renewal sent at %v: %v (was %v), want it counted from the send time", start, d, before)
+	}
+}
+
+// TestCloseEndsRenewalToStalledNodes: a batched renewal waits for a stalled
+// majority as long as the lease has time left, but Close does not wait
+// that long.
+func TestCloseEndsRenewalToStalledNodes(t *testing.T) {
+	a, _ := newBackend(t, &Options{RequestTimeout: 100 * time.Millisecond})
+	if a.batch == nil {
+		t.Fatal("the test nodes are single Redis servers: want a batching Backend")
+	}
+	ctx := testCtx(t)
+	l, err := a.Campaign(ctx, backend.Candidate{Election: name(t), Identity: "alice", TTL: 30 * time.Second})
+	if err != nil {
+		t.Fatalf("Campaign: %v", err)
+	}
+	for i := 1; i <= 3; i++ {
+		pause(t, i)
+	}
+	rctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if err := l.Renew(rctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Renew with a majority stalled: %v, want the caller's context to end it", err)
+	}
+	start := time.Now()
+	if err := a.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	// The renewal's requests may wait up to the Deadline, about 29 s away;
+	// Close ends that wait, though not a read go-redis has already begun,
+	// which its own timeouts end within about 5 s.
+	if took := time.Since(start); took > 7*time.Second {
+		t.Fatalf("Close took %v: it waited for the renewal to the stalled nodes", took)
 	}
 }

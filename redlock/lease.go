@@ -114,11 +114,23 @@ func (l *lease) Renew(ctx context.Context) error {
 		return l.renewBatched(ctx, start, ttlArg)
 	}
 	l.skipped = nil // the renewal reaches every node, and may restore the key there
-	r := startRound(ctx, l.b, l.last, counted(l.b, func(ctx context.Context, cl redis.UniversalClient, _ int) (answer, error) {
+	r := startRoundFor(ctx, l.b, l.b.renewBound(start, l.deadline), l.last, nil, counted(l.b, func(ctx context.Context, cl redis.UniversalClient, _ int) (answer, error) {
 		return answerOf(renewScript.Run(ctx, cl, []string{l.key}, l.id, ttlArg).Int64())
 	}))
 	_, t := r.collect(ctx, l.b.decideRenew)
 	return l.settle(ctx, start, r, t, ttlArg)
+}
+
+// renewBound returns how long, from now, the requests of a renewal of a
+// lease whose Deadline is deadline may wait for their replies: until that
+// Deadline, and at least RequestTimeout. A renewal's validity counts from
+// its send time, so a reply that comes late but before the Deadline still
+// renews the lease; a reply after it cannot (settle refuses a late
+// quorum). A starved process, or a node slowed for a moment, thus costs a
+// renewal nothing as long as the lease has time left, where the acquire's
+// tight bound would have failed it.
+func (b *Backend) renewBound(now, deadline time.Time) time.Duration {
+	return max(b.cfg.requestTimeout, deadline.Sub(now))
 }
 
 // decideRenew reports whether a renewal's tally is decided: a quorum

@@ -46,8 +46,10 @@ type Options struct {
 	NoPrefix bool
 
 	// RequestTimeout bounds every request to one node: the SET of an acquire,
-	// the PEXPIRE of a renewal, the DEL of a release, the reads of Leader. A
-	// node that does not answer within it counts as failed for that round.
+	// the DEL of a release, the reads of Leader. A node that does not answer
+	// within it counts as failed for that round. A renewal's PEXPIRE waits
+	// longer, until the lease's Deadline (and at least RequestTimeout): a
+	// reply that comes late, before the Deadline, still renews the lease.
 	// It must be well below the TTL: the Redis docs suggest 5-50 ms for a
 	// 10 s TTL. The default is [DefaultRequestTimeout] (100 ms), which leaves
 	// room for GC pauses and loaded hosts; since every round ends as soon as

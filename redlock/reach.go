@@ -7,6 +7,7 @@ import (
 	"net"
 	"strconv"
 	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -65,11 +66,12 @@ func nodeName(c redis.UniversalClient, i int) string {
 	return "node " + strconv.Itoa(i)
 }
 
-// failure describes the failed request of node i, "<address>: <cause>".
-// A request that ran out of RequestTimeout is described by the node's last
-// dial error when one is known (the real cause), else as a node too slow
-// for RequestTimeout, with the hint to raise it.
-func (b *Backend) failure(i int, err error) string {
+// failure describes the failed request of node i, "<address>: <cause>",
+// in a round whose requests were bounded by bound. A request that ran out
+// of time is described by the node's last dial error when one is known
+// (the real cause), else as a node too slow for the bound, with the hint
+// to raise RequestTimeout when that was the bound.
+func (b *Backend) failure(i int, err error, bound time.Duration) string {
 	name := nodeName(b.clients[i], i)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		return name + ": " + err.Error()
@@ -80,6 +82,9 @@ func (b *Backend) failure(i int, err error) string {
 	}
 	if dialErr := d.lastErr(); dialErr != nil {
 		return fmt.Sprintf("%s: %v", name, dialErr)
+	}
+	if bound > b.cfg.requestTimeout {
+		return fmt.Sprintf("%s: no reply within %v, before the lease's deadline", name, bound.Round(time.Millisecond))
 	}
 	return fmt.Sprintf("%s: no reply within RequestTimeout %v (raise RequestTimeout, request_timeout in a URL, if the node is reachable but slow)", name, b.cfg.requestTimeout)
 }

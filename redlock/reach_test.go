@@ -44,7 +44,7 @@ func TestCampaignNamesNodeCauses(t *testing.T) {
 func TestSlowNodeHintsRequestTimeout(t *testing.T) {
 	b := &Backend{clients: nil, cfg: config{requestTimeout: 100 * time.Millisecond}}
 	b.clients = append(b.clients, nil)
-	got := b.failure(0, context.DeadlineExceeded)
+	got := b.failure(0, context.DeadlineExceeded, b.cfg.requestTimeout)
 	if want := "node 0: no reply within RequestTimeout 100ms (raise RequestTimeout, request_timeout in a URL"; !strings.HasPrefix(got, want) {
 		t.Fatalf("failure(0, DeadlineExceeded): got %q, want it to start %q", got, want)
 	}

@@ -118,7 +118,10 @@ type round[T verdict] struct {
 	replied chan int          // node indexes, as their replies come in
 	after   []<-chan struct{} // what each node's request was ordered after; may be nil
 	skip    []bool            // nodes sent nothing (errSkipped); may be nil
-	mu      sync.Mutex        // guards the replies' then
+	// bound is how long the requests may take: RequestTimeout, or for a
+	// renewal the time left before the lease's Deadline (see renewBound).
+	bound time.Duration
+	mu    sync.Mutex // guards the replies' then
 }
 
 // announce publishes node i's reply, whose val and err are set: its done
@@ -170,9 +173,23 @@ func startRound[T verdict](ctx context.Context, b *Backend, after []<-chan struc
 // startRoundSkip is startRound that sends nothing to the nodes i with
 // skip[i] set: their replies are errSkipped at once. skip may be nil.
 func startRoundSkip[T verdict](ctx context.Context, b *Backend, after []<-chan struct{}, skip []bool, fn func(ctx context.Context, cl redis.UniversalClient, node int) (T, error)) *round[T] {
+	return startRoundFor(ctx, b, b.cfg.requestTimeout, after, skip, fn)
+}
+
+// startRoundFor is startRoundSkip whose requests are bounded by bound
+// instead of RequestTimeout; a bound longer than RequestTimeout also ends
+// when Close begins.
+func startRoundFor[T verdict](ctx context.Context, b *Backend, bound time.Duration, after []<-chan struct{}, skip []bool, fn func(ctx context.Context, cl redis.UniversalClient, node int) (T, error)) *round[T] {
 	n := len(b.clients)
-	r := &round[T]{b: b, replies: make([]*reply[T], n), replied: make(chan int, n), after: after, skip: skip}
-	rctx, cancel := context.WithTimeout(ctx, b.cfg.requestTimeout)
+	r := &round[T]{b: b, replies: make([]*reply[T], n), replied: make(chan int, n), after: after, skip: skip, bound: bound}
+	rctx, cancel := context.WithTimeout(ctx, bound)
+	if bound > b.cfg.requestTimeout {
+		// A renewal's requests may outlive its caller's wait (see
+		// renewBound): Close ends them.
+		stop := context.AfterFunc(b.life, cancel)
+		end := cancel
+		cancel = func() { stop(); end() }
+	}
 	var left atomic.Int32
 	left.Store(int32(n))
 	finish := func(i int, rep *reply[T]) {
@@ -275,20 +292,20 @@ func (b *Backend) onNode(i int, f func()) bool {
 // collect waits for the replies of the round until decide reports true
 // for their tally, every node has replied, or ctx ends. It returns the
 // replies that are in, by node (nil for the others), and their tally. The
-// requests end by RequestTimeout through their contexts; when some client is
-// of a type that may not honour ctx deadlines on reads, a guard timer of
-// twice that (plus 10 ms, for a starved process) stops the wait. A nil
-// decide waits for every node.
+// requests end by the round's bound through their contexts; when some
+// client is of a type that may not honour ctx deadlines on reads, a guard
+// timer of twice that (plus 10 ms, for a starved process) stops the wait. A
+// nil decide waits for every node.
 func (r *round[T]) collect(ctx context.Context, decide func(tally) bool) ([]*reply[T], tally) {
 	got := make([]*reply[T], len(r.replies))
 	t := tally{nodes: len(r.replies)}
 	take := func(i int) {
 		got[i] = r.replies[i]
-		t.add(got[i].status(), func() string { return r.b.failure(i, got[i].err) })
+		t.add(got[i].status(), func() string { return r.b.failure(i, got[i].err, r.bound) })
 	}
 	var guard <-chan time.Time // nil: the requests' contexts bound the wait
 	if !r.b.ctxBound {
-		timer := time.NewTimer(2*r.b.cfg.requestTimeout + 10*time.Millisecond)
+		timer := time.NewTimer(2*r.bound + 10*time.Millisecond)
 		defer timer.Stop()
 		guard = timer.C
 	}
