@@ -80,7 +80,7 @@ func (b *Backend) Mark(ctx context.Context, election string, held backend.Lease,
 				election, b.ns, name, holderOf(cur), transitionsOf(cur), backend.ErrLost)
 		}
 		next := cur.DeepCopy()
-		marked(next, identity)
+		markerRecord(identity).writeTo(next)
 		_, err := b.update(ctx, next)
 		switch {
 		case err == nil:
@@ -125,7 +125,7 @@ func (b *Backend) Unmark(ctx context.Context, election string) (bool, error) {
 			return false, nil
 		}
 		next := cur.DeepCopy()
-		released(next)
+		releasedRecord().writeTo(next)
 		_, err = b.update(ctx, next)
 		switch {
 		case err == nil:
@@ -137,18 +137,4 @@ func (b *Backend) Unmark(ctx context.Context, election string) (bool, error) {
 		}
 	}
 	return false, fmt.Errorf("kube: unmark %q: lease %s/%s: %d conflicting updates in a row", election, b.ns, name, maxConflicts)
-}
-
-// marked writes the marker record onto l: identity as the holder for
-// markerSeconds, acquire and renew times now, the transitions count kept,
-// no elector annotation.
-func marked(l *coordinationv1.Lease, identity string) {
-	secs := int32(markerSeconds)
-	now := microNow(l.Spec.RenewTime)
-	at := now
-	l.Spec.HolderIdentity = &identity
-	l.Spec.LeaseDurationSeconds = &secs
-	l.Spec.RenewTime = &now
-	l.Spec.AcquireTime = &at
-	delete(l.Annotations, HolderAnnotation)
 }
