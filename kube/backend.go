@@ -23,6 +23,7 @@ type Backend struct {
 	leases coordinationv1client.LeaseInterface
 	ns     string
 	cfg    config
+	rate   float64 // the client's rate limit (RequestRate)
 
 	done chan struct{} // closed by Close
 	bg   sync.WaitGroup
@@ -100,6 +101,7 @@ func New(client coordinationv1client.LeasesGetter, namespace string, opts *Optio
 		leases: client.Leases(namespace),
 		ns:     namespace,
 		cfg:    cfg,
+		rate:   clientRate(client),
 		done:   make(chan struct{}),
 		held:   make(map[*lease]struct{}),
 	}, nil
