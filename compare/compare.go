@@ -73,6 +73,10 @@ type BackendReport struct {
 	// reason other than being out of range.
 	TTLFloor   time.Duration
 	FloorError string
+	// RequestRate is the rate limit, in requests per second, of the client
+	// that held the [Renew] workload's elections, when that client sets one
+	// (backend.RateLimited, such as a Kubernetes client's QPS); 0 otherwise.
+	RequestRate float64
 	// Results holds one Result per workload, in the order of [Workloads].
 	Results []*Result
 	// Leftover lists elections that still had a leader after the cleanup
@@ -207,6 +211,7 @@ func (r *Report) MarshalJSON() ([]byte, error) {
 		Safety       string    `json:"safety"`
 		TTLFloorMS   float64   `json:"ttl_floor_ms"`
 		FloorError   string    `json:"floor_error,omitempty"`
+		RequestRate  float64   `json:"request_rate,omitempty"`
 		Results      []*Result `json:"results"`
 		Leftover     []string  `json:"leftover"`
 		CleanupError string    `json:"cleanup_error,omitempty"`
@@ -222,7 +227,7 @@ func (r *Report) MarshalJSON() ([]byte, error) {
 	}{Prefix: r.Prefix, Started: r.Started, ElapsedMS: ms(r.Elapsed), TTLMS: ms(r.Options.TTL), Options: r.Options, Interrupted: r.Interrupted}
 	for _, b := range r.Backends {
 		j.Backends = append(j.Backends, backendJSON{Name: b.Name, TokenSource: b.TokenSource, Safety: b.Safety,
-			TTLFloorMS: ms(b.TTLFloor), FloorError: b.FloorError, Results: b.Results, Leftover: append([]string{}, b.Leftover...), CleanupError: b.CleanupError})
+			TTLFloorMS: ms(b.TTLFloor), FloorError: b.FloorError, RequestRate: b.RequestRate, Results: b.Results, Leftover: append([]string{}, b.Leftover...), CleanupError: b.CleanupError})
 	}
 	return json.Marshal(j)
 }

@@ -29,9 +29,9 @@ func parallel(n, k int, f func(i int)) {
 	wg.Wait()
 }
 
-// holdMany campaigns for Held elections on a client of OpenCounted, or on
-// client a when the target has none, and keeps them renewed until the
-// rounds begin.
+// holdMany campaigns for Held elections (fewer on a rate-limited client:
+// heldOn) on a client of OpenCounted, or on client a when the target has
+// none, and keeps them renewed until the rounds begin.
 func (r *runner) holdMany(ctx context.Context, b *bstate) {
 	res := b.result(Renew)
 	b.rc = b.a
@@ -44,10 +44,12 @@ func (r *runner) holdMany(ctx context.Context, b *bstate) {
 		b.addClient(c)
 		b.rc = c
 	}
-	leases := make([]backend.Lease, r.o.Held)
+	n := r.heldOn(b)
+	res.Held = n
+	leases := make([]backend.Lease, n)
 	var mu sync.Mutex
 	b.keep = r.startKeeper(ctx)
-	parallel(r.o.Held, r.o.Concurrency, func(i int) {
+	parallel(n, r.o.Concurrency, func(i int) {
 		if ctx.Err() != nil {
 			return
 		}
@@ -66,6 +68,24 @@ func (r *runner) holdMany(ctx context.Context, b *bstate) {
 			b.renew = append(b.renew, l)
 		}
 	}
+}
+
+// heldOn returns how many elections the Renew workload holds on b's
+// renewing client: Options.Held, or, when the client limits its request
+// rate (backend.RateLimited), as many as that rate renews every renewal
+// interval (at least one), since each needs a request per interval on such
+// a backend; it records the rate in b's report.
+func (r *runner) heldOn(b *bstate) int {
+	rl, ok := b.rc.Backend.(backend.RateLimited)
+	if !ok {
+		return r.o.Held
+	}
+	rate := rl.RequestRate()
+	b.rep.RequestRate = rate
+	if rate <= 0 {
+		return r.o.Held
+	}
+	return min(r.o.Held, max(1, int(rate*r.renewInterval().Seconds())))
 }
 
 // renewAll renews every lease holdMany took, Concurrency at a time.
