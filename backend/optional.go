@@ -58,3 +58,16 @@ type Forgetter interface {
 	// a resource checks.
 	Forget(ctx context.Context, election string) (bool, error)
 }
+
+// RequestCounter is an optional interface a [Backend] implements when it
+// counts the requests it sends to its store, for programs that report what
+// holding elections costs the store where no proxy can read the protocol
+// (a Kubernetes client speaks HTTP/2 over TLS). A wrapper over other
+// Backends implements it and returns the sum over those it wraps, or false
+// when one of them does not count.
+type RequestCounter interface {
+	// Requests returns the number of requests the Backend has sent to its
+	// store since it was made (every read and write, and every watch it
+	// started), and true; or false when it does not count them.
+	Requests() (int64, bool)
+}

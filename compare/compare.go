@@ -48,7 +48,8 @@ type Target struct {
 	// OpenCounted, when not nil, opens a client whose Requests is set: the
 	// [Renew] workload then holds its elections on such a client and counts
 	// the requests renewing them costs. When nil, Renew runs on a client of
-	// Open and its requests are not counted.
+	// Open, whose requests are counted only if its backend counts its own
+	// (backend.RequestCounter, as the kube driver does).
 	OpenCounted func(ctx context.Context) (*Client, error)
 	// Cleanup, when not nil, removes what the store keeps of the elections
 	// named once their leases were released and every client of the run

@@ -26,7 +26,8 @@
 //     client and all are renewed every TTL/3, the renewals per second that
 //     client sustained, and ([RequestCount]) the requests it sent per held
 //     election per TTL/3, counted on the client's side where the target can
-//     ([Target.OpenCounted]): no server statistics, so no admin rights. On
+//     ([Target.OpenCounted], or a backend that counts its own requests,
+//     backend.RequestCounter): no server statistics, so no admin rights. On
 //     a client that limits its own request rate (backend.RateLimited: a
 //     kube:// client's qps) it holds only as many elections as that rate
 //     renews every TTL/3, one request each ([Result.Held]), and the report

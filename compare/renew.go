@@ -96,8 +96,8 @@ func (r *runner) renewAll(ctx context.Context, b *bstate, i int) {
 	}
 	if i == 0 && b.rc != nil {
 		b.round0 = time.Now()
-		if b.rc.Requests != nil {
-			b.req0 = b.rc.Requests()
+		if count := requestsOf(b.rc); count != nil {
+			b.req0 = count()
 		}
 	}
 	var mu sync.Mutex
@@ -142,6 +142,23 @@ func (r *runner) renewAll(ctx context.Context, b *bstate, i int) {
 	}
 }
 
+// requestsOf returns what counts the requests c sends: c.Requests, else
+// its backend's own count (backend.RequestCounter), else nil.
+func requestsOf(c *Client) func() int64 {
+	if c == nil {
+		return nil
+	}
+	if c.Requests != nil {
+		return c.Requests
+	}
+	if rc, ok := c.Backend.(backend.RequestCounter); ok {
+		if _, counts := rc.Requests(); counts {
+			return func() int64 { n, _ := rc.Requests(); return n }
+		}
+	}
+	return nil
+}
+
 // renewInterval is the time between two rounds of the Renew workload.
 func (r *runner) renewInterval() time.Duration { return r.o.TTL / 3 }
 
@@ -151,7 +168,8 @@ func (r *runner) renewInterval() time.Duration { return r.o.TTL / 3 }
 // records the requests the client sent in it. The other backends' last
 // rounds run meanwhile, so their windows end at about the same time.
 func (r *runner) countRequests(ctx context.Context, b *bstate) {
-	if b.rc == nil || b.rc.Requests == nil || b.round0.IsZero() {
+	count := requestsOf(b.rc)
+	if count == nil || b.round0.IsZero() {
 		return
 	}
 	window := time.Duration(r.o.RenewRounds) * r.renewInterval()
@@ -159,7 +177,7 @@ func (r *runner) countRequests(ctx context.Context, b *bstate) {
 	if ctx.Err() != nil || len(b.renew) == 0 {
 		return
 	}
-	total := b.rc.Requests() - b.req0
+	total := count() - b.req0
 	b.result(Renew).Requests = &RequestCount{Total: total, Window: window,
 		PerHeld:   float64(total) / float64(r.o.RenewRounds) / float64(len(b.renew)),
 		PerSecond: float64(total) / window.Seconds()}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -24,6 +25,8 @@ type Backend struct {
 	ns     string
 	cfg    config
 	rate   float64 // the client's rate limit (RequestRate)
+
+	requests atomic.Int64 // requests sent (Requests)
 
 	done chan struct{} // closed by Close
 	bg   sync.WaitGroup
@@ -213,6 +216,7 @@ func (b *Backend) keep(l *lease) bool {
 func bounded[T any](b *Backend, ctx context.Context, f func(context.Context) (T, error)) (T, error) {
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.request)
 	defer cancel()
+	b.requests.Add(1)
 	v, err := f(ctx)
 	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && !apierrors.IsConflict(err) {
 		err = fmt.Errorf("no answer within %v (Options.RequestTimeout): %w", b.cfg.request, err)

@@ -44,6 +44,11 @@ func TestCompareWithinRateLimit(t *testing.T) {
 	if got, want := b.Result(compare.Renew).Held, int(qps*(o.TTL/3).Seconds()); got != want {
 		t.Errorf("renew held %d elections; want %d, what %d requests/s renew every %v", got, want, qps, o.TTL/3)
 	}
+	// One update per held election per round, and little else: the
+	// Backend's watch of the namespace's Leases, started before the rounds.
+	if req := b.Result(compare.Renew).Requests; req == nil || req.PerHeld < 1 || req.PerHeld > 1.1 {
+		t.Errorf("renew requests: got %+v; want about 1 per held election per round, counted by the Backend", req)
+	}
 	var md strings.Builder
 	if err := rep.WriteMarkdown(&md); err != nil {
 		t.Fatal(err)

@@ -13,8 +13,9 @@ import (
 )
 
 var (
-	_ backend.Forgetter   = (*Backend)(nil)
-	_ backend.RateLimited = (*Backend)(nil)
+	_ backend.Forgetter      = (*Backend)(nil)
+	_ backend.RateLimited    = (*Backend)(nil)
+	_ backend.RequestCounter = (*Backend)(nil)
 )
 
 // Forget deletes the election's Lease when no lease holds it (it
@@ -84,6 +85,13 @@ func (b *Backend) Forget(ctx context.Context, election string) (bool, error) {
 // client sets no limit, or when the client given to [New] does not expose
 // its REST client.
 func (b *Backend) RequestRate() float64 { return b.rate }
+
+// Requests returns the number of requests the Backend has sent to the
+// apiserver, and true (it implements [backend.RequestCounter]): every get, list,
+// create, update and delete of a Lease, and every watch it started.
+// client-go's own retries of a request the apiserver asked it to retry are
+// not counted.
+func (b *Backend) Requests() (int64, bool) { return b.requests.Load(), true }
 
 // clientRate returns the QPS of the rate limiter of client's REST client,
 // 0 when it has none or does not say.

@@ -8,9 +8,28 @@ import (
 )
 
 var (
-	_ backend.RateLimited = (*Backend)(nil)
-	_ backend.Forgetter   = (*Backend)(nil)
+	_ backend.RateLimited    = (*Backend)(nil)
+	_ backend.Forgetter      = (*Backend)(nil)
+	_ backend.RequestCounter = (*Backend)(nil)
 )
+
+// Requests implements [backend.RequestCounter]: the requests the old and
+// the new backend have sent, when both count them.
+func (b *Backend) Requests() (int64, bool) {
+	var n int64
+	for _, s := range []backend.Backend{b.old, b.new} {
+		c, ok := s.(backend.RequestCounter)
+		if !ok {
+			return 0, false
+		}
+		m, ok := c.Requests()
+		if !ok {
+			return 0, false
+		}
+		n += m
+	}
+	return n, true
+}
 
 // RequestRate implements [backend.RateLimited]: the lower of the old and
 // the new backend's client rate limits, of those that set one; 0 when
