@@ -113,6 +113,20 @@ func New(client coordinationv1client.LeasesGetter, namespace string, opts *Optio
 // Namespace returns the namespace of the Backend's Leases.
 func (b *Backend) Namespace() string { return b.ns }
 
+// open validates election for op and returns its Lease name, or an error
+// wrapping [backend.ErrInvalid], or [backend.ErrClosed] once Close was
+// called.
+func (b *Backend) open(op, election string) (string, error) {
+	name, err := leaseName(election)
+	if err != nil {
+		return "", fmt.Errorf("kube: %s: %w", op, err)
+	}
+	if err := b.usable(op, election); err != nil {
+		return "", err
+	}
+	return name, nil
+}
+
 // usable returns an error wrapping [backend.ErrClosed] once Close was called.
 func (b *Backend) usable(op, election string) error {
 	b.mu.Lock()

@@ -34,11 +34,8 @@ var (
 // counter (see # Fencing in the package documentation): never forget an
 // election whose tokens a resource checks.
 func (b *Backend) Forget(ctx context.Context, election string) (bool, error) {
-	name, err := leaseName(election)
+	name, err := b.open("forget", election)
 	if err != nil {
-		return false, fmt.Errorf("kube: forget: %w", err)
-	}
-	if err := b.usable("forget", election); err != nil {
 		return false, err
 	}
 	for range maxConflicts {

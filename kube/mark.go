@@ -107,11 +107,8 @@ func (b *Backend) Mark(ctx context.Context, election string, held backend.Lease,
 // let the next leader carry a token a fence has already seen. Unmark
 // reports whether it removed a marker.
 func (b *Backend) Unmark(ctx context.Context, election string) (bool, error) {
-	name, err := leaseName(election)
+	name, err := b.open("unmark", election)
 	if err != nil {
-		return false, fmt.Errorf("kube: unmark: %w", err)
-	}
-	if err := b.usable("unmark", election); err != nil {
 		return false, err
 	}
 	for range maxConflicts {
