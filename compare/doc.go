@@ -29,9 +29,10 @@
 //     ([Target.OpenCounted], or a backend that counts its own requests,
 //     backend.RequestCounter): no server statistics, so no admin rights. On
 //     a client that limits its own request rate (backend.RateLimited: a
-//     kube:// client's qps) it holds only as many elections as that rate
-//     renews every TTL/3, one request each ([Result.Held]), and the report
-//     says so: more would measure the client's limiter, and lose leases;
+//     kube:// client's qps) it holds only as many elections as half that
+//     rate renews every TTL/3, one request each ([Result.Held]), and the
+//     report says so: more would measure the client's limiter, and lose
+//     leases;
 //   - [Failover]: the holder's client is cut off from the store without a
 //     release (its connections closed at once, new ones refused, as when its
 //     process dies); from its last renewal to the election of a candidate

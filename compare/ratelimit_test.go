@@ -24,8 +24,8 @@ type limitedMem struct {
 func (l limitedMem) RequestRate() float64    { return l.rate }
 func (l limitedMem) Requests() (int64, bool) { return l.calls.Load(), true }
 
-// On a client limited to 30 requests/s with a 1.5s TTL, the Renew workload
-// holds 15 elections (what 30/s renews every TTL/3), not Options.Held; the
+// On a client limited to 30 requests/s with a 3s TTL, the Renew workload
+// holds 15 elections (what half of 30/s renews every TTL/3), not Options.Held; the
 // report records the limit and the count, the tables say them, and the
 // requests are counted from the backend's own count.
 func TestRenewHeldWithinRateLimit(t *testing.T) {
@@ -37,7 +37,7 @@ func TestRenewHeldWithinRateLimit(t *testing.T) {
 			return &compare.Client{Backend: limitedMem{slow{p, nil, new(atomic.Int64)}, 30}, Closer: p}, nil
 		}
 		o := compare.Short()
-		o.TTL, o.Held = 1500*time.Millisecond, 100
+		o.TTL, o.Held = 3*time.Second, 100
 		rep, err := compare.Run(t.Context(), []compare.Target{{Name: "limited", Open: open}}, o)
 		if err != nil {
 			t.Fatal(err)

@@ -72,9 +72,13 @@ func (r *runner) holdMany(ctx context.Context, b *bstate) {
 
 // heldOn returns how many elections the Renew workload holds on b's
 // renewing client: Options.Held, or, when the client limits its request
-// rate (backend.RateLimited), as many as that rate renews every renewal
-// interval (at least one), since each needs a request per interval on such
-// a backend; it records the rate in b's report.
+// rate (backend.RateLimited), as many as half that rate renews every
+// renewal interval (at least one), since each needs a request per interval
+// on such a backend. The other half is left to the client's other requests
+// (the campaigns, the keeper's renewals while they run, watches), so that
+// the limiter's bucket is full again when the rounds begin and renewals do
+// not queue behind it: at the whole rate the rounds would measure the
+// limiter. It records the rate in b's report.
 func (r *runner) heldOn(b *bstate) int {
 	rl, ok := b.rc.Backend.(backend.RateLimited)
 	if !ok {
@@ -85,7 +89,7 @@ func (r *runner) heldOn(b *bstate) int {
 	if rate <= 0 {
 		return r.o.Held
 	}
-	return min(r.o.Held, max(1, int(rate*r.renewInterval().Seconds())))
+	return min(r.o.Held, max(1, int(rate/2*r.renewInterval().Seconds())))
 }
 
 // renewAll renews every lease holdMany took, Concurrency at a time.

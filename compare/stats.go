@@ -61,9 +61,10 @@ type Result struct {
 	// Held is, for [Renew], the number of elections held and renewed:
 	// [Options.Held], or fewer on a backend whose client limits its request
 	// rate ([backend.RateLimited], [BackendReport.RequestRate]): as many as
-	// that rate renews every TTL/3, one request each, so that the
-	// workload measures the store and not the client's limiter. 0 for the
-	// other workloads.
+	// half that rate renews every TTL/3, one request each, leaving the
+	// other half to the client's other requests, so that the workload
+	// measures the store and not the client's limiter. 0 for the other
+	// workloads.
 	Held int
 	// Requests is, for [Renew], what renewing the held elections cost in
 	// requests to the store; nil for the other workloads and when the

@@ -158,7 +158,7 @@ func heldNote(held int, b *BackendReport) string {
 	if res == nil || res.Held == 0 || res.Held >= held {
 		return fmt.Sprintf("renew held all %d elections", held)
 	}
-	return fmt.Sprintf("renew held %d of %d elections, as many as that rate renews every TTL/3 (one request each)", res.Held, held)
+	return fmt.Sprintf("renew held %d of %d elections, as many as half that rate renews every TTL/3 (one request each)", res.Held, held)
 }
 
 func orUnknown(s string) string {

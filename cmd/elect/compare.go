@@ -35,9 +35,10 @@ crash failover (the holder's connections cut without a release),
 rebalance of a partition group (--partitions over --members) as a member
 joins and leaves, and the shortest TTL each backend grants. Renewal also
 counts the requests the client sends per held election (read on the wire
-by local proxies: redis, etcd and zk URLs; not over TLS). A kube:// client
-limits its request rate (the URL's qps): renewal holds only as many
-elections as that rate renews every TTL/3, and the table says how many.
+by local proxies: redis, etcd and zk URLs; a kube:// client counts its
+own). A kube:// client limits its request rate (the URL's qps): renewal
+holds only as many elections as half that rate renews every TTL/3, and
+the table says how many.
 Trials are interleaved across backends.
 
 Prints a table (or --json, or --markdown) on stdout, progress on stderr;
