@@ -1,5 +1,7 @@
 package backend
 
+import "context"
+
 // TrailingLease is an optional interface a [Lease] implements when its
 // Deadline trails the proof of its last renewal by design, however fresh
 // that proof: a ZooKeeper lease's Deadline counts a server's answer only
@@ -27,4 +29,45 @@ type Warner interface {
 	// Warnings returns advice about the configuration, one sentence each,
 	// or nil.
 	Warnings() []string
+}
+
+// RateLimited is an optional interface a [Backend] implements when its
+// client limits the rate of the requests it sends (a Kubernetes client's
+// QPS), so that a program holding many elections on it can size them to
+// what the client sends instead of finding out by renewals that wait for
+// the limiter or miss their lease. A wrapper over other Backends implements
+// it and returns the lowest rate of those it wraps.
+type RateLimited interface {
+	// RequestRate returns the most requests per second the client sends,
+	// sustained (bursts aside), or 0 when it sets no limit.
+	RequestRate() float64
+}
+
+// Forgetter is an optional interface a [Backend] implements when its store
+// keeps a record of an election after the election's last lease ended,
+// which nothing expires (a Kubernetes Lease object, with its fencing
+// counter). Programs that campaign in throw-away elections (elect compare)
+// call Forget so that they leave nothing behind. A wrapper over other
+// Backends implements it and forgets the election in each of them.
+type Forgetter interface {
+	// Forget removes what the store keeps of election, provided no lease
+	// holds it, and reports whether there was anything to remove. It
+	// returns an error naming the holder when a lease holds the election,
+	// and removes nothing then. The election's fencing tokens start again
+	// from the lowest after Forget: never forget an election whose tokens
+	// a resource checks.
+	Forget(ctx context.Context, election string) (bool, error)
+}
+
+// RequestCounter is an optional interface a [Backend] implements when it
+// counts the requests it sends to its store, for programs that report what
+// holding elections costs the store where no proxy can read the protocol
+// (a Kubernetes client speaks HTTP/2 over TLS). A wrapper over other
+// Backends implements it and returns the sum over those it wraps, or false
+// when one of them does not count.
+type RequestCounter interface {
+	// Requests returns the number of requests the Backend has sent to its
+	// store since it was made (every read and write, and every watch it
+	// started), and true; or false when it does not count them.
+	Requests() (int64, bool)
 }

@@ -20,6 +20,10 @@ const (
 	maxLapseWait   = 20 * time.Second
 )
 
+// forgetTimeout bounds the removal of the records a backend keeps of the
+// run's elections (backend.Forgetter), within the check's cleanupTimeout.
+const forgetTimeout = cleanupTimeout * 3 / 5
+
 // CleanupBound is the longest the cleanup of [Run] takes once the
 // workloads have stopped, whatever the TTL; [Options.Abort] cuts it short.
 const CleanupBound = 2*cleanupTimeout + maxLapseWait
@@ -137,7 +141,9 @@ func later(a, b time.Time) time.Time {
 }
 
 // leftover returns the elections of names that still have a leader, on a
-// client opened for the check.
+// client opened for the check. When the backend keeps a record of every
+// election (backend.Forgetter, such as a Kubernetes Lease), it first
+// removes the records of those no lease holds.
 func (r *runner) leftover(ctx context.Context, b *bstate, names []string) []string {
 	if ctx.Err() != nil {
 		return nil
@@ -150,6 +156,15 @@ func (r *runner) leftover(ctx context.Context, b *bstate, names []string) []stri
 		return nil
 	}
 	defer c.Closer.Close()
+	if f, ok := c.Backend.(backend.Forgetter); ok {
+		// Leave the check time for the elections that could not be
+		// forgotten.
+		fctx, cancel := context.WithTimeout(ctx, forgetTimeout)
+		if left := forgetAll(fctx, f, names); len(left) > 0 && b.rep.CleanupError == "" {
+			b.rep.CleanupError = fmt.Sprintf("could not remove the records of %d elections: %q", len(left), left)
+		}
+		cancel()
+	}
 	var (
 		mu  sync.Mutex
 		out []string
@@ -169,6 +184,33 @@ func (r *runner) leftover(ctx context.Context, b *bstate, names []string) []stri
 	})
 	sort.Strings(out)
 	return out
+}
+
+// forgetAll forgets every election of names, trying again while it fails
+// until ctx ends (a throttled or slow request succeeds later, and so does
+// the election of a cut-off holder once its lease expired), and returns
+// those it could not forget.
+func forgetAll(ctx context.Context, f backend.Forgetter, names []string) []string {
+	var (
+		mu   sync.Mutex
+		left []string
+	)
+	parallel(len(names), 16, func(i int) {
+		var err error
+		for attempt := 1; ctx.Err() == nil; attempt++ {
+			if _, err = f.Forget(ctx, names[i]); err == nil || backend.IsPermanent(err) {
+				break
+			}
+			sleep(ctx, retryPause(attempt))
+		}
+		if err != nil || ctx.Err() != nil {
+			mu.Lock()
+			left = append(left, names[i])
+			mu.Unlock()
+		}
+	})
+	sort.Strings(left)
+	return left
 }
 
 // aborted records in b's report what an aborted cleanup may have left.

@@ -48,7 +48,8 @@ type Target struct {
 	// OpenCounted, when not nil, opens a client whose Requests is set: the
 	// [Renew] workload then holds its elections on such a client and counts
 	// the requests renewing them costs. When nil, Renew runs on a client of
-	// Open and its requests are not counted.
+	// Open, whose requests are counted only if its backend counts its own
+	// (backend.RequestCounter, as the kube driver does).
 	OpenCounted func(ctx context.Context) (*Client, error)
 	// Cleanup, when not nil, removes what the store keeps of the elections
 	// named once their leases were released and every client of the run
@@ -73,6 +74,10 @@ type BackendReport struct {
 	// reason other than being out of range.
 	TTLFloor   time.Duration
 	FloorError string
+	// RequestRate is the rate limit, in requests per second, of the client
+	// that held the [Renew] workload's elections, when that client sets one
+	// (backend.RateLimited, such as a Kubernetes client's QPS); 0 otherwise.
+	RequestRate float64
 	// Results holds one Result per workload, in the order of [Workloads].
 	Results []*Result
 	// Leftover lists elections that still had a leader after the cleanup
@@ -207,6 +212,7 @@ func (r *Report) MarshalJSON() ([]byte, error) {
 		Safety       string    `json:"safety"`
 		TTLFloorMS   float64   `json:"ttl_floor_ms"`
 		FloorError   string    `json:"floor_error,omitempty"`
+		RequestRate  float64   `json:"request_rate,omitempty"`
 		Results      []*Result `json:"results"`
 		Leftover     []string  `json:"leftover"`
 		CleanupError string    `json:"cleanup_error,omitempty"`
@@ -222,7 +228,7 @@ func (r *Report) MarshalJSON() ([]byte, error) {
 	}{Prefix: r.Prefix, Started: r.Started, ElapsedMS: ms(r.Elapsed), TTLMS: ms(r.Options.TTL), Options: r.Options, Interrupted: r.Interrupted}
 	for _, b := range r.Backends {
 		j.Backends = append(j.Backends, backendJSON{Name: b.Name, TokenSource: b.TokenSource, Safety: b.Safety,
-			TTLFloorMS: ms(b.TTLFloor), FloorError: b.FloorError, Results: b.Results, Leftover: append([]string{}, b.Leftover...), CleanupError: b.CleanupError})
+			TTLFloorMS: ms(b.TTLFloor), FloorError: b.FloorError, RequestRate: b.RequestRate, Results: b.Results, Leftover: append([]string{}, b.Leftover...), CleanupError: b.CleanupError})
 	}
 	return json.Marshal(j)
 }

@@ -26,7 +26,13 @@
 //     client and all are renewed every TTL/3, the renewals per second that
 //     client sustained, and ([RequestCount]) the requests it sent per held
 //     election per TTL/3, counted on the client's side where the target can
-//     ([Target.OpenCounted]): no server statistics, so no admin rights;
+//     ([Target.OpenCounted], or a backend that counts its own requests,
+//     backend.RequestCounter): no server statistics, so no admin rights. On
+//     a client that limits its own request rate (backend.RateLimited: a
+//     kube:// client's qps) it holds only as many elections as half that
+//     rate renews every TTL/3, one request each ([Result.Held]), and the
+//     report says so: more would measure the client's limiter, and lose
+//     leases;
 //   - [Failover]: the holder's client is cut off from the store without a
 //     release (its connections closed at once, new ones refused, as when its
 //     process dies); from its last renewal to the election of a candidate
@@ -53,9 +59,13 @@
 // the leases of cut-off holders that Cleanup could not remove to lapse (at
 // most 20 seconds), and checks with Leader that none of its elections has a
 // leader; the report lists any that still have one, and what went wrong.
-// The cleanup is bounded by [CleanupBound] whatever the TTL. ZooKeeper's
-// empty parent znodes are container nodes, which the servers delete on
-// their own.
+// The cleanup is bounded by [CleanupBound] whatever the TTL; its requests
+// pass the clients' rate limiters, and one that fails transiently (a
+// limiter that would wait past the bound, a slow store) is tried again
+// within it. ZooKeeper's empty parent znodes are container nodes, which
+// the servers delete on their own; a backend that keeps a record of every
+// election (backend.Forgetter: a Kubernetes Lease object) has the records
+// of the run's elections removed before the check.
 //
 // # Output
 //

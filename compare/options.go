@@ -31,8 +31,9 @@ type Options struct {
 	ThroughputTrials int
 	Duration         time.Duration
 	// Held is the number of elections the [Renew] workload holds on one
-	// client, and RenewRounds the number of times it renews them all, one
-	// round every TTL/3. The defaults are 1,000 and 10.
+	// client (fewer on a client that limits its request rate: see
+	// [Result.Held]), and RenewRounds the number of times it renews them
+	// all, one round every TTL/3. The defaults are 1,000 and 10.
 	Held        int
 	RenewRounds int
 	// Partitions and Members size the partition group of [Join] and

@@ -29,9 +29,9 @@ func parallel(n, k int, f func(i int)) {
 	wg.Wait()
 }
 
-// holdMany campaigns for Held elections on a client of OpenCounted, or on
-// client a when the target has none, and keeps them renewed until the
-// rounds begin.
+// holdMany campaigns for Held elections (fewer on a rate-limited client:
+// heldOn) on a client of OpenCounted, or on client a when the target has
+// none, and keeps them renewed until the rounds begin.
 func (r *runner) holdMany(ctx context.Context, b *bstate) {
 	res := b.result(Renew)
 	b.rc = b.a
@@ -44,10 +44,12 @@ func (r *runner) holdMany(ctx context.Context, b *bstate) {
 		b.addClient(c)
 		b.rc = c
 	}
-	leases := make([]backend.Lease, r.o.Held)
+	n := r.heldOn(b)
+	res.Held = n
+	leases := make([]backend.Lease, n)
 	var mu sync.Mutex
 	b.keep = r.startKeeper(ctx)
-	parallel(r.o.Held, r.o.Concurrency, func(i int) {
+	parallel(n, r.o.Concurrency, func(i int) {
 		if ctx.Err() != nil {
 			return
 		}
@@ -68,6 +70,28 @@ func (r *runner) holdMany(ctx context.Context, b *bstate) {
 	}
 }
 
+// heldOn returns how many elections the Renew workload holds on b's
+// renewing client: Options.Held, or, when the client limits its request
+// rate (backend.RateLimited), as many as half that rate renews every
+// renewal interval (at least one), since each needs a request per interval
+// on such a backend. The other half is left to the client's other requests
+// (the campaigns, the keeper's renewals while they run, watches), so that
+// the limiter's bucket is full again when the rounds begin and renewals do
+// not queue behind it: at the whole rate the rounds would measure the
+// limiter. It records the rate in b's report.
+func (r *runner) heldOn(b *bstate) int {
+	rl, ok := b.rc.Backend.(backend.RateLimited)
+	if !ok {
+		return r.o.Held
+	}
+	rate := rl.RequestRate()
+	b.rep.RequestRate = rate
+	if rate <= 0 {
+		return r.o.Held
+	}
+	return min(r.o.Held, max(1, int(rate/2*r.renewInterval().Seconds())))
+}
+
 // renewAll renews every lease holdMany took, Concurrency at a time.
 func (r *runner) renewAll(ctx context.Context, b *bstate, i int) {
 	res := b.result(Renew)
@@ -76,8 +100,8 @@ func (r *runner) renewAll(ctx context.Context, b *bstate, i int) {
 	}
 	if i == 0 && b.rc != nil {
 		b.round0 = time.Now()
-		if b.rc.Requests != nil {
-			b.req0 = b.rc.Requests()
+		if count := requestsOf(b.rc); count != nil {
+			b.req0 = count()
 		}
 	}
 	var mu sync.Mutex
@@ -122,6 +146,23 @@ func (r *runner) renewAll(ctx context.Context, b *bstate, i int) {
 	}
 }
 
+// requestsOf returns what counts the requests c sends: c.Requests, else
+// its backend's own count (backend.RequestCounter), else nil.
+func requestsOf(c *Client) func() int64 {
+	if c == nil {
+		return nil
+	}
+	if c.Requests != nil {
+		return c.Requests
+	}
+	if rc, ok := c.Backend.(backend.RequestCounter); ok {
+		if _, counts := rc.Requests(); counts {
+			return func() int64 { n, _ := rc.Requests(); return n }
+		}
+	}
+	return nil
+}
+
 // renewInterval is the time between two rounds of the Renew workload.
 func (r *runner) renewInterval() time.Duration { return r.o.TTL / 3 }
 
@@ -131,7 +172,8 @@ func (r *runner) renewInterval() time.Duration { return r.o.TTL / 3 }
 // records the requests the client sent in it. The other backends' last
 // rounds run meanwhile, so their windows end at about the same time.
 func (r *runner) countRequests(ctx context.Context, b *bstate) {
-	if b.rc == nil || b.rc.Requests == nil || b.round0.IsZero() {
+	count := requestsOf(b.rc)
+	if count == nil || b.round0.IsZero() {
 		return
 	}
 	window := time.Duration(r.o.RenewRounds) * r.renewInterval()
@@ -139,7 +181,7 @@ func (r *runner) countRequests(ctx context.Context, b *bstate) {
 	if ctx.Err() != nil || len(b.renew) == 0 {
 		return
 	}
-	total := b.rc.Requests() - b.req0
+	total := count() - b.req0
 	b.result(Renew).Requests = &RequestCount{Total: total, Window: window,
 		PerHeld:   float64(total) / float64(r.o.RenewRounds) / float64(len(b.renew)),
 		PerSecond: float64(total) / window.Seconds()}

@@ -164,15 +164,33 @@ func (r *runner) release(_ context.Context, b *bstate, l backend.Lease) error {
 	return r.releaseWithin(r.stop, b, l)
 }
 
-// releaseWithin releases l, bounded by ctx and opTimeout.
+// releaseWithin releases l, bounded by ctx and opTimeout, trying again
+// after a transient error (a store that did not answer in time, a client
+// whose rate limiter would have waited past the bound): a lease whose
+// release failed stays held at the store until it lapses.
 func (r *runner) releaseWithin(ctx context.Context, b *bstate, l backend.Lease) error {
 	ctx, cancel := context.WithTimeout(ctx, r.opTimeout())
 	defer cancel()
-	err := l.Release(ctx)
-	if err == nil || errors.Is(err, backend.ErrLost) {
-		b.forget(l)
+	for attempt := 1; ; attempt++ {
+		err := l.Release(ctx)
+		if err == nil || errors.Is(err, backend.ErrLost) {
+			b.forget(l)
+			return err
+		}
+		if backend.IsPermanent(err) || ctx.Err() != nil {
+			return err
+		}
+		sleep(ctx, retryPause(attempt))
+		if ctx.Err() != nil {
+			return err
+		}
 	}
-	return err
+}
+
+// retryPause is the pause before the next attempt of a cleanup request
+// that failed transiently: 100ms, growing to a second.
+func retryPause(attempt int) time.Duration {
+	return min(time.Duration(attempt)*100*time.Millisecond, time.Second)
 }
 
 // forget drops l from the leases the cleanup releases.

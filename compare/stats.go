@@ -18,8 +18,9 @@ const (
 	// Handover is a graceful hand-over: the time from the holder's Release
 	// to the election of a candidate that was waiting, on another client.
 	Handover = "handover"
-	// Renew is the latency of one Renew while [Options.Held] elections are
-	// held on one client and all of them are renewed every TTL/3.
+	// Renew is the latency of one Renew while [Options.Held] elections
+	// ([Result.Held] on a rate-limited client) are held on one client and
+	// all of them are renewed every TTL/3.
 	Renew = "renew"
 	// Failover is a crash: the time from the holder's last renewal to the
 	// election of a waiting candidate, after the holder's client is cut off
@@ -57,6 +58,14 @@ type Result struct {
 	// second by all goroutines together, and for [Renew], renewals per
 	// second one client sustained; 0 for the other workloads.
 	PerSecond float64
+	// Held is, for [Renew], the number of elections held and renewed:
+	// [Options.Held], or fewer on a backend whose client limits its request
+	// rate ([backend.RateLimited], [BackendReport.RequestRate]): as many as
+	// half that rate renews every TTL/3, one request each, leaving the
+	// other half to the client's other requests, so that the workload
+	// measures the store and not the client's limiter. 0 for the other
+	// workloads.
+	Held int
 	// Requests is, for [Renew], what renewing the held elections cost in
 	// requests to the store; nil for the other workloads and when the
 	// target cannot count requests (no [Target.OpenCounted]).
@@ -129,6 +138,7 @@ type resultJSON struct {
 	P99        float64   `json:"p99_ms"`
 	Max        float64   `json:"max_ms"`
 	PerSecond  float64   `json:"per_second,omitempty"`
+	Held       int       `json:"held,omitempty"`
 	Requests   *reqJSON  `json:"requests,omitempty"`
 	Skipped    string    `json:"skipped,omitempty"`
 	SamplesMS  []float64 `json:"samples_ms"`
@@ -146,7 +156,7 @@ type reqJSON struct {
 // max_ms and samples_ms).
 func (r Result) MarshalJSON() ([]byte, error) {
 	j := resultJSON{Workload: r.Workload, Samples: len(r.Samples), Errors: r.Errors, FirstError: r.FirstError,
-		P50: ms(r.P50), P95: ms(r.P95), P99: ms(r.P99), Max: ms(r.Max), PerSecond: r.PerSecond, Skipped: r.Skipped,
+		P50: ms(r.P50), P95: ms(r.P95), P99: ms(r.P99), Max: ms(r.Max), PerSecond: r.PerSecond, Held: r.Held, Skipped: r.Skipped,
 		SamplesMS: make([]float64, len(r.Samples))}
 	for i, s := range r.Samples {
 		j.SamplesMS[i] = ms(s)

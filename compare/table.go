@@ -32,6 +32,8 @@ func cell(r *Result, stat string) string {
 		return fmt.Sprintf("%d of %d", r.Errors, r.Errors+len(r.Samples))
 	case "per s":
 		return fmt.Sprintf("%.0f", r.PerSecond)
+	case statHeld:
+		return fmt.Sprint(r.Held)
 	case statReq:
 		if r.Requests == nil {
 			return "not counted"
@@ -44,8 +46,12 @@ func cell(r *Result, stat string) string {
 	return FormatDuration(map[string]time.Duration{"p50": r.P50, "p95": r.P95, "p99": r.P99, "max": r.Max}[stat])
 }
 
-// statReq is the row of [Renew] giving RequestCount.PerHeld.
-const statReq = "req/held"
+// statReq is the row of [Renew] giving RequestCount.PerHeld, statHeld the
+// one giving Result.Held.
+const (
+	statReq  = "req/held"
+	statHeld = "held"
+)
 
 // formatReq formats requests per held election per round with three
 // significant digits ("5", "1.02", "0.00133").
@@ -63,7 +69,7 @@ func stats(workload string) []string {
 		s = append(s, "per s")
 	}
 	if workload == Renew {
-		s = append(s, statReq)
+		s = append(s, statHeld, statReq)
 	}
 	return append(s, "errors")
 }
@@ -124,6 +130,9 @@ func floorText(b *BackendReport) string {
 func (r *Report) writeNotes(w io.Writer, b *BackendReport) {
 	fmt.Fprintf(w, "%s: fencing token: %s; TTL floor %s (of %v tried)\n", b.Name, orUnknown(b.TokenSource), floorText(b), r.Options.FloorTTLs)
 	fmt.Fprintf(w, "  safety: %s\n", orUnknown(b.Safety))
+	if b.RequestRate > 0 {
+		fmt.Fprintf(w, "  client rate limit: %s requests/s; %s\n", formatReq(b.RequestRate), heldNote(r.Options.Held, b))
+	}
 	if b.FloorError != "" {
 		fmt.Fprintf(w, "  TTL floor search: %s\n", b.FloorError)
 	}
@@ -141,6 +150,15 @@ func (r *Report) writeNotes(w io.Writer, b *BackendReport) {
 	if b.CleanupError != "" {
 		fmt.Fprintf(w, "  cleanup: %s\n", b.CleanupError)
 	}
+}
+
+// heldNote says how many elections the Renew workload held on b, of held.
+func heldNote(held int, b *BackendReport) string {
+	res := b.Result(Renew)
+	if res == nil || res.Held == 0 || res.Held >= held {
+		return fmt.Sprintf("renew held all %d elections", held)
+	}
+	return fmt.Sprintf("renew held %d of %d elections, as many as half that rate renews every TTL/3 (one request each)", res.Held, held)
 }
 
 func orUnknown(s string) string {
@@ -171,7 +189,13 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	row(fmt.Sprintf("throughput, %d goroutines on %d elections", r.Options.Concurrency, r.Options.Concurrency),
 		func(b *BackendReport) string { return cell(b.Result(Throughput), "per s") + " ops/s" })
 	row("graceful hand-over p50 / p99", pq(Handover))
-	row(fmt.Sprintf("renew p50 / p99, %d held", r.Options.Held), pq(Renew))
+	row(fmt.Sprintf("renew p50 / p99, %d held", r.Options.Held), func(b *BackendReport) string {
+		s := pq(Renew)(b)
+		if res := b.Result(Renew); res != nil && res.Held > 0 && res.Held < r.Options.Held {
+			s += fmt.Sprintf(" (%d held: client limit %s req/s)", res.Held, formatReq(b.RequestRate))
+		}
+		return s
+	})
 	row(fmt.Sprintf("renew requests per held election per TTL/3 (%v)", (r.Options.TTL/3).Round(time.Millisecond)),
 		func(b *BackendReport) string { return cell(b.Result(Renew), statReq) })
 	pm := func(wl string) func(b *BackendReport) string {

@@ -1,19 +1,13 @@
 package integration_test
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
-	"fmt"
-	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/leaderkit/elector"
 	"github.com/leaderkit/elector/backend"
-	"github.com/leaderkit/elector/migrate"
+	"github.com/leaderkit/elector/internal/migratetest"
 	"github.com/leaderkit/elector/redlock"
 )
 
@@ -28,9 +22,8 @@ func migrateName(prefix string) string {
 	return "migrate-it/" + prefix + "-" + hex.EncodeToString(b[:])
 }
 
-// side makes the backends of one store for one replica; each is closed by
-// the replica that uses it.
-type side func(tb testing.TB) backend.Backend
+// side makes the backends of one store for one replica.
+type side = migratetest.Side
 
 // redisSide is a store of the tests: redlock on the five masters, default
 // key prefix.
@@ -45,224 +38,4 @@ func redisSide(tb testing.TB) side {
 		}
 		return b
 	}
-}
-
-// fenceLog is the protected resource of a migration test: it records terms
-// one at a time and refuses a token at or below the highest it has seen.
-type fenceLog struct {
-	tb      testing.TB
-	mu      sync.Mutex
-	active  string
-	highest uint64
-	terms   []elector.Term
-	stale   int           // writes refused
-	started chan struct{} // closed and replaced when a term starts
-}
-
-// newFenceLog returns an empty fenceLog reporting to tb.
-func newFenceLog(tb testing.TB) *fenceLog {
-	return &fenceLog{tb: tb, started: make(chan struct{})}
-}
-
-// nextTerm returns a channel closed when the next term starts.
-func (f *fenceLog) nextTerm() <-chan struct{} {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.started
-}
-
-func (f *fenceLog) start(t elector.Term) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.active != "" {
-		f.tb.Errorf("term %v started while %s leads: got two leaders, want one", t, f.active)
-	}
-	if t.Token <= f.highest {
-		f.stale++
-		f.tb.Errorf("term %v: token %#x not above the fence's %#x", t, t.Token, f.highest)
-	}
-	f.active, f.highest = t.Identity, max(f.highest, t.Token)
-	f.terms = append(f.terms, t)
-	close(f.started)
-	f.started = make(chan struct{})
-}
-
-func (f *fenceLog) end(t elector.Term) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.active == t.Identity {
-		f.active = ""
-	}
-}
-
-// migration runs replicas of one election on an old and a new store.
-type migration struct {
-	tb       testing.TB
-	election string
-	old, new side
-	newName  string
-	fence    *fenceLog
-	log      *slog.Logger
-}
-
-// mreplica is one replica process: an elector over its own backends.
-type mreplica struct {
-	id     string
-	e      *elector.Elector
-	cancel context.CancelFunc
-	done   chan error
-	closes []func() error
-}
-
-// start runs replica id in phase; phase 0 is an unmodified replica on the
-// old backend alone.
-func (m *migration) start(id string, phase migrate.Phase) *mreplica {
-	r := &mreplica{id: id, done: make(chan error, 1)}
-	ob := m.old(m.tb)
-	var b backend.Backend = ob
-	r.closes = []func() error{ob.Close}
-	if phase != 0 {
-		nb := m.new(m.tb)
-		mb, err := migrate.New(ob, nb, phase, &migrate.Options{NewName: m.newName})
-		if err != nil {
-			m.tb.Fatal(err)
-		}
-		b, r.closes = mb, []func() error{mb.Close, ob.Close, nb.Close}
-	}
-	e, err := elector.New(b, m.election, &elector.Options{
-		Identity: id,
-		TTL:      migrateTTL,
-		Logger:   m.log,
-		OnElected: func(ctx context.Context, t elector.Term) {
-			m.fence.start(t)
-			defer m.fence.end(t)
-			timer := time.NewTimer(300 * time.Millisecond)
-			defer timer.Stop()
-			select {
-			case <-ctx.Done():
-			case <-timer.C:
-				_ = r.e.Resign(ctx)
-			}
-		},
-	})
-	if err != nil {
-		m.tb.Fatal(err)
-	}
-	r.e = e
-	ctx, cancel := context.WithCancel(context.Background())
-	r.cancel = cancel
-	go func() { r.done <- e.Run(ctx) }()
-	return r
-}
-
-// stop ends r's Run (releasing its lease) and closes its backends. It
-// returns Run's error unless that is the cancellation.
-func (r *mreplica) stop() error {
-	r.cancel()
-	err := <-r.done
-	for _, c := range r.closes {
-		_ = c()
-	}
-	if errors.Is(err, context.Canceled) {
-		return nil
-	}
-	return err
-}
-
-// awaitTerm waits until a term starts after next was taken (terms last
-// 300 ms, so the replicas running then elect a leader): each step of the
-// roll goes on once the replicas it left running have elected.
-func (m *migration) awaitTerm(next <-chan struct{}) {
-	select {
-	case <-next:
-	case <-time.After(30 * migrateTTL):
-		m.tb.Fatal("no term started within 30 TTLs")
-	}
-}
-
-// roll runs the runbook with five replicas, restarted one at a time into
-// each phase, each restart once a term has started since the previous one;
-// a late unmodified replica and a late PhaseOld replica start once the
-// first PhaseNew replica runs. It returns the late PhaseOld replica's Run
-// error.
-func (m *migration) roll() (lateErr error) {
-	rs := make([]*mreplica, 5)
-	next := m.fence.nextTerm()
-	for i := range rs {
-		rs[i] = m.start(fmt.Sprintf("r%d-step1", i), 0)
-	}
-	m.awaitTerm(next)
-	var late, lateOld *mreplica
-	for _, phase := range []migrate.Phase{migrate.PhaseBoth, migrate.PhaseNew, migrate.PhaseDone} {
-		for i := range rs {
-			if err := rs[i].stop(); err != nil {
-				m.tb.Errorf("replica %s: Run: %v", rs[i].id, err)
-			}
-			next := m.fence.nextTerm()
-			rs[i] = m.start(fmt.Sprintf("r%d-%v", i, phase), phase)
-			if phase == migrate.PhaseNew && i == 0 {
-				// Runbook step 3: watch for the marker before going on.
-				m.waitMarked()
-				late = m.start("late-unmodified", 0)
-				lateOld = m.start("late-phase-old", migrate.PhaseOld)
-			}
-			m.awaitTerm(next)
-		}
-	}
-	// Two more terms: the late replicas had every chance to lead.
-	m.awaitTerm(m.fence.nextTerm())
-	m.awaitTerm(m.fence.nextTerm())
-	if late.e.IsLeader() {
-		m.tb.Error("the late unmodified replica leads; want it blocked behind the marker")
-	}
-	select {
-	case lateErr = <-lateOld.done:
-		lateOld.done <- lateErr
-	case <-time.After(10 * migrateTTL):
-		m.tb.Error("the late PhaseOld replica still runs; want its Run refused")
-	}
-	for _, r := range append(rs, late, lateOld) {
-		if err := r.stop(); err != nil && r != lateOld {
-			m.tb.Errorf("replica %s: Run: %v", r.id, err)
-		}
-	}
-	return lateErr
-}
-
-// waitMarked waits until the old store reports the marker as the holder,
-// watching it through a backend of its own.
-func (m *migration) waitMarked() {
-	ob := m.old(m.tb)
-	defer ob.Close()
-	w, ok := ob.(backend.Watcher)
-	if !ok {
-		m.tb.Fatalf("old backend %T is not a Watcher", ob)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*migrateTTL)
-	defer cancel()
-	err := w.Watch(ctx, m.election, func(h backend.Holder) {
-		if migrate.IsMarker(h) {
-			cancel()
-		}
-	})
-	if !errors.Is(err, context.Canceled) {
-		m.tb.Fatalf("waiting for the marker on the old store: %v", err)
-	}
-}
-
-// checkTerms checks both epochs ran and the late replicas never led.
-func (m *migration) checkTerms() {
-	var n [2]int
-	for _, t := range m.fence.terms {
-		ep, _ := migrate.SplitToken(t.Token)
-		if ep > 1 || t.Identity == "late-unmodified" || t.Identity == "late-phase-old" {
-			m.tb.Errorf("term %v (epoch %d): want epoch 0 or 1 and no late replica", t, ep)
-			continue
-		}
-		n[ep]++
-	}
-	if n[0] < 3 || n[1] < 3 {
-		m.tb.Errorf("got %d terms on the old side and %d on the new; want at least 3 of each", n[0], n[1])
-	}
-	m.tb.Logf("%d terms: %d on the old side (epoch 0), %d on the new (epoch 1); %d stale tokens", len(m.fence.terms), n[0], n[1], m.fence.stale)
 }

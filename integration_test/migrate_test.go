@@ -10,13 +10,11 @@ package integration_test
 //	go test -race -run 'TestMigrate' -v .
 
 import (
-	"errors"
-	"strings"
 	"testing"
 
 	"github.com/leaderkit/elector/backend"
+	"github.com/leaderkit/elector/internal/migratetest"
 	"github.com/leaderkit/elector/internal/testenv"
-	"github.com/leaderkit/elector/migrate"
 	"github.com/leaderkit/elector/zookeeper"
 )
 
@@ -62,32 +60,11 @@ func TestMigrateZooKeeperToRedis(t *testing.T) {
 	runMigration(t, zkSide(t), redisSide(t), "redis")
 }
 
-// runMigration rolls a migration from old to newSide and checks the
-// history, the late replicas, the marker as the old store reports it, and
-// the cleanup.
+// runMigration rolls a migration from old to newSide with five replicas
+// and checks the history, the late replicas, the marker as the old store
+// reports it, and the cleanup (migratetest.Migration.Run).
 func runMigration(t *testing.T, old, newSide side, newName string) {
-	m := &migration{tb: t, election: migrateName("to-" + newName), old: old, new: newSide,
-		newName: newName, fence: newFenceLog(t), log: testLogger(t)}
-	lateErr := m.roll()
-	m.checkTerms()
-	if !errors.Is(lateErr, backend.ErrInvalid) || !strings.Contains(lateErr.Error(), "step 3") {
-		t.Errorf("late PhaseOld replica: got Run error %v; want ErrInvalid naming runbook step 3", lateErr)
-	}
-
-	ob := old(t)
-	defer ob.Close()
-	ctx := etcdCtx(t)
-	if h, err := ob.Leader(ctx, m.election); err != nil || h.Identity != migrate.MarkerPrefix+newName {
-		t.Errorf("old store's holder after the migration: got %+v, %v; want the marker", h, err)
-	}
-	marker, ok := ob.(migrate.Marker)
-	if !ok {
-		t.Fatalf("old backend %T implements no migrate.Marker", ob)
-	}
-	if _, err := migrate.Cleanup(ctx, marker, m.election); err != nil {
-		t.Fatal(err)
-	}
-	if h, err := ob.Leader(ctx, m.election); !errors.Is(err, backend.ErrNoLeader) {
-		t.Errorf("old store's holder after Cleanup: got %+v, %v; want none", h, err)
-	}
+	m := &migratetest.Migration{TB: t, Election: migrateName("to-" + newName), Old: old, New: newSide,
+		NewName: newName, TTL: migrateTTL, Replicas: 5, Log: testLogger(t)}
+	m.Run(etcdCtx(t), 3)
 }

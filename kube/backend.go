@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -23,6 +24,9 @@ type Backend struct {
 	leases coordinationv1client.LeaseInterface
 	ns     string
 	cfg    config
+	rate   float64 // the client's rate limit (RequestRate)
+
+	requests atomic.Int64 // requests sent (Requests)
 
 	done chan struct{} // closed by Close
 	bg   sync.WaitGroup
@@ -100,6 +104,7 @@ func New(client coordinationv1client.LeasesGetter, namespace string, opts *Optio
 		leases: client.Leases(namespace),
 		ns:     namespace,
 		cfg:    cfg,
+		rate:   clientRate(client),
 		done:   make(chan struct{}),
 		held:   make(map[*lease]struct{}),
 	}, nil
@@ -107,6 +112,20 @@ func New(client coordinationv1client.LeasesGetter, namespace string, opts *Optio
 
 // Namespace returns the namespace of the Backend's Leases.
 func (b *Backend) Namespace() string { return b.ns }
+
+// open validates election for op and returns its Lease name, or an error
+// wrapping [backend.ErrInvalid], or [backend.ErrClosed] once Close was
+// called.
+func (b *Backend) open(op, election string) (string, error) {
+	name, err := leaseName(election)
+	if err != nil {
+		return "", fmt.Errorf("kube: %s: %w", op, err)
+	}
+	if err := b.usable(op, election); err != nil {
+		return "", err
+	}
+	return name, nil
+}
 
 // usable returns an error wrapping [backend.ErrClosed] once Close was called.
 func (b *Backend) usable(op, election string) error {
@@ -211,6 +230,7 @@ func (b *Backend) keep(l *lease) bool {
 func bounded[T any](b *Backend, ctx context.Context, f func(context.Context) (T, error)) (T, error) {
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.request)
 	defer cancel()
+	b.requests.Add(1)
 	v, err := f(ctx)
 	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && !apierrors.IsConflict(err) {
 		err = fmt.Errorf("no answer within %v (Options.RequestTimeout): %w", b.cfg.request, err)

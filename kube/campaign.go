@@ -94,7 +94,7 @@ func (b *Backend) take(ctx context.Context, c backend.Candidate, name string, se
 		o.token = t + 1
 		next = cur.DeepCopy()
 	}
-	held(next, o, secs, true)
+	holderRecord(o, secs, true).writeTo(next)
 	sent := time.Now()
 	var got *coordinationv1.Lease
 	var err error

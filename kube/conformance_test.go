@@ -90,7 +90,7 @@ func (h *harness) Expire(l backend.Lease) {
 		h.t.Errorf("Expire: get lease %s: %v", kl.name, err)
 		return
 	}
-	released(cur)
+	releasedRecord().writeTo(cur)
 	if _, err := leases.Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
 		h.t.Errorf("Expire: update lease %s: %v", kl.name, err)
 	}

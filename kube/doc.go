@@ -35,7 +35,11 @@
 //   - namespace: the Leases' namespace (default: the context's, in a pod
 //     the pod's, else "default");
 //   - qps, burst: the client's rate limit (default 50 and 100, above
-//     client-go's 5 and 10, which would throttle many elections);
+//     client-go's 5 and 10, which would throttle many elections). Every
+//     request passes it, one update per held election per renewal, so
+//     qps bounds the elections one Backend keeps renewed: about qps × the
+//     renewal interval (TTL/3 under package elector). [Backend.RequestRate]
+//     reports it, and elect compare holds no more than that;
 //   - drift_factor, cleanup_timeout, request_timeout, elector_only: the
 //     fields of [Options] of those names.
 //
@@ -61,7 +65,9 @@
 // and the annotation [HolderAnnotation], a random value per lease, that
 // tells two elector candidates of the same identity apart. A release
 // writes what client-go's ReleaseOnCancel writes: no holder, a duration of
-// one second, the transitions count kept. The driver never deletes a Lease.
+// one second, the transitions count kept. The driver deletes a Lease only
+// when asked to forget its election ([Backend.Forget], which elect compare
+// calls for the throw-away elections of its run).
 //
 // So a client-go LeaderElector and elector candidates share one election
 // in both directions: each waits while the other holds the Lease, and takes

@@ -60,6 +60,7 @@ func (b *Backend) followOnce(ctx context.Context) {
 			l.foreign()
 		}
 	}
+	b.requests.Add(1)
 	w, err := b.leases.Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion, TimeoutSeconds: new(int64(watchSeconds))})
 	if err != nil {
 		return

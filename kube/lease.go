@@ -224,7 +224,7 @@ func (b *Backend) renewOwned(ctx context.Context, name string, o owner, secs int
 				b.ns, name, holderOf(cur), transitionsOf(cur), errGone)
 		}
 		next := cur.DeepCopy()
-		held(next, o, secs, false)
+		holderRecord(o, secs, false).writeTo(next)
 		sent := time.Now()
 		got, err := b.update(ctx, next)
 		switch {
@@ -260,7 +260,7 @@ func (b *Backend) clearOwned(ctx context.Context, name string, o owner, cur *coo
 				b.ns, name, holderOf(cur), transitionsOf(cur), errGone)
 		}
 		next := cur.DeepCopy()
-		released(next)
+		releasedRecord().writeTo(next)
 		got, err := b.update(ctx, next)
 		switch {
 		case err == nil:

@@ -80,7 +80,7 @@ func (b *Backend) Mark(ctx context.Context, election string, held backend.Lease,
 				election, b.ns, name, holderOf(cur), transitionsOf(cur), backend.ErrLost)
 		}
 		next := cur.DeepCopy()
-		marked(next, identity)
+		markerRecord(identity).writeTo(next)
 		_, err := b.update(ctx, next)
 		switch {
 		case err == nil:
@@ -107,11 +107,8 @@ func (b *Backend) Mark(ctx context.Context, election string, held backend.Lease,
 // let the next leader carry a token a fence has already seen. Unmark
 // reports whether it removed a marker.
 func (b *Backend) Unmark(ctx context.Context, election string) (bool, error) {
-	name, err := leaseName(election)
+	name, err := b.open("unmark", election)
 	if err != nil {
-		return false, fmt.Errorf("kube: unmark: %w", err)
-	}
-	if err := b.usable("unmark", election); err != nil {
 		return false, err
 	}
 	for range maxConflicts {
@@ -125,7 +122,7 @@ func (b *Backend) Unmark(ctx context.Context, election string) (bool, error) {
 			return false, nil
 		}
 		next := cur.DeepCopy()
-		released(next)
+		releasedRecord().writeTo(next)
 		_, err = b.update(ctx, next)
 		switch {
 		case err == nil:
@@ -137,18 +134,4 @@ func (b *Backend) Unmark(ctx context.Context, election string) (bool, error) {
 		}
 	}
 	return false, fmt.Errorf("kube: unmark %q: lease %s/%s: %d conflicting updates in a row", election, b.ns, name, maxConflicts)
-}
-
-// marked writes the marker record onto l: identity as the holder for
-// markerSeconds, acquire and renew times now, the transitions count kept,
-// no elector annotation.
-func marked(l *coordinationv1.Lease, identity string) {
-	secs := int32(markerSeconds)
-	now := microNow(l.Spec.RenewTime)
-	at := now
-	l.Spec.HolderIdentity = &identity
-	l.Spec.LeaseDurationSeconds = &secs
-	l.Spec.RenewTime = &now
-	l.Spec.AcquireTime = &at
-	delete(l.Annotations, HolderAnnotation)
 }

@@ -126,39 +126,60 @@ func microNow(prev *metav1.MicroTime) metav1.MicroTime {
 	return metav1.NewMicroTime(now)
 }
 
-// held writes o's holder record for a lease of secs seconds onto l, in
-// client-go's format: acquireTime when taken (and kept on renewal),
-// renewTime on every write.
-func held(l *coordinationv1.Lease, o owner, secs int32, acquire bool) {
+// record is a holder record the driver writes onto a Lease, in client-go's
+// format: a candidate's (holderRecord), a release's (releasedRecord) or a
+// "migrated" marker's (markerRecord).
+type record struct {
+	identity string // holderIdentity; "" names no holder
+	seconds  int32  // leaseDurationSeconds
+	// renewal keeps the Lease's acquireTime (a holder renewing its own
+	// record); otherwise acquireTime is the record's renewTime.
+	renewal bool
+	nonce   string // HolderAnnotation; "" removes the annotation
+	token   *int32 // leaseTransitions; nil keeps the Lease's count
+}
+
+// holderRecord is o's record for a lease of secs seconds: acquireTime when
+// taken (acquire), kept by renewals; leaseTransitions o's token.
+func holderRecord(o owner, secs int32, acquire bool) record {
+	token := o.token
+	return record{identity: o.identity, seconds: secs, renewal: !acquire, nonce: o.nonce, token: &token}
+}
+
+// releasedRecord is the record of a released Lease, as client-go's
+// ReleaseOnCancel writes it: no holder, a duration of one second, the
+// transitions count kept.
+func releasedRecord() record { return record{seconds: 1} }
+
+// markerRecord is the "migrated" marker naming identity for markerSeconds,
+// the transitions count kept, without the elector annotation.
+func markerRecord(identity string) record { return record{identity: identity, seconds: markerSeconds} }
+
+// writeTo writes r onto l. renewTime is now, after l's previous one: each
+// record the driver writes differs from the one before it, so that every
+// write restarts the expiry that waiting candidates count.
+func (r record) writeTo(l *coordinationv1.Lease) {
 	renew := microNow(l.Spec.RenewTime)
-	l.Spec.HolderIdentity = &o.identity
+	identity, secs := r.identity, r.seconds
+	l.Spec.HolderIdentity = &identity
 	l.Spec.LeaseDurationSeconds = &secs
 	l.Spec.RenewTime = &renew
-	if acquire || l.Spec.AcquireTime == nil {
+	if !r.renewal || l.Spec.AcquireTime == nil {
 		at := renew
 		l.Spec.AcquireTime = &at
 	}
-	token := o.token
-	l.Spec.LeaseTransitions = &token
+	if r.token != nil {
+		token := *r.token
+		l.Spec.LeaseTransitions = &token
+	}
+	if r.nonce == "" {
+		delete(l.Annotations, HolderAnnotation)
+		return
+	}
 	if l.Annotations == nil {
 		l.Annotations = map[string]string{}
 	}
-	l.Annotations[HolderAnnotation] = o.nonce
-}
-
-// released writes the record of a released Lease onto l, as client-go's
-// ReleaseOnCancel does: no holder, a duration of one second, acquire and
-// renew times now, the transitions count kept.
-func released(l *coordinationv1.Lease) {
-	empty := ""
-	one := int32(1)
-	now := microNow(l.Spec.RenewTime)
-	at := now
-	l.Spec.HolderIdentity = &empty
-	l.Spec.LeaseDurationSeconds = &one
-	l.Spec.RenewTime = &now
-	l.Spec.AcquireTime = &at
-	delete(l.Annotations, HolderAnnotation)
+	l.Annotations[HolderAnnotation] = r.nonce
 }
 
 // holder reports the Lease as a [backend.Holder] of election: the zero

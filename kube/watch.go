@@ -76,6 +76,7 @@ func (w *waiter) refresh(ctx context.Context) error {
 // replaced after reading the Lease again.
 func (w *waiter) wait(ctx context.Context, until time.Time) error {
 	if w.w == nil {
+		w.b.requests.Add(1)
 		wi, err := w.b.leases.Watch(ctx, metav1.ListOptions{
 			FieldSelector:   "metadata.name=" + w.name,
 			ResourceVersion: w.rv,

@@ -1,12 +1,7 @@
 package migrate_test
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"io"
-	"log/slog"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -14,66 +9,25 @@ import (
 	"github.com/leaderkit/elector"
 	"github.com/leaderkit/elector/backend"
 	"github.com/leaderkit/elector/backend/memory"
+	"github.com/leaderkit/elector/internal/migratetest"
 	"github.com/leaderkit/elector/migrate"
 )
 
 const (
 	election = "jobs"
 	ttl      = time.Second
-	hold     = 300 * time.Millisecond // how long a leader leads before resigning
 )
-
-// history records terms as the protected resource sees them: one at a time,
-// each token above the last.
-type history struct {
-	t      *testing.T
-	mu     sync.Mutex
-	active string
-	last   uint64
-	terms  []elector.Term
-}
-
-func (h *history) start(t elector.Term) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.active != "" {
-		h.t.Errorf("term %v started while %s leads: got two leaders, want one", t, h.active)
-	}
-	if t.Token <= h.last {
-		h.t.Errorf("term %v: got token %d (epoch %d) after %d: tokens must strictly increase", t, t.Token, t.Token>>48, h.last)
-	}
-	h.active, h.last = t.Identity, t.Token
-	h.terms = append(h.terms, t)
-}
-
-func (h *history) end(t elector.Term) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.active == t.Identity {
-		h.active = ""
-	}
-}
-
-// replica is one process: an elector over a backend for one phase.
-type replica struct {
-	id     string
-	e      *elector.Elector
-	cancel context.CancelFunc
-	done   chan error // Run's result
-	closes []func() error
-}
 
 // world holds the two stores of a migration and the replicas running on them.
 type world struct {
-	t        *testing.T
-	old      *markStore
-	new      *memory.Backend
-	h        *history
-	replicas []*replica
+	t     *testing.T
+	old   *markStore
+	new   *memory.Backend
+	fence *migratetest.Fence
 }
 
 func newWorld(t *testing.T) *world {
-	return &world{t: t, old: newMarkStore(), new: memory.New(), h: &history{t: t}}
+	return &world{t: t, old: newMarkStore(), new: memory.New(), fence: migratetest.NewFence(t)}
 }
 
 // backendFor returns what a replica in phase campaigns through: the old
@@ -91,47 +45,9 @@ func (w *world) backendFor(phase migrate.Phase) (backend.Backend, []func() error
 }
 
 // start runs replica id in phase (0: unmodified, old backend alone).
-func (w *world) start(id string, phase migrate.Phase) *replica {
+func (w *world) start(id string, phase migrate.Phase) *migratetest.Replica {
 	b, closes := w.backendFor(phase)
-	r := &replica{id: id, done: make(chan error, 1), closes: closes}
-	e, err := elector.New(b, election, &elector.Options{
-		Identity: id,
-		TTL:      ttl,
-		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
-		OnElected: func(ctx context.Context, t elector.Term) {
-			w.h.start(t)
-			defer w.h.end(t)
-			timer := time.NewTimer(hold)
-			defer timer.Stop()
-			select {
-			case <-ctx.Done():
-			case <-timer.C:
-				_ = r.e.Resign(ctx)
-			}
-		},
-	})
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	r.e = e
-	ctx, cancel := context.WithCancel(context.Background())
-	r.cancel = cancel
-	go func() { r.done <- e.Run(ctx) }()
-	w.replicas = append(w.replicas, r)
-	return r
-}
-
-// stop ends r's Run, which releases its lease, and closes its backends.
-func (r *replica) stop(t *testing.T) error {
-	r.cancel()
-	err := <-r.done
-	for _, c := range r.closes {
-		_ = c()
-	}
-	if err != nil && !errors.Is(err, context.Canceled) {
-		return err
-	}
-	return nil
+	return migratetest.StartReplica(w.t, b, closes, election, id, ttl, nil, w.fence)
 }
 
 // TestRollingMigration rolls five replicas one at a time from the old
@@ -141,7 +57,7 @@ func (r *replica) stop(t *testing.T) error {
 func TestRollingMigration(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
-		rs := make([]*replica, 5)
+		rs := make([]*migratetest.Replica, 5)
 		for i := range rs {
 			phase := migrate.PhaseOld
 			if i < 3 {
@@ -150,11 +66,11 @@ func TestRollingMigration(t *testing.T) {
 			rs[i] = w.start(fmt.Sprintf("r%d-step1", i), phase)
 		}
 		time.Sleep(2 * time.Second)
-		var late *replica
+		var late *migratetest.Replica
 		for _, phase := range []migrate.Phase{migrate.PhaseBoth, migrate.PhaseNew, migrate.PhaseDone} {
 			for i := range rs {
-				if err := rs[i].stop(t); err != nil {
-					t.Fatalf("replica %s: Run: %v", rs[i].id, err)
+				if err := rs[i].Stop(); err != nil {
+					t.Fatalf("replica %s: Run: %v", rs[i].ID, err)
 				}
 				rs[i] = w.start(fmt.Sprintf("r%d-%v", i, phase), phase)
 				time.Sleep(700 * time.Millisecond)
@@ -166,15 +82,15 @@ func TestRollingMigration(t *testing.T) {
 			}
 		}
 		time.Sleep(2 * time.Second)
-		if late.e.IsLeader() {
+		if late.Elector.IsLeader() {
 			t.Error("late unmodified old-only replica leads: got a term, want it blocked behind the marker")
 		}
 		for _, r := range append(rs, late) {
-			if err := r.stop(t); err != nil {
-				t.Errorf("replica %s: Run: %v", r.id, err)
+			if err := r.Stop(); err != nil {
+				t.Errorf("replica %s: Run: %v", r.ID, err)
 			}
 		}
-		checkEpochs(t, w.h.terms)
+		checkEpochs(t, w.fence.Terms())
 	})
 }
 

@@ -25,7 +25,7 @@ grep -qxF "$BEGIN" "$DOC" && grep -qxF "$END" "$DOC" || {
 
 bin=$(mktemp -d)
 stop=false
-if [[ $("$SERVERS" env | grep -c -E 'ELECTOR_(REDIS_ADDRS|ETCD_ENDPOINTS|ZK_SERVERS)=') -ne 3 ]]; then
+if [[ $("$SERVERS" env | grep -c -E 'ELECTOR_(REDIS_ADDRS|ETCD_ENDPOINTS|ZK_SERVERS|KUBE_URL)=') -ne 4 ]]; then
 	stop=true
 fi
 cleanup() {
@@ -46,6 +46,8 @@ etcd="etcd://$ELECTOR_ETCD_ENDPOINTS?prefix=/elect-test/"
 zk="zk://$ELECTOR_ZK_SERVERS?prefix=/elect-test"
 # Leases in the test namespace of the test kube-apiserver; elector_only lifts
 # the 3 s floor that sharing a Lease with client-go needs (compare runs a 2 s TTL).
+# The client keeps the opener's default rate limit (qps 50), which bounds the
+# elections the renew workload holds on it; the table says how many.
 kube="$ELECTOR_KUBE_URL&elector_only=true"
 # shellcheck disable=SC2086 # COMPAREFLAGS is a word list
 args=(compare --markdown ${COMPAREFLAGS:-} --backend "$redis" --backend "$etcd" --backend "$zk" --backend "$kube")
@@ -66,9 +68,14 @@ block=$(mktemp)
 	echo "The run below is \`elect\` with these arguments (servers on loopback, \`scripts/servers.sh\`):"
 	echo
 	echo '```'
-	printf 'elect'
-	printf " '%s'" "${args[@]}" | sed "s|$ELECTOR_REDIS_ADDRS|REDIS_ADDRS|; s|$ELECTOR_ETCD_ENDPOINTS|ETCD_ENDPOINTS|; s|$ELECTOR_ZK_SERVERS|ZK_SERVERS|"
-	echo
+	shown=$(printf " '%s'" "${args[@]}")
+	# The servers' addresses and the kube URL's host and files depend on
+	# the machine (ELECTOR_STATE_DIR, ELECTOR_PORT_OFFSET): names instead.
+	shown=${shown//"$ELECTOR_KUBE_URL"/KUBE_URL}
+	shown=${shown//"$ELECTOR_REDIS_ADDRS"/REDIS_ADDRS}
+	shown=${shown//"$ELECTOR_ETCD_ENDPOINTS"/ETCD_ENDPOINTS}
+	shown=${shown//"$ELECTOR_ZK_SERVERS"/ZK_SERVERS}
+	echo "elect$shown"
 	echo '```'
 	echo
 	echo "Measured $(date -u +%Y-%m-%d) on $(nproc) cores, load average $before before and $after after (1, 5, 15 min), commit $commit, with \`make compare-readme\`:"

@@ -35,8 +35,11 @@ crash failover (the holder's connections cut without a release),
 rebalance of a partition group (--partitions over --members) as a member
 joins and leaves, and the shortest TTL each backend grants. Renewal also
 counts the requests the client sends per held election (read on the wire
-by local proxies: redis, etcd and zk URLs; not over TLS). Trials are
-interleaved across backends.
+by local proxies: redis, etcd and zk URLs; a kube:// client counts its
+own). A kube:// client limits its request rate (the URL's qps): renewal
+holds only as many elections as half that rate renews every TTL/3, and
+the table says how many.
+Trials are interleaved across backends.
 
 Prints a table (or --json, or --markdown) on stdout, progress on stderr;
 --html writes a self-contained page with a latency CDF per workload.
@@ -85,7 +88,7 @@ func compareFlags(c *compareConfig) *flag.FlagSet {
 	fs.IntVar(&c.failoverTrials, "failover-trials", 0, "crash failover trials per backend, about one TTL each (default 10; --short 2)")
 	fs.IntVar(&c.throughputTrials, "throughput-trials", 0, "throughput trials per backend (default 10; --short 3)")
 	fs.IntVar(&c.concurrency, "concurrency", 0, "goroutines and elections of the throughput workload (default 16; --short 4)")
-	fs.IntVar(&c.held, "held", 0, "elections held while renewal is measured (default 1000; --short 20)")
+	fs.IntVar(&c.held, "held", 0, "elections held while renewal is measured (default 1000; --short 20; fewer on a rate-limited kube:// client)")
 	fs.IntVar(&c.renewRounds, "renew-rounds", 0, "rounds of renewals, one every TTL/3 (default 10; --short 3)")
 	fs.IntVar(&c.partitions, "partitions", 0, "partitions of the rebalance workloads' group (default 64; --short 16)")
 	fs.IntVar(&c.members, "members", 0, "members of that group before one joins (default 3; --short 2)")

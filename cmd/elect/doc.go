@@ -135,8 +135,11 @@
 // shortest TTL granted) and prints a table, --json, --markdown, or an HTML
 // page with latency CDFs (--html FILE). It works in elections of its own
 // under a random name and removes them before it exits, also when
-// interrupted (exit 130). Package github.com/leaderkit/elector/compare is
-// the same as a Go API.
+// interrupted (exit 130), the Leases of a kube:// backend included. On a
+// kube:// backend, whose client limits its request rate (the URL's qps),
+// renewal holds only as many elections as half that rate renews every
+// TTL/3, and the table says how many. Package github.com/leaderkit/elector/compare
+// is the same as a Go API.
 //
 // # elect migrate
 //
