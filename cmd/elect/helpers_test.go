@@ -236,6 +236,34 @@ func (p *proc) wait(timeout time.Duration) int {
 	}
 }
 
+// awaitOutput waits until done reports that p's output (stdout and stderr)
+// holds what the test waits for, and returns that output. It looks again
+// at every write, and fails t when p exits first or after timeout.
+func (p *proc) awaitOutput(timeout time.Duration, what string, done func(out string) bool) string {
+	p.t.Helper()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		out, written := p.out.Next()
+		if done(out) {
+			return out
+		}
+		select {
+		case <-written:
+		case <-p.done:
+			// Wait returns after the last write: the output is complete.
+			if out := p.out.String(); done(out) {
+				return out
+			}
+			p.t.Fatalf("%s exited (%d) before its output held %s:\n%s", p.name, p.status, what, p.out.String())
+			return ""
+		case <-deadline.C:
+			p.t.Fatalf("%s: no %s in its output within %v:\n%s", p.name, what, timeout, p.out.String())
+			return ""
+		}
+	}
+}
+
 func (p *proc) signal(sig syscall.Signal) {
 	p.t.Helper()
 	if err := p.cmd.Process.Signal(sig); err != nil {
