@@ -15,7 +15,8 @@ import (
 
 // treeScript is a command whose tree holds, besides the shell itself, a
 // grandchild that ignores SIGTERM and one that has left the command's
-// process group and session (setsid). Each writes its PID to $PIDS. The
+// process group and session (setsid). Each writes its PID to $PIDS, a
+// FIFO the test reads. The
 // grandchildren do not hold elect's output open, so that a test sees
 // elect exit even while they run.
 const treeScript = `trap "" TERM
@@ -31,7 +32,7 @@ wait`
 func startTree(t *testing.T, bin string, extra ...string) (*treeElect, []int, string) {
 	t.Helper()
 	marker := fmt.Sprintf("ELECTTEST_TREE=%s-%d", t.Name(), time.Now().UnixNano())
-	pidFile := filepath.Join(t.TempDir(), "pids")
+	pidFile, lines := lineFIFO(t)
 	args := append([]string{"run", "--ttl=2s", "--backend=" + backendURL(t, "redis", nil), "--election=" + election(t)}, extra...)
 	// GORACE: a binary built with -race, as the tests build elect, sleeps
 	// a second before it exits; the watchdog must not.
@@ -42,25 +43,15 @@ func startTree(t *testing.T, bin string, extra ...string) (*treeElect, []int, st
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	})
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		b, _ := os.ReadFile(pidFile)
-		if f := strings.Fields(string(b)); len(f) == 3 {
-			pids := checkTree(t, f)
-			if len(pids) != 3 {
-				t.Fatalf("processes with the mark: got %v, want the tree's 3 and at most a watchdog", pids)
-			}
-			all := marked(marker, p.cmd.Process.Pid)
-			if len(all) < 3 || len(all) > 4 {
-				t.Fatalf("processes with the mark: got %v, want the tree's 3 and at most a watchdog", all)
-			}
-			return p, pids, marker
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the command's tree did not start within 20s; PIDs so far: %q", b)
-		}
-		time.Sleep(10 * time.Millisecond)
+	pids := checkTree(t, nextLines(t, lines, 3, 20*time.Second, "the PIDs of the command's tree"))
+	if len(pids) != 3 {
+		t.Fatalf("processes with the mark: got %v, want the tree's 3 and at most a watchdog", pids)
 	}
+	all := marked(marker, p.cmd.Process.Pid)
+	if len(all) < 3 || len(all) > 4 {
+		t.Fatalf("processes with the mark: got %v, want the tree's 3 and at most a watchdog", all)
+	}
+	return p, pids, marker
 }
 
 // treeElect is an elect process whose exit the test times.
