@@ -37,12 +37,19 @@ func TestOldOnlyReplicaWaitsBehindMarker(t *testing.T) {
 	// Five acquire attempts: the first finds the marker, the second follows
 	// the subscription to releases at once, and each later one comes a
 	// capped wait of one TTL after the last, as a marker never expires.
-	for n := range 5 {
+	deadline := time.After(30 * time.Second)
+	for n := 0; n < 5; {
+		out, written := p.out.Next()
+		if strings.Contains(out, "COMMAND RAN") {
+			t.Fatalf("old-only replica ran its command behind the marker after %d acquire attempts:\n%s", n, out)
+		}
 		select {
 		case <-attempts:
+			n++
+		case <-written:
 		case <-p.done:
 			t.Fatalf("old-only replica exited (%d) behind the marker:\n%s", p.status, p.out.String())
-		case <-time.After(30 * time.Second):
+		case <-deadline:
 			t.Fatalf("old-only replica: %d acquire attempts on the first node within 30s; want 5", n)
 		}
 	}
