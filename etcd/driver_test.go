@@ -342,6 +342,8 @@ func TestCloseWhileCutOff(t *testing.T) {
 	defer p.Close()
 	pcli := newClient(t, []string{p.Addr()})
 	defer func() { _ = pcli.Close() }()
+	keepalives := &countingLease{Lease: pcli.Lease, calls: make(chan struct{}, 1)}
+	pcli.Lease = keepalives
 	b, err := New(pcli, &Options{CleanupTimeout: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -349,8 +351,17 @@ func TestCloseWhileCutOff(t *testing.T) {
 	ch := campaignAsync(testCtx(t), b, cand(holder.election, "bob"))
 	pending(t, ch, 200*time.Millisecond)
 	p.Cut()
-	// Let the waiter's keepalive schedule come due while cut off.
-	time.Sleep(testTTL / 2)
+	// Wait for a keepalive of the waiter's session sent while cut off,
+	// which hangs.
+	select {
+	case <-keepalives.calls: // sent before the cut, or at it
+	default:
+	}
+	select {
+	case <-keepalives.calls:
+	case <-time.After(3 * testTTL):
+		t.Fatalf("no keepalive of the waiting Campaign's session within %v of the cut", 3*testTTL)
+	}
 	closed := time.Now()
 	if err := b.Close(); err != nil {
 		t.Fatal(err)

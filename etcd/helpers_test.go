@@ -99,13 +99,20 @@ func pending(t testing.TB, ch <-chan result, d time.Duration) {
 	}
 }
 
-// countingLease counts KeepAliveOnce calls that reach the client.
+// countingLease counts KeepAliveOnce calls that reach the client and, if
+// calls is not nil, reports each as it starts (dropped while calls is
+// full).
 type countingLease struct {
 	clientv3.Lease
-	n atomic.Int64
+	n     atomic.Int64
+	calls chan struct{}
 }
 
 func (c *countingLease) KeepAliveOnce(ctx context.Context, id clientv3.LeaseID) (*clientv3.LeaseKeepAliveResponse, error) {
 	c.n.Add(1)
+	select {
+	case c.calls <- struct{}{}:
+	default:
+	}
 	return c.Lease.KeepAliveOnce(ctx, id)
 }
