@@ -156,12 +156,12 @@ func TestLostWhileWaiting(t *testing.T) {
 		t.Run(how, func(t *testing.T) {
 			b := testBackend(t, testClient(t), nil)
 			ch := campaignAsync(testCtx(t), b, cand(name, "bob"))
-			pending(t, ch, 200*time.Millisecond)
+			queued(t, b, name, 2, ch)
 			b.mu.Lock()
 			ss := b.sessions[1]
 			b.mu.Unlock()
 			if len(ss) == 0 {
-				t.Fatal("no session after the Campaign waited 200ms")
+				t.Fatal("no session once the Campaign has queued")
 			}
 			s := ss[0]
 			s.mu.Lock()
@@ -342,15 +342,32 @@ func TestCloseWhileCutOff(t *testing.T) {
 	defer p.Close()
 	pcli := newClient(t, []string{p.Addr()})
 	defer func() { _ = pcli.Close() }()
+	keepalives := &countingLease{Lease: pcli.Lease, calls: make(chan struct{}, 1)}
+	pcli.Lease = keepalives
 	b, err := New(pcli, &Options{CleanupTimeout: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ch := campaignAsync(testCtx(t), b, cand(holder.election, "bob"))
+	queued(t, b, holder.election, 2, ch)
+	// Then the Campaign sets its watch and its session's keepalives begin,
+	// which nothing reports: give it that time before the cut.
 	pending(t, ch, 200*time.Millisecond)
 	p.Cut()
-	// Let the waiter's keepalive schedule come due while cut off.
-	time.Sleep(testTTL / 2)
+	// Close must meet a keepalive of the waiter's session in flight while
+	// cut off, which hangs: one already under way, or the next one its
+	// schedule sends.
+	select {
+	case <-keepalives.calls: // reported before now: the count below tells
+	default:
+	}
+	if keepalives.inflight.Load() == 0 {
+		select {
+		case <-keepalives.calls:
+		case <-time.After(3 * testTTL):
+			t.Fatalf("no keepalive of the waiting Campaign's session within %v of the cut", 3*testTTL)
+		}
+	}
 	closed := time.Now()
 	if err := b.Close(); err != nil {
 		t.Fatal(err)

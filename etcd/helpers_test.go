@@ -89,6 +89,49 @@ func await(t testing.TB, ch <-chan result, d time.Duration) result {
 	}
 }
 
+// queued waits until election has n candidate keys as b's client reads
+// them: the background Campaign ch has written its key and waits. It
+// counts once, then follows the election's creates and deletes, and fails
+// t if ch returns first or after 10 s.
+func queued(t testing.TB, b *Backend, election string, n int, ch <-chan result) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	dir := b.electionDir(election)
+	key, opts := candidateRange(dir)
+	r, err := b.cli.Get(ctx, key, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := 0
+	for _, kv := range r.Kvs {
+		if isCandidate(dir, kv.Key) {
+			count++
+		}
+	}
+	key, opts = candidateRange(dir, clientv3.WithRev(r.Header.Revision+1))
+	events := b.cli.Watch(ctx, key, opts...)
+	for count < n {
+		select {
+		case res := <-ch:
+			t.Fatalf("Campaign returned (%v, %v) before %d candidates queued; want it waiting", res.l, res.err, n)
+		case wr, ok := <-events:
+			if !ok {
+				t.Fatalf("%d of %d candidates of %s within 10 s", count, n, election)
+			}
+			for _, ev := range wr.Events {
+				switch {
+				case !isCandidate(dir, ev.Kv.Key):
+				case ev.Type == clientv3.EventTypeDelete:
+					count--
+				case ev.IsCreate():
+					count++
+				}
+			}
+		}
+	}
+}
+
 // pending fails t if the background Campaign returns within d.
 func pending(t testing.TB, ch <-chan result, d time.Duration) {
 	t.Helper()
@@ -99,13 +142,23 @@ func pending(t testing.TB, ch <-chan result, d time.Duration) {
 	}
 }
 
-// countingLease counts KeepAliveOnce calls that reach the client.
+// countingLease counts KeepAliveOnce calls that reach the client, and
+// those in flight, and, if calls is not nil, reports each as it starts
+// (dropped while calls is full).
 type countingLease struct {
 	clientv3.Lease
-	n atomic.Int64
+	n        atomic.Int64
+	inflight atomic.Int64
+	calls    chan struct{}
 }
 
 func (c *countingLease) KeepAliveOnce(ctx context.Context, id clientv3.LeaseID) (*clientv3.LeaseKeepAliveResponse, error) {
 	c.n.Add(1)
+	c.inflight.Add(1)
+	defer c.inflight.Add(-1)
+	select {
+	case c.calls <- struct{}{}:
+	default:
+	}
 	return c.Lease.KeepAliveOnce(ctx, id)
 }

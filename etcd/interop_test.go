@@ -59,7 +59,7 @@ func TestInteropConcurrency(t *testing.T) {
 
 	// Upstream leads; ours queues behind it.
 	ch := campaignAsync(testCtx(t), b, cand(name, "carol"))
-	pending(t, ch, 300*time.Millisecond)
+	queued(t, b, name, 2, ch)
 	if err := upstream.Resign(testCtx(t)); err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestInteropEtcdctl(t *testing.T) {
 		t.Fatalf("Leader while etcdctl leads: got (%+v, %v), want bob", h, err)
 	}
 	ch := campaignAsync(testCtx(t), b, cand(name, "carol"))
-	pending(t, ch, 300*time.Millisecond)
+	queued(t, b, name, 2, ch)
 	bob.stop(t) // SIGINT: etcdctl resigns
 	r := await(t, ch, 5*time.Second)
 	if r.err != nil {

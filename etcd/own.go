@@ -61,6 +61,27 @@ type ownWatch struct {
 	// perLease is set without a Prefix, or once a shared stream failed:
 	// each lease then watches its own key.
 	perLease bool
+	// changed is closed (and cleared) when gen or seen changes; nil until
+	// a test asks for it with next.
+	changed chan struct{}
+}
+
+// changes closes changed, after a change of gen or seen; w.mu is held.
+func (w *ownWatch) changes() {
+	if w.changed != nil {
+		close(w.changed)
+		w.changed = nil
+	}
+}
+
+// next returns a channel that the next change of gen or seen closes, for
+// a test that waits for the stream to stop or to deliver a revision; w.mu
+// is held.
+func (w *ownWatch) next() <-chan struct{} {
+	if w.changed == nil {
+		w.changed = make(chan struct{})
+	}
+	return w.changed
 }
 
 // register watches l's key for deletes at revisions >= rev. The caller
@@ -128,6 +149,7 @@ func (w *ownWatch) remember(key string, rev int64) {
 func (w *ownWatch) forget(from int64) {
 	w.recent, w.ring, w.head, w.evicted = nil, nil, 0, 0
 	w.from, w.seen = from, from-1
+	w.changes()
 }
 
 // drop stops watching l's key; the stream ends with the last key.
@@ -166,6 +188,7 @@ func (w *ownWatch) linger(gen int) {
 		if d = period - time.Since(w.idleSince); d <= 0 {
 			w.stop()
 			w.stop, w.gen, w.lingering = nil, 0, false
+			w.changes()
 			w.mu.Unlock()
 			return
 		}
@@ -179,6 +202,7 @@ func (w *ownWatch) start(from int64) {
 	w.runs++
 	w.forget(from)
 	w.stop, w.gen = cancel, w.runs
+	w.changes()
 	gen := w.gen
 	w.b.wg.Go(func() { w.run(ctx, gen, from) })
 }
@@ -246,6 +270,7 @@ func (w *ownWatch) deliver(gen int, wr clientv3.WatchResponse, from int64) int64
 	}
 	if w.gen == gen {
 		w.seen = max(w.seen, from-1)
+		w.changes()
 	}
 	return from
 }
@@ -326,7 +351,7 @@ func (w *ownWatch) handOff(gen int) {
 	w.keys = nil
 	w.stop()
 	w.stop, w.gen = nil, 0
-	w.forget(0)
+	w.forget(0) // reports the change
 }
 
 // watchAlone starts l's own watch from revision rev; w.mu is held.

@@ -83,18 +83,29 @@ func TestOwnWatchOneStream(t *testing.T) {
 	if runs != 1 {
 		t.Errorf("a term while the stream lingered started stream %d, want it to use stream 1", runs)
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	if !ownUntil(b, 10*time.Second, func(w *ownWatch) bool { return w.gen == 0 }) {
+		t.Fatal("the stream still runs 10 s after its last key, lingering 100 ms")
+	}
+}
+
+// ownUntil waits until cond, called with b.own.mu held, holds, looking
+// again at each change of the stream's generation or delivered revision.
+// It reports false if cond still does not hold after d.
+func ownUntil(b *Backend, d time.Duration, cond func(w *ownWatch) bool) bool {
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
 	for {
 		b.own.mu.Lock()
-		gen = b.own.gen
+		ok, next := cond(&b.own), b.own.next()
 		b.own.mu.Unlock()
-		if gen == 0 {
-			break
+		if ok {
+			return true
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the stream still runs 10 s after its last key, lingering 100 ms")
+		select {
+		case <-next:
+		case <-deadline.C:
+			return false
 		}
-		time.Sleep(10 * time.Millisecond) // polls a condition the linger goroutine sets
 	}
 }
 
@@ -115,18 +126,11 @@ func TestOwnWatchLateRegistration(t *testing.T) {
 	}
 	// Wait until the stream has delivered the delete (dropped: the key is
 	// not registered), then register with the revision the campaign read.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	if !ownUntil(b, 10*time.Second, func(w *ownWatch) bool { return w.seen >= resp.Header.Revision }) {
 		b.own.mu.Lock()
 		seen := b.own.seen
 		b.own.mu.Unlock()
-		if seen >= resp.Header.Revision {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("stream saw revision %d after 10 s, want %d", seen, resp.Header.Revision)
-		}
-		time.Sleep(time.Millisecond) // polls a condition the stream sets
+		t.Fatalf("stream saw revision %d after 10 s, want %d", seen, resp.Header.Revision)
 	}
 	b.mu.Lock()
 	b.own.register(l, l.rev+1)

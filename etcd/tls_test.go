@@ -61,7 +61,7 @@ func TestTLSAndAuth(t *testing.T) {
 	const ttl = 3 * time.Second
 	la := mustCampaign(t, a, backend.Candidate{Election: name, Identity: "alice", TTL: ttl})
 	ch := campaignAsync(testCtx(t), b, backend.Candidate{Election: name, Identity: "bob", TTL: ttl})
-	pending(t, ch, 200*time.Millisecond)
+	queued(t, b, name, 2, ch)
 	if err := la.Renew(testCtx(t)); err != nil {
 		t.Fatalf("Renew over TLS: %v", err)
 	}

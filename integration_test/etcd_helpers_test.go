@@ -42,23 +42,36 @@ func etcdBackend(tb testing.TB, cli *clientv3.Client) *etcd.Backend {
 	return b
 }
 
-// waitEtcdCandidates polls until n keys lie under dir: the waiter has
+// waitEtcdCandidates waits until n keys lie under dir: the waiter has
 // written its candidate key (the layout of this module's driver and of
-// concurrency.Election alike).
+// concurrency.Election alike). It counts the keys once, then watches dir
+// from that count's revision and counts again at each change.
 func waitEtcdCandidates(tb testing.TB, cli *clientv3.Client, dir string, n int64) {
 	tb.Helper()
-	for end := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
-		r, err := cli.Get(context.Background(), dir, clientv3.WithPrefix(), clientv3.WithCountOnly())
-		if err != nil {
-			tb.Fatal(err)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	r, err := cli.Get(ctx, dir, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	count := r.Count
+	if count >= n {
+		return
+	}
+	for wr := range cli.Watch(ctx, dir, clientv3.WithPrefix(), clientv3.WithRev(r.Header.Revision+1)) {
+		for _, ev := range wr.Events {
+			switch {
+			case ev.Type == clientv3.EventTypeDelete:
+				count--
+			case ev.IsCreate():
+				count++
+			}
 		}
-		if r.Count >= n {
+		if count >= n {
 			return
 		}
-		if time.Now().After(end) {
-			tb.Fatalf("%s: %d candidates after 5s, want %d", dir, r.Count, n)
-		}
 	}
+	tb.Fatalf("%s: %d candidates after 5s, want %d", dir, count, n)
 }
 
 // etcdName returns an election name unique to this run.

@@ -115,6 +115,7 @@ type partLedger struct {
 	count   int
 	ended   map[string]bool
 	revoked map[string]bool
+	changed chan struct{} // closed and replaced when active changes
 }
 
 // forgetTokens drops the tokens seen so far: from now on each partition's
@@ -129,7 +130,8 @@ func (g *partLedger) forgetTokens() {
 }
 
 func newPartLedger(tb testing.TB) *partLedger {
-	return &partLedger{tb: tb, active: map[int]string{}, last: map[int]uint64{}, ended: map[string]bool{}, revoked: map[string]bool{}}
+	return &partLedger{tb: tb, active: map[int]string{}, last: map[int]uint64{}, ended: map[string]bool{}, revoked: map[string]bool{},
+		changed: make(chan struct{})}
 }
 
 func (g *partLedger) options(id string, ttl time.Duration) *partition.Options {
@@ -148,11 +150,13 @@ func (g *partLedger) options(id string, ttl time.Duration) *partition.Options {
 			}
 			g.active[a.Partition], g.last[a.Partition] = id, a.Token
 			g.count++
+			g.changes()
 			g.mu.Unlock()
 			<-ctx.Done()
 			g.mu.Lock()
 			if g.active[a.Partition] == id {
 				delete(g.active, a.Partition)
+				g.changes()
 			}
 			g.ended[key(a)] = true
 			g.mu.Unlock()
@@ -168,14 +172,27 @@ func (g *partLedger) options(id string, ttl time.Duration) *partition.Options {
 	}
 }
 
+// changes wakes whoever waits for the owners to change; g.mu is held.
+func (g *partLedger) changes() {
+	close(g.changed)
+	g.changed = make(chan struct{})
+}
+
 func (g *partLedger) owners(n int) []string {
+	out, _ := g.ownersNext(n)
+	return out
+}
+
+// ownersNext returns the owners of partitions 0 to n-1 and a channel that
+// the next change of any owner closes.
+func (g *partLedger) ownersNext(n int) ([]string, <-chan struct{}) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	out := make([]string, n)
 	for p, id := range g.active {
 		out[p] = id
 	}
-	return out
+	return out, g.changed
 }
 
 func (g *partLedger) assignments() int {
@@ -251,13 +268,17 @@ func settleBalanced(tb testing.TB, g *partLedger, group string, n int, ms []*par
 	return settleLeave(tb, g, group, n, ms, make([]string, n), limit)
 }
 
-// settle waits until the ledger's owners equal want, polling every 5 ms,
-// and returns how long that took; it fails tb after limit.
+// settle waits until the ledger's owners equal want, looking again at each
+// change of an owner, and returns how long that took; it fails tb after limit.
 func settle(tb testing.TB, g *partLedger, want []string, limit time.Duration) time.Duration {
 	tb.Helper()
 	began := time.Now()
-	for !slices.Equal(g.owners(len(want)), want) {
-		if time.Since(began) > limit {
+	deadline := time.NewTimer(limit)
+	defer deadline.Stop()
+	for got, changed := g.ownersNext(len(want)); !slices.Equal(got, want); got, changed = g.ownersNext(len(want)) {
+		select {
+		case <-changed:
+		case <-deadline.C:
 			got := g.owners(len(want))
 			var off []string
 			for p := range want {
@@ -267,7 +288,6 @@ func settle(tb testing.TB, g *partLedger, want []string, limit time.Duration) ti
 			}
 			tb.Fatalf("partitions not owned as placed within %v: %d of %d differ:\n%s", limit, len(off), len(want), strings.Join(off, "\n"))
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
 	return time.Since(began)
 }
@@ -284,15 +304,19 @@ func settleLeave(tb testing.TB, g *partLedger, group string, n int, ms []*partMe
 	tb.Helper()
 	ids := partIDs(ms)
 	quotas := partition.Quotas(group, n, ids)
-	began := time.Now()
+	deadline := time.NewTimer(limit)
+	defer deadline.Stop()
 	for {
-		owners := g.owners(n)
-		if ok, why := leaveDone(ids, quotas, before, owners); ok {
+		owners, changed := g.ownersNext(n)
+		ok, why := leaveDone(ids, quotas, before, owners)
+		if ok {
 			return owners
-		} else if time.Since(began) > limit {
+		}
+		select {
+		case <-changed:
+		case <-deadline.C:
 			tb.Fatalf("partitions not owned as placed within %v: %s", limit, why)
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 

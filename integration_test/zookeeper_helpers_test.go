@@ -115,13 +115,8 @@ func zkLeaderServer(t *testing.T, servers []string) int {
 	return 0
 }
 
-// zkCandidates counts the candidate znodes of election (LeaderLatch or
-// zk.Lock layout) as conn sees them.
-func zkCandidates(tb testing.TB, conn *zk.Conn, dir string) int {
-	kids, _, err := conn.Children(dir)
-	if err != nil && err != zk.ErrNoNode {
-		tb.Fatal(err)
-	}
+// zkCount counts the candidate znodes among an election's children.
+func zkCount(kids []string) int {
 	n := 0
 	for _, k := range kids {
 		if strings.HasPrefix(k, "_c_") {
@@ -131,12 +126,31 @@ func zkCandidates(tb testing.TB, conn *zk.Conn, dir string) int {
 	return n
 }
 
-// waitZKCandidates polls until dir has n candidates.
+// waitZKCandidates waits until dir has n candidates, looking again at each
+// change of its children (or of its existence).
 func waitZKCandidates(tb testing.TB, conn *zk.Conn, dir string, n int) {
 	tb.Helper()
-	for end := time.Now().Add(5 * time.Second); zkCandidates(tb, conn, dir) < n; time.Sleep(time.Millisecond) {
-		if time.Now().After(end) {
-			tb.Fatalf("%s: fewer than %d candidates after 5s", dir, n)
+	deadline := time.NewTimer(5 * time.Second)
+	defer deadline.Stop()
+	for {
+		kids, _, changed, err := conn.ChildrenW(dir)
+		if err == zk.ErrNoNode {
+			var ok bool
+			if ok, _, changed, err = conn.ExistsW(dir); err == nil && ok {
+				continue // created meanwhile: watch its children
+			}
+		}
+		if err != nil {
+			tb.Fatal(err)
+		}
+		got := zkCount(kids)
+		if got >= n {
+			return
+		}
+		select {
+		case <-changed:
+		case <-deadline.C:
+			tb.Fatalf("%s: %d candidates after 5s, want %d", dir, got, n)
 		}
 	}
 }

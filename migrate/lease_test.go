@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -107,7 +106,7 @@ func TestMigratedZooKeeperRenewsOncePerInterval(t *testing.T) {
 	}
 	defer b.Close()
 	const ttl, intervals = 3 * time.Second, 6
-	var renewals atomic.Int32
+	renewals := make(chan time.Time, 64) // when each renewal ended
 	elected := make(chan struct{})
 	var once sync.Once
 	e, err := elector.New(b, fmt.Sprintf("renew-rate-%d", time.Now().UnixNano()), &elector.Options{
@@ -116,7 +115,10 @@ func TestMigratedZooKeeperRenewsOncePerInterval(t *testing.T) {
 		OnElected: func(context.Context, elector.Term) { once.Do(func() { close(elected) }) },
 		Observer: func(ev elector.Event) {
 			if ev.Kind == elector.EventRenew {
-				renewals.Add(1)
+				select {
+				case renewals <- time.Now():
+				default:
+				}
 			}
 		},
 	})
@@ -126,22 +128,32 @@ func TestMigratedZooKeeperRenewsOncePerInterval(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- e.Run(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
 	select {
 	case <-elected:
 	case <-time.After(30 * time.Second):
 		t.Fatal("not elected within 30 s")
 	}
-	renewals.Store(0)
-	time.Sleep(intervals * ttl / 3)
-	got := renewals.Load()
-	cancel()
-	<-done
-	// The grid allows one renewal more than the intervals; the floor's rate
-	// would be four per interval.
-	if got > intervals+2 {
-		t.Errorf("%d renewals in %d renew intervals; want at most %d (one per interval)", got, intervals, intervals+2)
+	// The time the renewals take to span intervals gaps: about intervals
+	// renew intervals at one renewal per interval, a quarter of that at
+	// the floor's rate. The grid allows a renewal early now and then.
+	var first, last time.Time
+	for n := range intervals + 1 {
+		select {
+		case last = <-renewals:
+		case <-time.After(10 * ttl):
+			t.Fatalf("%d renewals within %v of the last; want %d", n, 10*ttl, intervals+1)
+		}
+		if n == 0 {
+			first = last
+		}
 	}
-	if got < intervals-2 {
-		t.Errorf("%d renewals in %d renew intervals; want about one per interval", got, intervals)
+	interval := ttl / 3
+	if took := last.Sub(first); took < (intervals-2)*interval || took > (intervals+2)*interval {
+		t.Errorf("%d renewals took %v, %.1f renew intervals; want about %d (one per interval)",
+			intervals+1, took.Round(time.Millisecond), float64(took)/float64(interval), intervals)
 	}
 }

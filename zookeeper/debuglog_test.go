@@ -29,7 +29,14 @@ func TestDebugLogsWait(t *testing.T) {
 		fmt.Sprintf("predecessor_session=%#x", f.owner(l)),
 		"place=1",
 	}
-	eventually(t, 10*time.Second, func() bool { return strings.Contains(out.String(), "candidate waits") }, "bob logs its wait")
+	deadline := time.After(10 * time.Second)
+	for text, written := out.Next(); !strings.Contains(text, "candidate waits"); text, written = out.Next() {
+		select {
+		case <-written:
+		case <-deadline:
+			t.Fatalf("bob logs no wait within 10s:\n%s", text)
+		}
+	}
 	line := out.String()
 	for _, w := range want {
 		if !strings.Contains(line, w) {
@@ -49,7 +56,7 @@ func TestDebugLogsWait(t *testing.T) {
 	c, _ := f.backend(&Options{Prefix: testPrefix, Logger: slog.New(slog.NewTextHandler(&quiet, nil))})
 	l = f.acquire(a, election, "alice")
 	ch = f.campaignAsync(c, election, "carol")
-	eventually(t, 10*time.Second, func() bool { return len(f.candidates(election)) == 2 }, "carol queues")
+	f.awaitCandidates(election, 2, 10*time.Second, "carol queues")
 	if err := l.Release(f.ctx); err != nil {
 		t.Fatal(err)
 	}

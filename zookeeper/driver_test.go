@@ -89,6 +89,69 @@ func (f *fixture) candidates(election string) []string {
 	return out
 }
 
+// awaitLost waits for l's Lost to close, failing t after d.
+func awaitLost(t *testing.T, l backend.Lease, d time.Duration, rule string) {
+	t.Helper()
+	select {
+	case <-l.Lost():
+	case <-time.After(d):
+		t.Fatalf("Lost still open after %v: %s", d, rule)
+	}
+}
+
+// awaitCandidates waits until election has n candidate znodes, as the
+// admin sees them, looking again at each change of its children (or of
+// its existence), and fails t after d.
+func (f *fixture) awaitCandidates(election string, n int, d time.Duration, rule string) {
+	f.t.Helper()
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	dir := testPrefix + "/" + election
+	for {
+		if _, err := f.admin.Sync("/"); err != nil {
+			f.t.Fatal(err)
+		}
+		kids, _, changed, err := f.admin.ChildrenW(dir)
+		if errors.Is(err, zk.ErrNoNode) {
+			var ok bool
+			ok, _, changed, err = f.admin.ExistsW(dir)
+			if err == nil && ok {
+				continue // created meanwhile: watch its children
+			}
+		}
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		if len(sortCandidates(kids)) == n {
+			return
+		}
+		select {
+		case <-changed:
+		case <-deadline.C:
+			f.t.Fatalf("%d candidates of %s after %v, want %d: %s", len(f.candidates(election)), election, d, n, rule)
+		}
+	}
+}
+
+// awaitSession waits until cond holds for s's state, looking again at each
+// change of it, and fails t after d.
+func awaitSession(t *testing.T, s *session, d time.Duration, cond func(state) bool, rule string) {
+	t.Helper()
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	for {
+		st, changed := s.state()
+		if cond(st) {
+			return
+		}
+		select {
+		case <-changed:
+		case <-deadline.C:
+			t.Fatalf("condition not met within %v: %s", d, rule)
+		}
+	}
+}
+
 // eventually polls cond every 10ms for up to d.
 func eventually(t *testing.T, d time.Duration, cond func() bool, rule string) {
 	t.Helper()
@@ -176,24 +239,25 @@ func TestDisconnectStepsDownAtOnce(t *testing.T) {
 	election := "disconnect-" + randomSuffix()
 	l := f.acquire(a, election, "alice")
 	waiting := f.campaignAsync(b, election, "bob")
-	eventually(t, time.Second, func() bool { return len(f.candidates(election)) == 2 }, "bob queues")
+	f.awaitCandidates(election, 2, time.Second, "bob queues")
 	dropped := time.Now()
 	da.drop()
-	eventually(t, testTTL/4, func() bool { return lost(l) }, "a disconnection ends the lease at once (Curator's standard policy)")
+	awaitLost(t, l, testTTL/4, "a disconnection ends the lease at once (Curator's standard policy)")
 	// The session survives the drop. Alice learns of the loss through Lost
 	// and may act until she stops: her znode must stay, and bob wait, until
 	// she releases the lease (or her Deadline passes). Deleting it on
 	// reconnection let bob lead while alice still acted (a chaos overlap).
-	eventually(t, testTTL/2, func() bool { st, _ := l.s.state(); return st.up }, "the session reconnects")
-	for end := time.Now().Add(testTTL / 4); time.Now().Before(end); {
-		if ok, _, err := f.admin.Exists(l.path); err != nil || !ok {
-			t.Fatalf("alice's znode went (exists %v, %v) before she released it or her Deadline passed", ok, err)
-		}
-		select {
-		case r := <-waiting:
-			t.Fatalf("bob led (%v) while alice had not released and her Deadline had not passed", r.err)
-		case <-time.After(10 * time.Millisecond):
-		}
+	awaitSession(t, l.s, testTTL/2, func(st state) bool { return st.up }, "the session reconnects")
+	ok, _, changed, err := f.admin.ExistsW(l.path)
+	if err != nil || !ok {
+		t.Fatalf("alice's znode went (exists %v, %v) before she released it or her Deadline passed", ok, err)
+	}
+	select { // for a quarter of the TTL, with alice's znode watched
+	case ev := <-changed:
+		t.Fatalf("alice's znode changed (%v) before she released it or her Deadline passed", ev.Type)
+	case r := <-waiting:
+		t.Fatalf("bob led (%v) while alice had not released and her Deadline had not passed", r.err)
+	case <-time.After(testTTL / 4):
 	}
 	released := time.Now()
 	if err := l.Release(f.ctx); !errors.Is(err, backend.ErrLost) {
@@ -216,8 +280,7 @@ func TestDisconnectGraceRidesOut(t *testing.T) {
 	l := f.acquire(a, election, "alice")
 	before, _ := l.s.state()
 	da.drop()
-	eventually(t, testTTL, func() bool {
-		now, _ := l.s.state()
+	awaitSession(t, l.s, testTTL, func(now state) bool {
 		return now.up && now.epoch > before.epoch && now.id == before.id
 	}, "the session reconnects")
 	if err := l.Renew(f.ctx); err != nil {
@@ -231,7 +294,7 @@ func TestDisconnectGraceRidesOut(t *testing.T) {
 	}
 	// A disconnection longer than the grace ends the lease.
 	da.setCut(true)
-	eventually(t, testTTL*2, func() bool { return lost(l) }, "a disconnection past the grace ends the lease")
+	awaitLost(t, l, testTTL*2, "a disconnection past the grace ends the lease")
 }
 
 func TestCutLeaderStepsDownBeforeExpiry(t *testing.T) {
@@ -241,7 +304,7 @@ func TestCutLeaderStepsDownBeforeExpiry(t *testing.T) {
 	election := "cut-" + randomSuffix()
 	l := f.acquire(a, election, "alice")
 	waiting := f.campaignAsync(b, election, "bob")
-	eventually(t, time.Second, func() bool { return len(f.candidates(election)) == 2 }, "bob queues")
+	f.awaitCandidates(election, 2, time.Second, "bob queues")
 	var steppedDown time.Time
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -274,11 +337,10 @@ func TestSessionExpiryRecampaigns(t *testing.T) {
 	l := f.acquire(a, election, "alice")
 	old, _ := l.s.state()
 	da.setCut(true)
-	eventually(t, testTTL, func() bool { return lost(l) }, "the cut-off lease is lost")
-	eventually(t, 3*testTTL, func() bool { return len(f.candidates(election)) == 0 }, "the servers expire the session")
+	awaitLost(t, l, testTTL, "the cut-off lease is lost")
+	f.awaitCandidates(election, 0, 3*testTTL, "the servers expire the session")
 	da.setCut(false)
-	eventually(t, 3*testTTL, func() bool {
-		now, _ := l.s.state()
+	awaitSession(t, l.s, 3*testTTL, func(now state) bool {
 		return now.up && now.id != old.id && now.id != 0
 	}, "the Backend opens a new session")
 	l2 := f.acquire(a, election, "alice")
@@ -323,12 +385,12 @@ func TestCanceledCampaignDeletesZnode(t *testing.T) {
 		_, err := a.Campaign(ctx, backend.Candidate{Election: election, Identity: "bob", TTL: testTTL})
 		ch <- err
 	}()
-	eventually(t, time.Second, func() bool { return len(f.candidates(election)) == 2 }, "bob queues")
+	f.awaitCandidates(election, 2, time.Second, "bob queues")
 	cancel()
 	if err := <-ch; err != context.Canceled {
 		t.Fatalf("canceled Campaign: got %v, want context.Canceled", err)
 	}
-	eventually(t, time.Second, func() bool { return len(f.candidates(election)) == 1 }, "the abandoned znode is deleted")
+	f.awaitCandidates(election, 1, time.Second, "the abandoned znode is deleted")
 	if err := l.Release(f.ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -371,14 +433,19 @@ func TestDigestAuth(t *testing.T) {
 
 // slogRecorder is a slog.Handler that records messages.
 type slogRecorder struct {
-	mu   sync.Mutex
-	msgs []string
+	mu    sync.Mutex
+	msgs  []string
+	added chan struct{} // closed by the next record; nil until next asks
 }
 
 func (r *slogRecorder) Enabled(context.Context, slog.Level) bool { return true }
 func (r *slogRecorder) Handle(_ context.Context, rec slog.Record) error {
 	r.mu.Lock()
 	r.msgs = append(r.msgs, rec.Level.String()+" "+rec.Message)
+	if r.added != nil {
+		close(r.added)
+		r.added = nil
+	}
 	r.mu.Unlock()
 	return nil
 }
@@ -386,14 +453,42 @@ func (r *slogRecorder) WithAttrs([]slog.Attr) slog.Handler { return r }
 func (r *slogRecorder) WithGroup(string) slog.Handler      { return r }
 
 func (r *slogRecorder) has(s string) bool {
+	ok, _ := r.next(s)
+	return ok
+}
+
+// next reports whether a message contains s and, if none does, returns a
+// channel that the next record closes.
+func (r *slogRecorder) next(s string) (bool, <-chan struct{}) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, m := range r.msgs {
 		if strings.Contains(m, s) {
-			return true
+			return true, nil
 		}
 	}
-	return false
+	if r.added == nil {
+		r.added = make(chan struct{})
+	}
+	return false, r.added
+}
+
+// await waits for a message containing s, failing t after d.
+func (r *slogRecorder) await(t *testing.T, d time.Duration, s, rule string) {
+	t.Helper()
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	for {
+		ok, added := r.next(s)
+		if ok {
+			return
+		}
+		select {
+		case <-added:
+		case <-deadline.C:
+			t.Fatalf("no message containing %q within %v: %s", s, d, rule)
+		}
+	}
 }
 
 func TestUnreachableEnsemble(t *testing.T) {
@@ -413,7 +508,7 @@ func TestUnreachableEnsemble(t *testing.T) {
 	if !errors.Is(err, zk.ErrNoServer) || backend.IsPermanent(err) {
 		t.Fatalf("Campaign with no server reachable: got %v, want zk.ErrNoServer, transient", err)
 	}
-	eventually(t, 5*time.Second, func() bool { return rec.has("WARN failed to connect") },
+	rec.await(t, 5*time.Second, "WARN failed to connect",
 		"go-zookeeper's messages go to Options.Logger, not standard output")
 	b.Close()
 	if _, err := b.Leader(context.Background(), "x"); !errors.Is(err, backend.ErrClosed) {
@@ -434,7 +529,7 @@ func TestDisconnectGraceChecksZnode(t *testing.T) {
 	}
 	da.drop()
 	da.setCut(false)
-	eventually(t, testTTL/4, func() bool { return lost(l) },
+	awaitLost(t, l, testTTL/4,
 		"a lease whose znode vanished during a disconnection is lost on reconnection, before the grace ends")
 	if err := l.Renew(f.ctx); !errors.Is(err, backend.ErrLost) {
 		t.Fatalf("Renew: got %v, want ErrLost", err)
@@ -453,7 +548,7 @@ func TestWatchEndsWithSession(t *testing.T) {
 		t.Fatalf("Watch: first call got %+v, want alice's term", h)
 	}
 	da.setCut(true)
-	eventually(t, 3*testTTL, func() bool { return len(f.candidates(election)) == 0 }, "the servers expire the session")
+	f.awaitCandidates(election, 0, 3*testTTL, "the servers expire the session")
 	da.setCut(false)
 	select {
 	case err := <-done:

@@ -66,15 +66,24 @@ func TestLeaderPauseOutlivesNoDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer admin.Close()
-	candidates := func(election string) int {
+	// candidates returns how many candidates election has, and a channel
+	// that the next change of its children (or of its existence) fires.
+	candidates := func(election string) (int, <-chan zk.Event) {
 		if _, err := admin.Sync("/"); err != nil {
 			t.Fatal(err)
 		}
-		kids, _, err := admin.Children(testPrefix + "/" + election)
+		dir := testPrefix + "/" + election
+		kids, _, changed, err := admin.ChildrenW(dir)
+		if errors.Is(err, zk.ErrNoNode) {
+			var ok bool
+			if ok, _, changed, err = admin.ExistsW(dir); err == nil && ok {
+				kids, _, changed, err = admin.ChildrenW(dir)
+			}
+		}
 		if err != nil && !errors.Is(err, zk.ErrNoNode) {
 			t.Fatal(err)
 		}
-		return len(kids)
+		return len(kids), changed
 	}
 	hb, err := New(servers[holderAt:holderAt+1], &Options{Prefix: testPrefix})
 	if err != nil {
@@ -123,11 +132,11 @@ func TestLeaderPauseOutlivesNoDeadline(t *testing.T) {
 		}
 	}()
 
-	for candidates(election) < 2 {
+	for n, changed := candidates(election); n < 2; n, changed = candidates(election) {
 		select {
 		case r := <-waiting:
 			t.Fatalf("the waiter's Campaign returned %v while the holder leads", r.err)
-		case <-time.After(10 * time.Millisecond):
+		case <-changed:
 		}
 	}
 

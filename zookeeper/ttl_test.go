@@ -142,7 +142,7 @@ func TestOneTTLOneSession(t *testing.T) {
 	l1 := f.acquire(b, "share-"+suffix+"/a", "alice")
 	l2 := f.acquire(b, "share-"+suffix+"/b", "alice")
 	waiting := f.campaignAsync(b, "share-"+suffix+"/a", "bob")
-	eventually(t, time.Second, func() bool { return len(f.candidates("share-"+suffix+"/a")) == 2 }, "bob queues")
+	f.awaitCandidates("share-"+suffix+"/a", 2, time.Second, "bob queues")
 	if a, c := f.owner(l1), f.owner(l2); a != c {
 		t.Fatalf("ephemeralOwner: %#x and %#x, want one session for one TTL", a, c)
 	}

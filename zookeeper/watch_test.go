@@ -43,7 +43,7 @@ func TestWatchFollowsContention(t *testing.T) {
 	for range 3 {
 		fired := l.fires.Load()
 		waiting := f.campaignAsync(b, election, "bob")
-		eventually(t, 5*time.Second, func() bool { return len(f.candidates(election)) == 2 }, "bob queues")
+		f.awaitCandidates(election, 2, 5*time.Second, "bob queues")
 		eventually(t, 5*time.Second, func() bool { return l.fires.Load() > fired && l.watching() }, "the leader's watch fires on bob's znode and is armed again")
 		if lost(l) {
 			t.Fatal("a candidate joining ended the leader's lease")
@@ -62,7 +62,7 @@ func TestWatchFollowsContention(t *testing.T) {
 	if err := f.admin.Delete(l.path, -1); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, func() bool { return lost(l) }, "the znode deleted behind the lease's back ends it")
+	awaitLost(t, l, 5*time.Second, "the znode deleted behind the lease's back ends it")
 }
 
 // TestHeldDeadlineStaysAhead: a session holding a lease that nobody

@@ -287,19 +287,9 @@ func redisKeysUnder(t *testing.T, prefix string) ([]string, error) {
 // group (or the match).
 func waitMatch(t *testing.T, p *proc, re *regexp.Regexp) string {
 	t.Helper()
-	deadline := time.Now().Add(3 * time.Minute)
-	for time.Now().Before(deadline) {
-		if m := re.FindStringSubmatch(p.out.String()); m != nil {
-			return m[len(m)-1]
-		}
-		select {
-		case <-p.done:
-			t.Fatalf("elect exited (%d) before printing %v:\n%s", p.status, re, p.out.String())
-		case <-time.After(50 * time.Millisecond): // polling the output of a process
-		}
-	}
-	t.Fatalf("no %v in elect's output within 3m:\n%s", re, p.out.String())
-	return ""
+	out := p.awaitOutput(3*time.Minute, re.String(), re.MatchString)
+	m := re.FindStringSubmatch(out)
+	return m[len(m)-1]
 }
 
 // assertNothingLeft scans each test backend for anything under the

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -236,6 +237,34 @@ func (p *proc) wait(timeout time.Duration) int {
 	}
 }
 
+// awaitOutput waits until done reports that p's output (stdout and stderr)
+// holds what the test waits for, and returns that output. It looks again
+// at every write, and fails t when p exits first or after timeout.
+func (p *proc) awaitOutput(timeout time.Duration, what string, done func(out string) bool) string {
+	p.t.Helper()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		out, written := p.out.Next()
+		if done(out) {
+			return out
+		}
+		select {
+		case <-written:
+		case <-p.done:
+			// Wait returns after the last write: the output is complete.
+			if out := p.out.String(); done(out) {
+				return out
+			}
+			p.t.Fatalf("%s exited (%d) before its output held %s:\n%s", p.name, p.status, what, p.out.String())
+			return ""
+		case <-deadline.C:
+			p.t.Fatalf("%s: no %s in its output within %v:\n%s", p.name, what, timeout, p.out.String())
+			return ""
+		}
+	}
+}
+
 func (p *proc) signal(sig syscall.Signal) {
 	p.t.Helper()
 	if err := p.cmd.Process.Signal(sig); err != nil {
@@ -248,4 +277,56 @@ func runElect(t *testing.T, env []string, args ...string) (int, string) {
 	t.Helper()
 	p := startElect(t, "elect", env, args...)
 	return p.wait(30 * time.Second), p.out.String()
+}
+
+// lineFIFO makes a FIFO in a temporary directory and returns its path and
+// the lines that processes write into it, as they are written. The test
+// holds the FIFO open for reading and writing, so that writers never block
+// on opening it and the reader never sees an end of file between them.
+func lineFIFO(t *testing.T) (string, <-chan string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string, 100)
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			case <-stop:
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		close(stop)
+		_ = f.Close()
+		<-done
+	})
+	return path, lines
+}
+
+// nextLines reads n lines from lines, failing t after timeout.
+func nextLines(t *testing.T, lines <-chan string, n int, timeout time.Duration, what string) []string {
+	t.Helper()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	var got []string
+	for len(got) < n {
+		select {
+		case l := <-lines:
+			got = append(got, l)
+		case <-deadline.C:
+			t.Fatalf("%s: %d of %d lines within %v: %q", what, len(got), n, timeout, got)
+		}
+	}
+	return got
 }

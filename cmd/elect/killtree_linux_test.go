@@ -11,11 +11,14 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // treeScript is a command whose tree holds, besides the shell itself, a
 // grandchild that ignores SIGTERM and one that has left the command's
-// process group and session (setsid). Each writes its PID to $PIDS. The
+// process group and session (setsid). Each writes its PID to $PIDS, a
+// FIFO the test reads. The
 // grandchildren do not hold elect's output open, so that a test sees
 // elect exit even while they run.
 const treeScript = `trap "" TERM
@@ -31,7 +34,7 @@ wait`
 func startTree(t *testing.T, bin string, extra ...string) (*treeElect, []int, string) {
 	t.Helper()
 	marker := fmt.Sprintf("ELECTTEST_TREE=%s-%d", t.Name(), time.Now().UnixNano())
-	pidFile := filepath.Join(t.TempDir(), "pids")
+	pidFile, lines := lineFIFO(t)
 	args := append([]string{"run", "--ttl=2s", "--backend=" + backendURL(t, "redis", nil), "--election=" + election(t)}, extra...)
 	// GORACE: a binary built with -race, as the tests build elect, sleeps
 	// a second before it exits; the watchdog must not.
@@ -42,25 +45,15 @@ func startTree(t *testing.T, bin string, extra ...string) (*treeElect, []int, st
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	})
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		b, _ := os.ReadFile(pidFile)
-		if f := strings.Fields(string(b)); len(f) == 3 {
-			pids := checkTree(t, f)
-			if len(pids) != 3 {
-				t.Fatalf("processes with the mark: got %v, want the tree's 3 and at most a watchdog", pids)
-			}
-			all := marked(marker, p.cmd.Process.Pid)
-			if len(all) < 3 || len(all) > 4 {
-				t.Fatalf("processes with the mark: got %v, want the tree's 3 and at most a watchdog", all)
-			}
-			return p, pids, marker
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the command's tree did not start within 20s; PIDs so far: %q", b)
-		}
-		time.Sleep(10 * time.Millisecond)
+	pids := checkTree(t, nextLines(t, lines, 3, 20*time.Second, "the PIDs of the command's tree"))
+	if len(pids) != 3 {
+		t.Fatalf("processes with the mark: got %v, want the tree's 3 and at most a watchdog", pids)
 	}
+	all := marked(marker, p.cmd.Process.Pid)
+	if len(all) < 3 || len(all) > 4 {
+		t.Fatalf("processes with the mark: got %v, want the tree's 3 and at most a watchdog", all)
+	}
+	return p, pids, marker
 }
 
 // treeElect is an elect process whose exit the test times.
@@ -204,6 +197,49 @@ func marked(marker string, except int) []int {
 	return out
 }
 
+// exit is a process's exit as exits reports it.
+type exit struct {
+	pid int
+	at  time.Time // when the test saw the process exit
+	ok  bool      // false: it still ran 10 s after exits was called
+}
+
+// exits watches each of pids through a pidfd, which becomes readable when
+// the process exits (child or not), and reports each exit as it happens:
+// one exit per PID, ok false for a process still running after 10 s. A
+// process already gone when exits is called is reported at once.
+func exits(t *testing.T, pids []int) <-chan exit {
+	t.Helper()
+	out := make(chan exit, len(pids))
+	end := time.Now().Add(10 * time.Second)
+	for _, pid := range pids {
+		fd, err := unix.PidfdOpen(pid, 0)
+		if err == unix.ESRCH {
+			out <- exit{pid: pid, at: time.Now(), ok: true}
+			continue
+		} else if err != nil {
+			t.Fatalf("pidfd_open %d: %v", pid, err)
+		}
+		go func() {
+			defer unix.Close(fd)
+			for {
+				fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+				n, err := unix.Poll(fds, max(int(time.Until(end).Milliseconds()), 0))
+				switch {
+				case err == unix.EINTR:
+					continue
+				case n == 1:
+					out <- exit{pid: pid, at: time.Now(), ok: true}
+				default:
+					out <- exit{pid: pid}
+				}
+				return
+			}
+		}()
+	}
+	return out
+}
+
 // describe names the processes for a failure message.
 func describe(pids []int) string {
 	var b strings.Builder
@@ -225,25 +261,26 @@ func describe(pids []int) string {
 func TestKill9KillsTheWholeTree(t *testing.T) {
 	p, _, marker := startTree(t, plainElect(t))
 	tree := marked(marker, p.cmd.Process.Pid) // the watchdog too
+	desc := map[int]string{}
+	for _, pid := range tree {
+		desc[pid] = describe([]int{pid})
+	}
+	exited := exits(t, tree)
 	killed := time.Now()
 	if err := p.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	var lastAlive time.Time // the last time some process of the tree was seen running
-	var lastLeft []int
-	var lastDesc string
-	for {
-		left := alive(tree)
-		if len(left) == 0 {
-			break
+	var last exit // the last process of the tree to exit
+	for range tree {
+		e := <-exited
+		if !e.ok {
+			t.Fatalf("10s after SIGKILL to elect, a process of the command's tree still runs:%s", desc[e.pid])
 		}
-		lastAlive, lastLeft, lastDesc = time.Now(), left, describe(left)
-		if time.Since(killed) > 10*time.Second {
-			t.Fatalf("10s after SIGKILL to elect, %d processes of the command's tree still run:%s", len(left), lastDesc)
+		if e.at.After(last.at) {
+			last = e
 		}
-		time.Sleep(time.Millisecond)
 	}
-	gone := time.Now()
+	gone := last.at
 	select {
 	case <-p.done:
 	case <-time.After(10 * time.Second):
@@ -251,8 +288,8 @@ func TestKill9KillsTheWholeTree(t *testing.T) {
 	}
 	t.Logf("after SIGKILL: elect had exited after %v, the tree was gone %v later",
 		p.exited.Sub(killed).Round(time.Millisecond), gone.Sub(p.exited).Round(time.Millisecond))
-	if late := lastAlive.Sub(p.exited); late > 100*time.Millisecond {
-		t.Errorf("%v after elect had died of SIGKILL, %d processes of the command's tree still ran:%s", late.Round(time.Millisecond), len(lastLeft), lastDesc)
+	if late := gone.Sub(p.exited); late > 100*time.Millisecond {
+		t.Errorf("%v after elect had died of SIGKILL, a process of the command's tree still ran:%s", late.Round(time.Millisecond), desc[last.pid])
 	}
 	if left := marked(marker, p.cmd.Process.Pid); len(left) != 0 {
 		t.Errorf("the tree is gone, but %d other processes with its mark run:%s", len(left), describe(left))
@@ -264,6 +301,12 @@ func TestKill9KillsTheWholeTree(t *testing.T) {
 // has exited, not even what left the command's process group.
 func TestStopKillsTheWholeTree(t *testing.T) {
 	p, tree, marker := startTree(t, electBin, "--grace=300ms")
+	helpers := marked(marker, p.cmd.Process.Pid) // the tree and the watchdog
+	desc := map[int]string{}
+	for _, pid := range helpers {
+		desc[pid] = describe([]int{pid})
+	}
+	exited := exits(t, helpers)
 	p.signal(syscall.SIGTERM)
 	if code := p.wait(10 * time.Second); code != 0 {
 		t.Errorf("elect stopped by SIGTERM: exit %d, want 0", code)
@@ -271,14 +314,13 @@ func TestStopKillsTheWholeTree(t *testing.T) {
 	if left := alive(tree); len(left) != 0 {
 		t.Errorf("elect has exited, but %d processes of the command's tree still run:%s", len(left), describe(left))
 	}
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		left := marked(marker, p.cmd.Process.Pid)
-		if len(left) == 0 {
-			break
+	for range helpers {
+		if e := <-exited; !e.ok || e.at.Sub(p.exited) > 5*time.Second {
+			t.Fatalf("5s after elect exited, one of its helpers still ran:%s", desc[e.pid])
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("5s after elect exited, %d of its helpers still run:%s", len(left), describe(left))
-		}
+	}
+	if left := marked(marker, p.cmd.Process.Pid); len(left) != 0 {
+		t.Errorf("elect and its helpers have exited, but %d other processes with the mark run:%s", len(left), describe(left))
 	}
 	if !strings.Contains(p.out.String(), "did not stop within the grace period") {
 		t.Errorf("elect's output lacks the grace period warning (the shell ignores SIGTERM):\n%s", p.out.String())

@@ -147,10 +147,11 @@ type runbook struct {
 	replicas []*proc
 	ids      []string
 
-	mu     sync.Mutex
-	alive  map[string]bool // identities whose command runs
-	last   hubEvent        // the last hello
-	hellos chan hubEvent
+	mu      sync.Mutex
+	alive   map[string]bool // identities whose command runs
+	changed chan struct{}   // closed and replaced when a command ends
+	last    hubEvent        // the last hello
+	hellos  chan hubEvent
 }
 
 // collect reads the hub's events until the test ends.
@@ -176,6 +177,8 @@ func (r *runbook) collect(stop <-chan struct{}) {
 				r.hellos <- e
 			case "bye":
 				delete(r.alive, e.identity)
+				close(r.changed)
+				r.changed = make(chan struct{})
 			}
 			r.mu.Unlock()
 		}
@@ -242,17 +245,20 @@ func (r *runbook) restart(i int, phase, url string) {
 // waitBye waits until id's command is gone.
 func (r *runbook) waitBye(id string) {
 	r.t.Helper()
-	for end := time.Now().Add(10 * time.Second); ; {
+	deadline := time.NewTimer(10 * time.Second)
+	defer deadline.Stop()
+	for {
 		r.mu.Lock()
-		gone := !r.alive[id]
+		gone, changed := !r.alive[id], r.changed
 		r.mu.Unlock()
 		if gone {
 			return
 		}
-		if time.Now().After(end) {
+		select {
+		case <-changed:
+		case <-deadline.C:
 			r.t.Fatalf("%s's command still runs 10s after its elect exited", id)
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -303,7 +309,7 @@ func runRunbook(t *testing.T, to string) {
 	redis, nw := slowRedis(t), backendURL(t, to, nil)
 	marker := migrate.MarkerPrefix + to
 	r := &runbook{t: t, h: newHub(t), elec: election(t), replicas: make([]*proc, 3), ids: make([]string, 3),
-		alive: map[string]bool{}, hellos: make(chan hubEvent, 100)}
+		alive: map[string]bool{}, changed: make(chan struct{}), hellos: make(chan hubEvent, 100)}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() { r.collect(stop) })

@@ -214,7 +214,8 @@ func TestPartitionsWrongCount(t *testing.T) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
-	a, err := partition.New(store.Peer(), "count", 6, &partition.Options{Identity: "w1", TTL: time.Second, Logger: slog.New(slog.DiscardHandler)})
+	q := newQuotas(1, 6)
+	a, err := partition.New(store.Peer(), "count", 6, q.options("w1", time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,15 +225,13 @@ func TestPartitionsWrongCount(t *testing.T) {
 		code := elect(ctx, []string{"partitions", "--backend=partmem://", "--group=count", fmt.Sprintf("--partitions=%d", n)}, &stdout, &stderr)
 		return code, stdout.String(), stderr.String()
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for code, _, _ := run(6); code != exitOK; code, _, _ = run(6) {
-		if time.Now().After(deadline) {
-			t.Fatal("the member does not own the 6 partitions within 10s")
-		}
-		time.Sleep(20 * time.Millisecond) // polling a member's progress through the CLI
+	select {
+	case <-q.full:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the member does not own the 6 partitions within 10s")
 	}
-	if _, _, stderr := run(6); stderr != "" {
-		t.Errorf("--partitions 6 (right): stderr %q; want no warning", stderr)
+	if code, _, stderr := run(6); code != exitOK || stderr != "" {
+		t.Errorf("--partitions 6 (right): exit %d, stderr %q; want 0 and no warning", code, stderr)
 	}
 	if _, _, stderr := run(4); !strings.Contains(stderr, `warning: partition 4 of group "count" has a holder (w1`) {
 		t.Errorf("--partitions 4 (too few): stderr %q; want a warning that partition 4 has a holder", stderr)
@@ -240,16 +239,20 @@ func TestPartitionsWrongCount(t *testing.T) {
 	if code, _, stderr := run(8); code != exitNoLeader || !strings.Contains(stderr, "the group may have 6 partitions, not --partitions 8") {
 		t.Errorf("--partitions 8 (too many): exit %d, stderr %q; want 1 and a warning that the group may have 6", code, stderr)
 	}
-	twin, err := partition.New(store.Peer(), "count", 6, &partition.Options{Identity: "w1", TTL: time.Second, Logger: slog.New(slog.DiscardHandler)})
+	joined := make(chan struct{})
+	twin, err := partition.New(store.Peer(), "count", 6, &partition.Options{Identity: "w1", TTL: time.Second,
+		Logger: slog.New(onMessage{"joined", sync.OnceFunc(func() { close(joined) })})})
 	if err != nil {
 		t.Fatal(err)
 	}
 	wg.Go(func() { _ = twin.Run(ctx) })
-	for _, _, stderr := run(6); !strings.Contains(stderr, `share the identity "w1"`); _, _, stderr = run(6) {
-		if time.Now().After(deadline.Add(10 * time.Second)) {
-			t.Fatalf("two members named w1: no warning within 10s; last stderr %q", stderr)
-		}
-		time.Sleep(20 * time.Millisecond) // polling a member's progress through the CLI
+	select {
+	case <-joined:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second member named w1 did not join within 10s")
+	}
+	if _, _, stderr := run(6); !strings.Contains(stderr, `share the identity "w1"`) {
+		t.Errorf("two members named w1, both joined: stderr %q; want a warning that they share the identity", stderr)
 	}
 	var stdout, stderr bytes.Buffer
 	elect(ctx, []string{"partitions", "--backend=partmem://", "--group=empty", "--partitions=2", "--json"}, &stdout, &stderr)
@@ -281,3 +284,22 @@ func TestPartitionsNoAnswerCause(t *testing.T) {
 		}
 	}
 }
+
+// onMessage is a slog.Handler that calls f for each record whose message
+// is msg, and drops every record.
+type onMessage struct {
+	msg string
+	f   func()
+}
+
+func (h onMessage) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h onMessage) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == h.msg {
+		h.f()
+	}
+	return nil
+}
+
+func (h onMessage) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h onMessage) WithGroup(string) slog.Handler      { return h }

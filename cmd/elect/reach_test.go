@@ -5,6 +5,8 @@ package main
 import (
 	"io"
 	"net/http"
+	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -15,19 +17,12 @@ import (
 // timeout.
 func waitOutput(t *testing.T, p *proc, want string, timeout time.Duration) {
 	t.Helper()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(timeout)
-	for !strings.Contains(p.out.String(), want) {
-		select {
-		case <-tick.C:
-		case <-p.done:
-			t.Fatalf("%s exited (%d) before its output contained %q:\n%s", p.name, p.status, want, p.out.String())
-		case <-deadline:
-			t.Fatalf("%s: no %q in its output within %v:\n%s", p.name, want, timeout, p.out.String())
-		}
-	}
+	p.awaitOutput(timeout, strconv.Quote(want), func(out string) bool { return strings.Contains(out, want) })
 }
+
+// failingFor finds how long campaigning had failed in each "campaign
+// failed" line of elect's log.
+var failingFor = regexp.MustCompile(`msg="campaign failed; retrying".* failing_for=(\S+)`)
 
 // healthz returns the status code and body of GET /healthz on addr, or 0
 // while nothing answers there yet.
@@ -51,7 +46,7 @@ func TestUnreachableBackendIsLoud(t *testing.T) {
 		t.Run(strings.Split(url, ":")[0], func(t *testing.T) {
 			t.Parallel()
 			addr := freeAddr(t)
-			p := startElect(t, "run", nil, "run", "--ttl=2s", "--metrics-addr="+addr,
+			p := startElect(t, "run", nil, "run", "--ttl=2s", "--log-level=debug", "--metrics-addr="+addr,
 				"--backend="+url, "--election="+election(t), "--", "true")
 			w := startElect(t, "watch", nil, "watch", "--backend="+url, "--election=x")
 			// 5 s is the aim; the slack is for a loaded machine running a
@@ -64,19 +59,20 @@ func TestUnreachableBackendIsLoud(t *testing.T) {
 			if out := p.out.String(); !strings.Contains(out, "level=WARN") || !strings.Contains(out, "connection refused") {
 				t.Errorf("the first campaign warning does not name the cause (want level=WARN and \"connection refused\"):\n%s", out)
 			}
-			deadline := time.Now().Add(15 * time.Second)
-			for {
-				code, body := healthz(addr)
-				if code == http.StatusServiceUnavailable {
-					if !strings.Contains(body, "campaigning has failed for") || !strings.Contains(body, "connection refused") {
-						t.Errorf("/healthz: got %q, want how long campaigning has failed and the cause", body)
+			// /healthz turns 503 once campaigning has failed for longer
+			// than the TTL: a failure logged (at Debug) past the TTL means
+			// that the next request must get 503.
+			p.awaitOutput(15*time.Second, "a campaign failure logged more than the TTL of 2s after the first", func(out string) bool {
+				for _, m := range failingFor.FindAllStringSubmatch(out, -1) {
+					if d, err := time.ParseDuration(m[1]); err == nil && d > 2*time.Second {
+						return true
 					}
-					break
 				}
-				if time.Now().After(deadline) {
-					t.Fatalf("/healthz: still %d %q 15 s after start against an unreachable backend; want 503", code, body)
-				}
-				time.Sleep(100 * time.Millisecond) // polling an HTTP endpoint
+				return false
+			})
+			if code, body := healthz(addr); code != http.StatusServiceUnavailable ||
+				!strings.Contains(body, "campaigning has failed for") || !strings.Contains(body, "connection refused") {
+				t.Errorf("/healthz after campaigning failed for longer than the TTL: got %d %q, want 503 with how long campaigning has failed and the cause", code, body)
 			}
 			for _, p := range []*proc{p, w} {
 				p.signal(syscall.SIGTERM)

@@ -21,6 +21,10 @@ import (
 // quit", as elect and many servers do: the process exits 3 at once.
 const termsDirEnv = "ELECTTEST_TERMS_DIR"
 
+// termsReadyEnv is the FIFO into which each SIGTERM-counting process
+// writes a line once its handler is in place.
+const termsReadyEnv = "ELECTTEST_TERMS_READY"
+
 // termsRoleEnv is the role of a SIGTERM-counting process: empty for
 // COMMAND itself, which starts termsMembers processes in its process group
 // and one in a session of its own, then "member" or "outsider".
@@ -55,18 +59,24 @@ func termsMain(dir string) int {
 			kids = append(kids, kid)
 		}
 	}
-	// The file appears once the handler is in place: the test sends
-	// nothing before every file is there.
 	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s-%d", role, os.Getpid())))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "terms:", err)
 		return 1
 	}
 	defer f.Close()
+	// The handler is in place: say so. The test sends nothing before
+	// every process has.
+	if err := say(os.Getenv(termsReadyEnv), fmt.Sprintf("ready %s %d", role, os.Getpid())); err != nil {
+		fmt.Fprintln(os.Stderr, "terms:", err)
+		return 1
+	}
 	<-sigs
 	fmt.Fprintln(f, "TERM")
 	code := make(chan int, 1)
-	go func() { // the clean stop
+	go func() {
+		// The clean stop's own duration: the window in which a second
+		// SIGTERM is taken as "force quit".
 		time.Sleep(termsLinger)
 		c := 0
 		for _, kid := range kids {
@@ -85,6 +95,19 @@ func termsMain(dir string) int {
 	}
 }
 
+// say writes line to the FIFO at path.
+func say(path, line string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(f, line)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
 // TestStopSendsOneSIGTERMPerProcess: when elect stops, every process of
 // COMMAND's tree gets exactly one SIGTERM, the members of COMMAND's
 // process group and a process that left it alike, and a command that
@@ -94,23 +117,16 @@ func termsMain(dir string) int {
 // on scheduling; with a dozen members, most stops would show it.
 func TestStopSendsOneSIGTERMPerProcess(t *testing.T) {
 	dir := t.TempDir()
+	readyPath, ready := lineFIFO(t)
 	marker := fmt.Sprintf("ELECTTEST_TREE=%s-%d", t.Name(), time.Now().UnixNano())
-	p := startBin(t, electBin, []string{marker, termsDirEnv + "=" + dir, "GORACE=atexit_sleep_ms=0"},
+	p := startBin(t, electBin, []string{marker, termsDirEnv + "=" + dir, termsReadyEnv + "=" + readyPath, "GORACE=atexit_sleep_ms=0"},
 		"run", "--grace=30s", "--backend="+backendURL(t, "redis", nil), "--election="+election(t), "--", testBin(t))
 	t.Cleanup(func() {
 		for _, pid := range marked(marker, p.cmd.Process.Pid) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	})
-	want := termsMembers + 2
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if ents, _ := os.ReadDir(dir); len(ents) == want {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the command's %d processes did not all start within 30s", want)
-		}
-	}
+	nextLines(t, ready, termsMembers+2, 30*time.Second, "the command's processes ready for SIGTERM")
 	p.signal(syscall.SIGTERM)
 	// Far less than --grace: a SIGKILL at the end of the grace fails here.
 	if code := p.wait(15 * time.Second); code != 0 {

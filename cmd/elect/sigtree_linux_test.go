@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,26 +20,9 @@ import (
 // watchdog, so that the outcome does not depend on when the processes
 // take their signals.
 func TestSignalTreeSignalsEachProcessOnce(t *testing.T) {
-	// The processes write their roles into a FIFO that this test holds
-	// open for reading and writing, so that it reads each line as it is
-	// written and never sees an end of file between writers.
-	pidFile := filepath.Join(t.TempDir(), "pids")
-	if err := syscall.Mkfifo(pidFile, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	fifo, err := os.OpenFile(pidFile, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = fifo.Close() })
-	lines := make(chan string)
-	go func() {
-		sc := bufio.NewScanner(fifo)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
+	// The processes write their roles into a FIFO, which the test reads
+	// as they are written.
+	pidFile, lines := lineFIFO(t)
 	script := `echo "member $$" >> "$PIDS"
 sleep 1000 & echo "member $!" >> "$PIDS"
 sh -c 'echo "member $$" >> "$PIDS"; sleep 1000 & echo "member $!" >> "$PIDS"; wait' &
