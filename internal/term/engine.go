@@ -209,7 +209,7 @@ func (e *Engine) handleLocked(t *Term, now time.Time, acts []action) []action {
 		}
 	}
 	if e.renewsLocked(t) && st.attempt == nil && !now.Before(st.due) {
-		acts = e.startLocked(t, acts)
+		acts = e.startLocked(t, now, acts)
 	}
 	e.scheduleLocked(t)
 	return acts
@@ -234,7 +234,7 @@ func (e *Engine) coalesceLocked(now time.Time, acts []action) []action {
 			st.due.After(now.Add(t.tm.RenewInterval/coalesce)) {
 			return acts
 		}
-		acts = e.startLocked(t, acts)
+		acts = e.startLocked(t, now, acts)
 		e.scheduleLocked(t)
 	}
 	return acts
@@ -244,9 +244,9 @@ func (e *Engine) coalesceLocked(now time.Time, acts []action) []action {
 // queues it for the renewal workers (see work.go). It returns acts with
 // one more entry, which does nothing, so that the caller knows renewals
 // are starting.
-func (e *Engine) startLocked(t *Term, acts []action) []action {
+func (e *Engine) startLocked(t *Term, now time.Time, acts []action) []action {
 	ctx, cancel := context.WithDeadline(context.Background(), t.tm.StepDownAt(t.st.deadline))
-	a := &attempt{ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	a := &attempt{ctx: ctx, cancel: cancel, since: now, done: make(chan struct{})}
 	t.st.attempt = a
 	e.enqueueLocked(t, a)
 	return append(acts, action{t: t})

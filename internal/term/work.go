@@ -35,13 +35,15 @@ func (e *Engine) queuedLocked() int { return len(e.queue) - e.head }
 
 // enqueueLocked queues attempt a of t and starts a worker if the queue
 // holds more renewals than there are workers, within the limit. The
-// renewal of a [backend.TrailingLease] whose Deadline trails runs in a
-// goroutine of its own instead: its driver shares one request among the
-// renewals of a session that began before it was sent (a ZooKeeper
-// renewal needs an answer to a request sent after it began), so renewals
-// run one after another would each cost a request.
+// renewal of a [backend.TrailingLease] whose Deadline trails and that is
+// no [backend.SinceRenewer] runs in a goroutine of its own instead: its
+// driver may share one request among the renewals that began before it
+// was sent (a ZooKeeper renewal needs an answer to a request sent after it
+// began), so renewals run one after another would each cost a request. A
+// SinceRenewer is told when its renewal was started, and renewals started
+// together share a request on the workers too.
 func (e *Engine) enqueueLocked(t *Term, a *attempt) {
-	if t.trails {
+	if t.trails && t.since == nil {
 		go t.renew(a)
 		return
 	}
