@@ -29,12 +29,13 @@ type Engine struct {
 
 	// queue holds the renewals started and not yet taken by a worker,
 	// from queue[head] on (see work.go).
-	queue   []job
-	head    int
-	workers int    // renewal workers running
-	limit   int    // workers allowed now: minWorkers, doubled while the queue stalls
-	taken   uint64 // renewals taken from the queue so far
-	seen    uint64 // taken, when the scheduler last checked for a stall
+	queue    []job
+	head     int
+	workers  int       // renewal workers running
+	limit    int       // workers allowed now: minWorkers, doubled while the queue stalls
+	taken    uint64    // renewals taken from the queue so far
+	seen     uint64    // taken, when the scheduler last saw it move
+	progress time.Time // when the queue last filled or made progress
 }
 
 // registry holds the engine of each Backend with terms.
@@ -121,7 +122,7 @@ func (e *Engine) run() {
 			next = e.heap[0].st.wake.Sub(now)
 		}
 		if e.queuedLocked() > 0 {
-			e.unstallLocked()
+			e.unstallLocked(now)
 			next = min(next, stallCheck)
 		}
 		e.mu.Unlock()
@@ -248,7 +249,7 @@ func (e *Engine) startLocked(t *Term, now time.Time, acts []action) []action {
 	ctx, cancel := context.WithDeadline(context.Background(), t.tm.StepDownAt(t.st.deadline))
 	a := &attempt{ctx: ctx, cancel: cancel, since: now, done: make(chan struct{})}
 	t.st.attempt = a
-	e.enqueueLocked(t, a)
+	e.enqueueLocked(t, a, now)
 	return append(acts, action{t: t})
 }
 
