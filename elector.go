@@ -110,11 +110,7 @@ func (e *Elector) Run(ctx context.Context) error {
 	defer e.running.Store(false)
 	defer e.attemptsForgotten()
 	if e.opts.OnLeaderChange != nil {
-		octx, cancel := context.WithCancel(ctx)
-		var wg sync.WaitGroup
-		wg.Go(func() { e.watchLeader(octx) })
-		defer wg.Wait()
-		defer cancel()
+		defer e.startWatch(ctx)()
 	}
 	for {
 		l, won, err := e.campaign(ctx)
@@ -129,6 +125,18 @@ func (e *Elector) Run(ctx context.Context) error {
 		if resigned {
 			e.awaitSuccessor(ctx, token)
 		}
+	}
+}
+
+// startWatch starts reporting leader changes to OnLeaderChange until ctx
+// ends, and returns the function that stops it and waits for it.
+func (e *Elector) startWatch(ctx context.Context) (stop func()) {
+	octx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { e.watchLeader(octx) })
+	return func() {
+		cancel()
+		wg.Wait()
 	}
 }
 

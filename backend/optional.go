@@ -1,6 +1,9 @@
 package backend
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // TrailingLease is an optional interface a [Lease] implements when its
 // Deadline trails the proof of its last renewal by design, however fresh
@@ -17,6 +20,27 @@ import "context"
 type TrailingLease interface {
 	// DeadlineTrails reports whether the lease's Deadline trails its proof.
 	DeadlineTrails() bool
+}
+
+// SinceRenewer is an optional interface a [Lease] implements when its
+// driver proves the renewals of many leases with one request that they share
+// (a ZooKeeper session's): a renewal needs a request sent after it began,
+// and one already answered proves every renewal that began before it was
+// sent. Renewals run one after another, each beginning after the previous
+// one's request was answered, would then cost a request each. The portable
+// layer decides the renewals of many leases at one instant and passes it as
+// since, so that renewals run one after another on a few goroutines share
+// one request all the same.
+//
+// A wrapper that holds leases of other drivers implements it and forwards
+// since to the leases it wraps that implement it.
+type SinceRenewer interface {
+	// RenewSince renews as [Lease.Renew] does, except that a request sent
+	// at or after since proves the renewal, rather than one sent after the
+	// call began. since is no later than the call; the caller decided the
+	// renewal then. The lease's Deadline rests on the driver's own proof,
+	// as after Renew.
+	RenewSince(ctx context.Context, since time.Time) error
 }
 
 // Warner is an optional interface a [Backend] implements when a valid

@@ -3,6 +3,7 @@ package compare
 import (
 	"context"
 	"strings"
+	"time"
 
 	"github.com/leaderkit/elector/backend"
 )
@@ -45,6 +46,22 @@ type realAddrLease struct {
 
 func (l realAddrLease) Renew(ctx context.Context) error   { return l.b.fix(l.Lease.Renew(ctx)) }
 func (l realAddrLease) Release(ctx context.Context) error { return l.b.fix(l.Lease.Release(ctx)) }
+
+// DeadlineTrails forwards [backend.TrailingLease]: a ZooKeeper lease
+// behind a proxy is renewed once per interval, as it is without one.
+func (l realAddrLease) DeadlineTrails() bool {
+	t, ok := l.Lease.(backend.TrailingLease)
+	return ok && t.DeadlineTrails()
+}
+
+// RenewSince forwards [backend.SinceRenewer], and renews a lease that is
+// none with Renew.
+func (l realAddrLease) RenewSince(ctx context.Context, since time.Time) error {
+	if r, ok := l.Lease.(backend.SinceRenewer); ok {
+		return l.b.fix(r.RenewSince(ctx, since))
+	}
+	return l.Renew(ctx)
+}
 
 // addrError is err with the proxies' addresses in its message replaced; it
 // matches what err matches (errors.Is and As see err).

@@ -47,6 +47,8 @@ import (
 
 var scaleN = flag.Int("scale.n", 10000, "elections held at once by BenchmarkScale")
 
+var scaleIntervals = flag.Int("scale.intervals", 2, "renew intervals (TTL/3) of steady state over which BenchmarkScale measures; more give a CPU profile more samples")
+
 var scaleProfile = flag.String("scale.profile", "", "directory where BenchmarkScale writes, per case, a CPU profile of the steady state and heap and goroutine profiles at its end")
 
 // scaleTTL is the lease TTL of BenchmarkScale: elector's default.
@@ -206,7 +208,7 @@ func BenchmarkScale(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			var m map[string]float64
 			for range b.N { // one run is the measurement; N stays 1
-				m = runScale(b, c, *scaleN, scaleTTL, 2)
+				m = runScale(b, c, *scaleN, scaleTTL, *scaleIntervals)
 			}
 			for k, v := range m {
 				b.ReportMetric(v, k)

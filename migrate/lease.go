@@ -83,6 +83,24 @@ func (l *lease) sides() []backend.Lease {
 // term is over: Lost closes and Renew returns an error wrapping
 // [backend.ErrLost].
 func (l *lease) Renew(ctx context.Context) error {
+	return l.renew(ctx, func(s backend.Lease) error { return s.Renew(ctx) })
+}
+
+// RenewSince implements [backend.SinceRenewer]: it renews as Renew does,
+// passing since to each side that is a SinceRenewer (a ZooKeeper lease),
+// so that a migrating election shares its side's session request with the
+// other renewals started at the same instant.
+func (l *lease) RenewSince(ctx context.Context, since time.Time) error {
+	return l.renew(ctx, func(s backend.Lease) error {
+		if r, ok := s.(backend.SinceRenewer); ok {
+			return r.RenewSince(ctx, since)
+		}
+		return s.Renew(ctx)
+	})
+}
+
+// renew renews both sides with renewSide, one after the other (see Renew).
+func (l *lease) renew(ctx context.Context, renewSide func(backend.Lease) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -99,7 +117,7 @@ func (l *lease) Renew(ctx context.Context) error {
 		return fmt.Errorf("migrate: renew token %d: %w", l.token, backend.ErrLost)
 	}
 	for i, s := range l.sides() {
-		if err := s.Renew(ctx); err != nil {
+		if err := renewSide(s); err != nil {
 			if errors.Is(err, backend.ErrLost) {
 				l.markGone(s)
 				l.closeLost()

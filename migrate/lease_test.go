@@ -20,6 +20,7 @@ import (
 var (
 	_ backend.Warner        = (*redlock.Backend)(nil)
 	_ backend.TrailingLease = trailing{}
+	_ backend.SinceRenewer  = sinceLease{}
 )
 
 // trailingBackend is a memory Backend whose leases say their Deadline
@@ -87,6 +88,63 @@ func (b trailingMark) Campaign(ctx context.Context, c backend.Candidate) (backen
 		return nil, err
 	}
 	return trailing{l}, nil
+}
+
+// sinceBackend is a memory Backend whose leases are backend.SinceRenewers
+// that record the since they were renewed with.
+type sinceBackend struct {
+	*memory.Backend
+	got *[]time.Time
+}
+
+type sinceLease struct {
+	backend.Lease
+	got *[]time.Time
+}
+
+func (l sinceLease) RenewSince(ctx context.Context, since time.Time) error {
+	*l.got = append(*l.got, since)
+	return l.Renew(ctx)
+}
+
+func (b sinceBackend) Campaign(ctx context.Context, c backend.Candidate) (backend.Lease, error) {
+	l, err := b.Backend.Campaign(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	return sinceLease{l, b.got}, nil
+}
+
+// A migrate lease forwards backend.SinceRenewer: RenewSince passes since
+// to a side that is one (and renews a side that is not with Renew), so
+// that a migrating ZooKeeper election shares its session's request with
+// the renewals started at the same instant.
+func TestLeaseForwardsRenewSince(t *testing.T) {
+	var got []time.Time
+	nb := sinceBackend{memory.New(), &got}
+	defer nb.Close()
+	ob := newMarkStore().peer()
+	b, err := migrate.New(ob, nb, migrate.PhaseBoth, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	l, err := b.Campaign(t.Context(), backend.Candidate{Election: "jobs", Identity: "a", TTL: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(context.Background())
+	r, ok := l.(backend.SinceRenewer)
+	if !ok {
+		t.Fatalf("a migrate lease does not implement backend.SinceRenewer")
+	}
+	since := time.Now().Add(-time.Millisecond)
+	if err := r.RenewSince(t.Context(), since); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || !got[0].Equal(since) {
+		t.Errorf("the new side was renewed with since %v; want one RenewSince with %v", got, since)
+	}
 }
 
 // An Elector on a migrate Backend over ZooKeeper renews its lease about

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 
@@ -35,8 +34,7 @@ type Backend struct {
 	// for replies until their lease's Deadline, end with it.
 	life    context.Context
 	endLife context.CancelFunc
-	work    []chan func()  // per node: hands requests to idle workers (onNode)
-	idle    []atomic.Int32 // per node: workers waiting on work, or about to
+	workers []nodeWorkers // per node: the idle workers (onNode)
 
 	mu      sync.Mutex
 	closed  bool                // Close has begun: Campaign and Leader refuse
@@ -117,16 +115,12 @@ func build(clients []redis.UniversalClient, opts *Options, dials []*dialLog) (*B
 		done:     make(chan struct{}),
 		gate:     newGate(),
 		stop:     make(chan struct{}),
-		work:     make([]chan func(), len(clients)),
-		idle:     make([]atomic.Int32, len(clients)),
+		workers:  make([]nodeWorkers, len(clients)),
 		leases:   make(map[*lease]struct{}),
 		released: make(map[string][]<-chan struct{}),
 		floors:   make(map[string]uint64),
 	}
 	b.life, b.endLife = context.WithCancel(context.Background())
-	for i := range b.work {
-		b.work[i] = make(chan func())
-	}
 	if !cfg.noRestartDelay {
 		b.restarts = newRestarts(b.clients, cfg.restartDelay)
 		b.checkNodes()

@@ -247,48 +247,6 @@ func (r *round[T]) chain() []<-chan struct{} {
 	return d
 }
 
-// workerIdle is how long a node worker waits for work before it exits.
-const workerIdle = 10 * time.Second
-
-// maxIdleWorkers is the most workers a node keeps waiting for work: a burst
-// of requests (the cold start of thousands of campaigns) starts a worker
-// for each request in flight, and those beyond maxIdleWorkers exit as soon
-// as they are done, instead of lingering for workerIdle with the stacks
-// they grew.
-const maxIdleWorkers = 32
-
-// onNode runs f on an idle worker goroutine of node i, or on a new one
-// (which then stays to serve node i until it idles for workerIdle, the node
-// has maxIdleWorkers idle already, or the Backend stops). Reusing workers
-// spares each request a goroutine start and the growth of its stack to
-// go-redis's depth. It reports false when the Backend has stopped.
-func (b *Backend) onNode(i int, f func()) bool {
-	select {
-	case b.work[i] <- f:
-		return true
-	default:
-	}
-	idle := &b.idle[i]
-	return b.spawn(func() {
-		f()
-		timer := time.NewTimer(workerIdle)
-		defer timer.Stop()
-		for idle.Add(1) <= maxIdleWorkers {
-			select {
-			case f := <-b.work[i]:
-				idle.Add(-1)
-				f()
-				timer.Reset(workerIdle)
-				continue
-			case <-timer.C:
-			case <-b.stop:
-			}
-			break
-		}
-		idle.Add(-1)
-	})
-}
-
 // collect waits for the replies of the round until decide reports true
 // for their tally, every node has replied, or ctx ends. It returns the
 // replies that are in, by node (nil for the others), and their tally. The

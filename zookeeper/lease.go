@@ -38,6 +38,7 @@ type lease struct {
 var (
 	_ backend.Lease         = (*lease)(nil)
 	_ backend.TrailingLease = (*lease)(nil)
+	_ backend.SinceRenewer  = (*lease)(nil)
 )
 
 // newLease registers the lease of a candidate that found its znode path
@@ -184,15 +185,22 @@ func (l *lease) state() (gone, released bool) {
 // is known to have counted, and the negotiated timeout: it trails the
 // proof (see report.go), so the lease says so to the Elector
 // (DeadlineTrails).
-func (l *lease) Renew(ctx context.Context) error {
+func (l *lease) Renew(ctx context.Context) error { return l.RenewSince(ctx, time.Now()) }
+
+// RenewSince renews as Renew does, taking as proof of the session a
+// request sent at or after since rather than after the call began: the
+// Elector starts the renewals of the leases it renews together at one
+// instant, and runs them on a few goroutines one after another, which then
+// share one request. The znode is proved as by Renew: by the election's
+// watch, checked once the proof has been answered.
+func (l *lease) RenewSince(ctx context.Context, since time.Time) error {
 	if gone, _ := l.state(); gone {
 		return fmt.Errorf("zookeeper: renew %q: %w", l.election, backend.ErrLost)
 	}
-	start := time.Now()
 	if !l.watching() {
 		return l.read(ctx)
 	}
-	if _, err := l.s.fresh(ctx, start, l.read); err != nil {
+	if _, err := l.s.fresh(ctx, since, l.read); err != nil {
 		return err
 	}
 	if _, ok := l.s.deadline(l.session, l.b.cfg.drift); !ok {

@@ -73,3 +73,38 @@ func TestRenewSharesSession(t *testing.T) {
 		t.Errorf("Renew of another lease of the session: got %v, want nil", err)
 	}
 }
+
+// Renewals of one session run one after another, as the Elector's renewal
+// workers run them, still share one read when each is told the instant
+// its round began (RenewSince): a request sent after that instant proves
+// them all. Each Renew beginning after the previous one's answer would
+// cost a read each.
+func TestRenewSinceSharesSequentialRenewals(t *testing.T) {
+	f := newFixture(t)
+	b, d := f.backend(nil)
+	base := "since-" + randomSuffix()
+	const n, rounds = 30, 3
+	leases := make([]*lease, n)
+	for i := range leases {
+		leases[i] = f.acquire(b, fmt.Sprintf("%s-%d", base, i), "alice")
+	}
+	before, began := d.exists.Load(), time.Now()
+	for range rounds {
+		time.Sleep(testTTL / 3) // the renew interval of an Elector
+		since := time.Now()
+		for _, l := range leases {
+			if err := l.RenewSince(f.ctx, since); err != nil {
+				t.Errorf("RenewSince: %v", err)
+			}
+		}
+	}
+	// A round costs one read, or none when a ping or the session's own
+	// read was sent after the round began and answered; between rounds
+	// the quiet session sends a read of its own every TTL/probeDivisor.
+	got := d.exists.Load() - before
+	want := int64(rounds) + int64(time.Since(began)/(testTTL/probeDivisor)) + 1
+	t.Logf("%d rounds of renewing %d leases one after another sent %d reads (at most %d)", rounds, n, got, want)
+	if got > want {
+		t.Errorf("%d rounds of renewing %d leases one after another sent %d reads; want at most %d: renewals since one instant share a read", rounds, n, got, want)
+	}
+}

@@ -26,9 +26,13 @@
 // workers that exist only while renewals are queued (see work.go): the
 // renewals of a driver that shares its round trips mostly return at once,
 // so that a few workers renew thousands of terms, and the workers allowed
-// grow, up to maxWorkers, while the queue makes no progress. The renewal
-// of a lease whose Deadline trails, which its driver shares only with the
-// renewals that began before its request, runs in a goroutine of its own.
+// grow, up to maxWorkers, while the queue makes no progress. A lease that
+// is a [backend.SinceRenewer] is renewed since the instant the scheduler
+// started its renewal, so that renewals started together share its
+// driver's request however the workers run them; the renewal of a lease
+// whose Deadline trails and that is none, which its driver shares only
+// with the renewals that began before its request, runs in a goroutine of
+// its own.
 // The engine never calls a lease's methods on its scheduler goroutine (a
 // driver may hold a lease's lock for a whole renewal round, Deadline
 // included): Deadline is read by the renewing goroutines, so that a slow

@@ -29,12 +29,13 @@ type Engine struct {
 
 	// queue holds the renewals started and not yet taken by a worker,
 	// from queue[head] on (see work.go).
-	queue   []job
-	head    int
-	workers int    // renewal workers running
-	limit   int    // workers allowed now: minWorkers, doubled while the queue stalls
-	taken   uint64 // renewals taken from the queue so far
-	seen    uint64 // taken, when the scheduler last checked for a stall
+	queue    []job
+	head     int
+	workers  int       // renewal workers running
+	limit    int       // workers allowed now: minWorkers, doubled while the queue stalls
+	taken    uint64    // renewals taken from the queue so far
+	seen     uint64    // taken, when the scheduler last saw it move
+	progress time.Time // when the queue last filled or made progress
 }
 
 // registry holds the engine of each Backend with terms.
@@ -121,7 +122,7 @@ func (e *Engine) run() {
 			next = e.heap[0].st.wake.Sub(now)
 		}
 		if e.queuedLocked() > 0 {
-			e.unstallLocked()
+			e.unstallLocked(now)
 			next = min(next, stallCheck)
 		}
 		e.mu.Unlock()
@@ -209,7 +210,7 @@ func (e *Engine) handleLocked(t *Term, now time.Time, acts []action) []action {
 		}
 	}
 	if e.renewsLocked(t) && st.attempt == nil && !now.Before(st.due) {
-		acts = e.startLocked(t, acts)
+		acts = e.startLocked(t, now, acts)
 	}
 	e.scheduleLocked(t)
 	return acts
@@ -234,7 +235,7 @@ func (e *Engine) coalesceLocked(now time.Time, acts []action) []action {
 			st.due.After(now.Add(t.tm.RenewInterval/coalesce)) {
 			return acts
 		}
-		acts = e.startLocked(t, acts)
+		acts = e.startLocked(t, now, acts)
 		e.scheduleLocked(t)
 	}
 	return acts
@@ -244,11 +245,11 @@ func (e *Engine) coalesceLocked(now time.Time, acts []action) []action {
 // queues it for the renewal workers (see work.go). It returns acts with
 // one more entry, which does nothing, so that the caller knows renewals
 // are starting.
-func (e *Engine) startLocked(t *Term, acts []action) []action {
+func (e *Engine) startLocked(t *Term, now time.Time, acts []action) []action {
 	ctx, cancel := context.WithDeadline(context.Background(), t.tm.StepDownAt(t.st.deadline))
-	a := &attempt{ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	a := &attempt{ctx: ctx, cancel: cancel, since: now, done: make(chan struct{})}
 	t.st.attempt = a
-	e.enqueueLocked(t, a)
+	e.enqueueLocked(t, a, now)
 	return append(acts, action{t: t})
 }
 

@@ -15,6 +15,7 @@ import (
 // returned.
 type attempt struct {
 	ctx    context.Context // bounded by the step-down point
+	since  time.Time       // when the scheduler started it
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the attempt has returned, or was abandoned before it began
 	// began is set by the worker that runs the attempt, or by Finish
@@ -27,7 +28,10 @@ type attempt struct {
 // lease's Deadline, renews unless the Deadline shows the renewal not due
 // yet, even allowing for coalescing (a driver moved it between renewals)
 // and the rule that a renewal comes before the step-down point (see
-// Timing.inTime), reads the Deadline again, and records the outcome.
+// Timing.inTime), reads the Deadline again, and records the outcome. A
+// [backend.SinceRenewer] is renewed since the instant the scheduler
+// started the attempt, so that the renewals it started together share the
+// driver's request however the workers run them.
 func (t *Term) renew(a *attempt) {
 	if !a.began.CompareAndSwap(false, true) {
 		return // abandoned by Finish, which closed done
@@ -41,7 +45,12 @@ func (t *Term) renew(a *attempt) {
 		return
 	}
 	began := time.Now()
-	err := t.l.Renew(a.ctx)
+	var err error
+	if t.since != nil {
+		err = t.since.RenewSince(a.ctx, a.since)
+	} else {
+		err = t.l.Renew(a.ctx)
+	}
 	took := time.Since(began)
 	t.e.record(t, a, began, took, err, t.l.Deadline())
 }

@@ -95,6 +95,7 @@ type Term struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	trails bool
+	since  backend.SinceRenewer // l, if it is one; nil otherwise
 
 	ended    chan struct{} // closed when the term ends
 	returned chan struct{} // closed when the callback has returned
@@ -135,6 +136,7 @@ func Start(b backend.Backend, parent context.Context, l backend.Lease, won time.
 	if tl, ok := l.(backend.TrailingLease); ok {
 		t.trails = tl.DeadlineTrails()
 	}
+	t.since, _ = l.(backend.SinceRenewer)
 	now := time.Now()
 	t.st = state{deadline: won, proved: now, idx: -1}
 	t.st.due = now.Add(t.next(now))

@@ -35,15 +35,20 @@ func (e *Engine) queuedLocked() int { return len(e.queue) - e.head }
 
 // enqueueLocked queues attempt a of t and starts a worker if the queue
 // holds more renewals than there are workers, within the limit. The
-// renewal of a [backend.TrailingLease] whose Deadline trails runs in a
-// goroutine of its own instead: its driver shares one request among the
-// renewals of a session that began before it was sent (a ZooKeeper
-// renewal needs an answer to a request sent after it began), so renewals
-// run one after another would each cost a request.
-func (e *Engine) enqueueLocked(t *Term, a *attempt) {
-	if t.trails {
+// renewal of a [backend.TrailingLease] whose Deadline trails and that is
+// no [backend.SinceRenewer] runs in a goroutine of its own instead: its
+// driver may share one request among the renewals that began before it
+// was sent (a ZooKeeper renewal needs an answer to a request sent after it
+// began), so renewals run one after another would each cost a request. A
+// SinceRenewer is told when its renewal was started, and renewals started
+// together share a request on the workers too.
+func (e *Engine) enqueueLocked(t *Term, a *attempt, now time.Time) {
+	if t.trails && t.since == nil {
 		go t.renew(a)
 		return
+	}
+	if e.queuedLocked() == 0 {
+		e.seen, e.progress = e.taken, now // the stall clock starts
 	}
 	e.queue = append(e.queue, job{t: t, a: a})
 	e.spawnLocked()
@@ -60,14 +65,19 @@ func (e *Engine) spawnLocked() {
 }
 
 // unstallLocked raises the limit of workers, and starts them, when the
-// queue has made no progress since the last check while every allowed
-// worker was busy.
-func (e *Engine) unstallLocked() {
-	if e.taken == e.seen && e.workers >= e.limit && e.limit < maxWorkers {
+// queue has made no progress for stallCheck while every allowed worker was
+// busy. A queue that has just filled has not stalled: its workers have
+// had no time to take anything yet.
+func (e *Engine) unstallLocked(now time.Time) {
+	if e.taken != e.seen {
+		e.seen, e.progress = e.taken, now
+		return
+	}
+	if now.Sub(e.progress) >= stallCheck && e.workers >= e.limit && e.limit < maxWorkers {
 		e.limit = min(2*e.limit, maxWorkers)
 		e.spawnLocked()
+		e.progress = now
 	}
-	e.seen = e.taken
 }
 
 // work runs queued renewals until none is left.
