@@ -112,35 +112,3 @@ func deepCampaign(ctx context.Context, b *memory.Backend, c backend.Candidate, d
 	}
 	return l, err
 }
-
-// TestHeldStackShrinks: the goroutine of a held election's Run, whose
-// stack its campaign grew to 8 KB, waits out the term under frames small
-// enough for the garbage collector to halve that stack: 4 KB per held
-// election, not 8 KB. (The collector halves a parked stack only while the
-// goroutine uses less than a quarter of it, less a fixed reserve of 800
-// bytes, so that 4 KB is the least a grown stack comes back to.)
-//
-// The race detector doubles that reserve, and no stack shrinks to 4 KB
-// under it: the test runs without -race (go test -run TestHeldStackShrinks).
-func TestHeldStackShrinks(t *testing.T) {
-	if raceEnabled {
-		t.Skip("the race detector doubles the stack reserve: stacks under it do not shrink to 4 KB")
-	}
-	const n = 1000
-	store := deepBackend{memory.New()}
-	defer store.Close()
-	runtime.GC()
-	var m0, m1 runtime.MemStats
-	runtime.ReadMemStats(&m0)
-	stop := holdElections(t, store, "stack", n, DefaultTTL)
-	defer stop()
-	for range 3 { // each collection halves a stack once
-		runtime.GC()
-	}
-	runtime.ReadMemStats(&m1)
-	per := (int64(m1.StackInuse) - int64(m0.StackInuse)) / n
-	t.Logf("%d held elections: %d B of stack each", n, per)
-	if per > 6<<10 {
-		t.Errorf("%d B of stack per held election, want about 4 KB: the frames a held term waits under must let its Run's grown stack shrink", per)
-	}
-}
