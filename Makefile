@@ -11,7 +11,7 @@ test:
 lint:
 	scripts/lint.sh
 
-# Rewrite the API snapshot api/elector.txt that make lint compares against (see
+# Rewrite the API snapshots api/elector.txt and api/kube.txt that make lint compares against (see
 # scripts/apicheck.sh): at a release, or to accept an incompatible change.
 apisnapshot:
 	scripts/apicheck.sh -update

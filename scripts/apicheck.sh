@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# apicheck.sh — is the exported API of the root module compatible with the
-# snapshot api/elector.txt? (make lint runs it.)
+# apicheck.sh — is the exported API of the library's modules compatible with
+# their snapshots, api/elector.txt (the root module) and api/kube.txt (the
+# kube driver's module)? (make lint runs it.)
 #
 #   scripts/apicheck.sh           compare; exit 1 on an incompatible change
 #                                 that CHANGELOG.md does not mark as breaking
-#   scripts/apicheck.sh -update   rewrite the snapshot (make apisnapshot)
+#   scripts/apicheck.sh -update   rewrite the snapshots (make apisnapshot)
 #
-# The snapshot lists every exported symbol of every importable package of the
-# module github.com/leaderkit/elector, one per line, in the format of the Go
+# A snapshot lists every exported symbol of every importable package of its
+# module, one per line, in the format of the Go
 # project's api/go1.*.txt (internal/cmd/apitext writes it from the compiler's
 # export data; internal/ and main packages are left out; examples/ and
 # integration_test/ are modules of their own). It reads in a diff: a renamed
@@ -24,11 +25,12 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
-SNAPSHOT=api/elector.txt
-CHANGELOG=CHANGELOG.md
-MODULE=$(go list -m)
+CHANGELOG=$ROOT/CHANGELOG.md
+# The modules whose API is checked: directory and snapshot.
+MODULES=(". api/elector.txt" "kube api/kube.txt")
 
-current() { go run ./internal/cmd/apitext ./...; }
+# current DIR prints the API of the module in DIR.
+current() { (cd "$1" && go run github.com/leaderkit/elector/internal/cmd/apitext ./...); }
 
 # unreleased prints the Unreleased section of the changelog.
 unreleased() {
@@ -38,12 +40,14 @@ unreleased() {
 case ${1:-} in
 -update)
 	mkdir -p api
-	tmp=$(mktemp "api/.elector.txt.XXXXXX")
-	trap 'rm -f "$tmp"' EXIT
-	current >"$tmp"
-	chmod 644 "$tmp"
-	mv "$tmp" "$SNAPSHOT"
-	echo "apicheck.sh: wrote $SNAPSHOT from $MODULE ($(wc -l <"$SNAPSHOT") lines); commit it" >&2
+	for m in "${MODULES[@]}"; do
+		read -r dir snapshot <<<"$m"
+		tmp=$(mktemp "api/.snapshot.XXXXXX")
+		current "$dir" >"$tmp"
+		chmod 644 "$tmp"
+		mv "$tmp" "$snapshot"
+		echo "apicheck.sh: wrote $snapshot from $(cd "$dir" && go list -m) ($(wc -l <"$snapshot") lines); commit it" >&2
+	done
 	exit 0
 	;;
 '') ;;
@@ -53,36 +57,49 @@ case ${1:-} in
 	;;
 esac
 
-if [[ ! -f $SNAPSHOT ]]; then
-	echo "apicheck.sh: no API snapshot $SNAPSHOT; run make apisnapshot and commit it" >&2
-	exit 1
-fi
-echo "=== API of $MODULE against $SNAPSHOT" >&2
-now=$(mktemp)
-trap 'rm -f "$now"' EXIT
-current >"$now"
-# Both files are sorted by apitext; comm needs the same collation.
-incompatible=$(LC_ALL=C comm -23 <(LC_ALL=C sort "$SNAPSHOT") <(LC_ALL=C sort "$now"))
-compatible=$(LC_ALL=C comm -13 <(LC_ALL=C sort "$SNAPSHOT") <(LC_ALL=C sort "$now"))
-if [[ -n $compatible ]]; then
-	printf 'apicheck.sh: additions (compatible; the snapshot is renewed at the next release):\n%s\n' "$compatible" >&2
-fi
-if [[ -z $incompatible ]]; then
-	exit 0
-fi
-breaking=$(unreleased | grep -E '^[[:space:]]*[-*] \*\*Breaking:\*\*' || true)
-if [[ -n $breaking ]]; then
-	printf 'apicheck.sh: incompatible API changes, allowed by the Breaking line(s) in %s, Unreleased:\n%s\n' \
-		"$CHANGELOG" "$incompatible" >&2
-	exit 0
-fi
-cat >&2 <<MSG
-apicheck.sh: incompatible changes to the exported API of $MODULE since the snapshot $SNAPSHOT
+# check DIR SNAPSHOT compares the API of the module in DIR with SNAPSHOT; it
+# fails on an incompatible change the changelog does not mark as breaking.
+check() {
+	local dir=$1 snapshot=$2 module now incompatible compatible breaking
+	module=$(cd "$dir" && go list -m)
+	if [[ ! -f $snapshot ]]; then
+		echo "apicheck.sh: no API snapshot $snapshot; run make apisnapshot and commit it" >&2
+		return 1
+	fi
+	echo "=== API of $module against $snapshot" >&2
+	now=$(mktemp)
+	current "$dir" >"$now"
+	# Both files are sorted by apitext; comm needs the same collation.
+	incompatible=$(LC_ALL=C comm -23 <(LC_ALL=C sort "$snapshot") <(LC_ALL=C sort "$now"))
+	compatible=$(LC_ALL=C comm -13 <(LC_ALL=C sort "$snapshot") <(LC_ALL=C sort "$now"))
+	rm -f "$now"
+	if [[ -n $compatible ]]; then
+		printf 'apicheck.sh: additions (compatible; the snapshot is renewed at the next release):\n%s\n' "$compatible" >&2
+	fi
+	if [[ -z $incompatible ]]; then
+		return 0
+	fi
+	breaking=$(unreleased | grep -E '^[[:space:]]*[-*] \*\*Breaking:\*\*' || true)
+	if [[ -n $breaking ]]; then
+		printf 'apicheck.sh: incompatible API changes, allowed by the Breaking line(s) in %s, Unreleased:\n%s\n' \
+			"$CHANGELOG" "$incompatible" >&2
+		return 0
+	fi
+	cat >&2 <<MSG
+apicheck.sh: incompatible changes to the exported API of $module since the snapshot $snapshot
 (lines of the snapshot the API no longer has):
 $incompatible
 Either say so in $CHANGELOG, in the Unreleased section, with a line that starts
   - **Breaking:** <what changed and what users do about it>
 or, when these changes are the new base (a release is being cut, or the
-maintainers agreed), run \`make apisnapshot\` and commit $SNAPSHOT.
+maintainers agreed), run \`make apisnapshot\` and commit $snapshot.
 MSG
-exit 1
+	return 1
+}
+
+rc=0
+for m in "${MODULES[@]}"; do
+	read -r dir snapshot <<<"$m"
+	check "$dir" "$snapshot" || rc=1
+done
+exit $rc
