@@ -355,9 +355,9 @@ func TestCommandInheritsStdioAndSignals(t *testing.T) {
 }
 
 // TestCommandKeepsIgnoredSignals: elect started with SIGHUP ignored (as
-// nohup starts it) leaves it ignored in the command it runs. Before the
-// fix, elect's and its watchdog's signal handlers reset it, and a hangup
-// forwarded by elect killed the command nohup was to protect.
+// nohup starts it) leaves it ignored in the command it runs: neither elect's
+// nor its watchdog's signal handling may reset it, or a hangup forwarded by
+// elect would kill the command nohup was to protect.
 func TestCommandKeepsIgnoredSignals(t *testing.T) {
 	args := []string{"-c", `trap "" HUP; exec "$0" "$@"`, electBin, "run", "--once", "--wait=2s", "--hold=2s",
 		"--backend=" + backendURL(t, "redis", nil), "--election=" + election(t), "--", "grep", "SigIgn", "/proc/self/status"}

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -28,6 +30,13 @@ func TestMain(m *testing.M) {
 	}
 	if dir := os.Getenv(termsDirEnv); dir != "" {
 		os.Exit(termsMain(dir)) // a SIGTERM-counting command run by elect
+	}
+	// A test run started with SIGHUP ignored (under nohup) would start every
+	// elect with it ignored too, and elect, by design, neither catches nor
+	// forwards a signal it was started with ignored: the tests of signal
+	// forwarding would fail. Caught here, it reaches elect at its default.
+	if signal.Ignored(syscall.SIGHUP) {
+		signal.Notify(make(chan os.Signal, 1), syscall.SIGHUP)
 	}
 	dir, err := os.MkdirTemp("", "elect-test")
 	if err != nil {
