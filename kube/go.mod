@@ -6,7 +6,7 @@ replace github.com/leaderkit/elector => ../
 
 require (
 	github.com/go-logr/logr v1.4.3
-	github.com/leaderkit/elector v0.0.0-00010101000000-000000000000
+	github.com/leaderkit/elector v0.1.0
 	github.com/redis/go-redis/v9 v9.23.0
 	go.etcd.io/etcd/client/v3 v3.7.3
 	go.uber.org/goleak v1.3.0
