@@ -2,6 +2,11 @@ module github.com/leaderkit/elector/cmd/elect
 
 go 1.26.0
 
+replace (
+	github.com/leaderkit/elector => ../..
+	github.com/leaderkit/elector/kube => ../../kube
+)
+
 require (
 	github.com/go-zookeeper/zk v1.0.4
 	github.com/leaderkit/elector v0.1.0
