@@ -15,17 +15,10 @@ import (
 // shared read, prove it alive; each znode's watch proves it still there),
 // and a znode deleted behind a lease's back still ends that lease.
 func TestRenewSharesSession(t *testing.T) {
-	f := newFixture(t)
-	b, d := f.backend(nil)
-	base := "shared-" + randomSuffix()
-	const n, rounds = 30, 3
-	leases := make([]*lease, n)
-	for i := range leases {
-		leases[i] = f.acquire(b, fmt.Sprintf("%s-%d", base, i), "alice")
-	}
+	f, leases, d := renewFixture(t, "shared")
+	n := len(leases)
 	before, began := d.exists.Load(), time.Now()
-	for range rounds {
-		time.Sleep(testTTL / 3) // the renew interval of an Elector
+	everyInterval(func() {
 		var wg sync.WaitGroup
 		begin := make(chan struct{}) // the renewals of a round begin together, as aligned Electors' do
 		for _, l := range leases {
@@ -38,7 +31,7 @@ func TestRenewSharesSession(t *testing.T) {
 		}
 		close(begin)
 		wg.Wait()
-	}
+	})
 	// A round costs about two reads: one in flight when the round's last
 	// Renew begins, and the one that Renew then waits for (a Renew that
 	// the scheduler delays past the second one's send costs a third).
@@ -80,24 +73,17 @@ func TestRenewSharesSession(t *testing.T) {
 // them all. Each Renew beginning after the previous one's answer would
 // cost a read each.
 func TestRenewSinceSharesSequentialRenewals(t *testing.T) {
-	f := newFixture(t)
-	b, d := f.backend(nil)
-	base := "since-" + randomSuffix()
-	const n, rounds = 30, 3
-	leases := make([]*lease, n)
-	for i := range leases {
-		leases[i] = f.acquire(b, fmt.Sprintf("%s-%d", base, i), "alice")
-	}
+	f, leases, d := renewFixture(t, "since")
+	n := len(leases)
 	before, began := d.exists.Load(), time.Now()
-	for range rounds {
-		time.Sleep(testTTL / 3) // the renew interval of an Elector
+	everyInterval(func() {
 		since := time.Now()
 		for _, l := range leases {
 			if err := l.RenewSince(f.ctx, since); err != nil {
 				t.Errorf("RenewSince: %v", err)
 			}
 		}
-	}
+	})
 	// A round costs one read, or none when a ping or the session's own
 	// read was sent after the round began and answered; between rounds
 	// the quiet session sends a read of its own every TTL/probeDivisor.
@@ -106,5 +92,32 @@ func TestRenewSinceSharesSequentialRenewals(t *testing.T) {
 	t.Logf("%d rounds of renewing %d leases one after another sent %d reads (at most %d)", rounds, n, got, want)
 	if got > want {
 		t.Errorf("%d rounds of renewing %d leases one after another sent %d reads; want at most %d: renewals since one instant share a read", rounds, n, got, want)
+	}
+}
+
+// rounds is how many renew intervals the renewal tests run.
+const rounds = 3
+
+// renewFixture returns a fixture, 30 leases alice holds through one
+// Backend on elections named after prefix, and the Backend's request
+// counters.
+func renewFixture(t *testing.T, prefix string) (*fixture, []*lease, *faultDialer) {
+	f := newFixture(t)
+	b, d := f.backend(nil)
+	base := prefix + "-" + randomSuffix()
+	leases := make([]*lease, 30)
+	for i := range leases {
+		leases[i] = f.acquire(b, fmt.Sprintf("%s-%d", base, i), "alice")
+	}
+	return f, leases, d
+}
+
+// everyInterval runs round once per renew interval of an Elector (TTL/3),
+// rounds times: the pace at which the renewals under test come, not a wait
+// for anything.
+func everyInterval(round func()) {
+	for range rounds {
+		time.Sleep(testTTL / 3)
+		round()
 	}
 }
