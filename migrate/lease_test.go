@@ -54,18 +54,8 @@ func TestLeaseForwardsTrailing(t *testing.T) {
 					ob = nil // after Cleanup
 				}
 				nb := trailingBackend{memory.New()}
-				defer nb.Close()
-				b, err := migrate.New(ob, nb, phase, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer b.Close()
-				l, err := b.Campaign(t.Context(), backend.Candidate{Election: "jobs", Identity: "a", TTL: time.Second})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer l.Release(context.Background())
-				tl, ok := l.(backend.TrailingLease)
+				t.Cleanup(func() { _ = nb.Close() }) // after the lease is released
+				tl, ok := migratingLease(t, ob, nb, phase).(backend.TrailingLease)
 				if !ok {
 					t.Fatalf("a migrate lease does not implement backend.TrailingLease")
 				}
@@ -122,19 +112,9 @@ func (b sinceBackend) Campaign(ctx context.Context, c backend.Candidate) (backen
 func TestLeaseForwardsRenewSince(t *testing.T) {
 	var got []time.Time
 	nb := sinceBackend{memory.New(), &got}
-	defer nb.Close()
+	t.Cleanup(func() { _ = nb.Close() }) // after the lease is released
 	ob := newMarkStore().peer()
-	b, err := migrate.New(ob, nb, migrate.PhaseBoth, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	l, err := b.Campaign(t.Context(), backend.Candidate{Election: "jobs", Identity: "a", TTL: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Release(context.Background())
-	r, ok := l.(backend.SinceRenewer)
+	r, ok := migratingLease(t, ob, nb, migrate.PhaseBoth).(backend.SinceRenewer)
 	if !ok {
 		t.Fatalf("a migrate lease does not implement backend.SinceRenewer")
 	}
@@ -214,4 +194,22 @@ func TestMigratedZooKeeperRenewsOncePerInterval(t *testing.T) {
 		t.Errorf("%d renewals took %v, %.1f renew intervals; want about %d (one per interval)",
 			intervals+1, took.Round(time.Millisecond), float64(took)/float64(interval), intervals)
 	}
+}
+
+// migratingLease returns a lease won on a migrate Backend over ob and nb in
+// phase; the lease is released and the Backend closed at the end of the
+// test.
+func migratingLease(t *testing.T, ob, nb backend.Backend, phase migrate.Phase) backend.Lease {
+	t.Helper()
+	b, err := migrate.New(ob, nb, phase, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	l, err := b.Campaign(t.Context(), backend.Candidate{Election: "jobs", Identity: "a", TTL: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Release(context.Background()) })
+	return l
 }
