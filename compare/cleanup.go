@@ -29,7 +29,8 @@ const forgetTimeout = cleanupTimeout * 3 / 5
 const CleanupBound = 2*cleanupTimeout + maxLapseWait
 
 // cleanup releases every lease still held, closes every client, runs the
-// targets' Cleanup and checks that no election of the run has a leader. It
+// targets' Cleanup and checks that no election of the run has a leader,
+// each backend over the elections campaigned for on it. It
 // runs under r.stop, so that it also works after the run's ctx ended, and
 // each step is bounded whatever the TTL.
 func (r *runner) cleanup() {
@@ -42,19 +43,25 @@ func (r *runner) cleanup() {
 	}
 	wg.Wait()
 	r.bg.Wait()
-	names := r.names()
-	sort.Strings(names)
-	if len(names) == 0 {
+	names := make([][]string, len(r.bs))
+	some := false
+	for i, b := range r.bs {
+		if !b.unreachable {
+			names[i] = b.names()
+			some = some || len(names[i]) > 0
+		}
+	}
+	if !some {
 		return
 	}
 	r.note("removing what the stores keep of the run's elections")
-	for _, b := range r.bs {
-		if b.unreachable {
+	for i, b := range r.bs {
+		if len(names[i]) == 0 {
 			continue
 		}
 		wg.Go(func() {
 			if b.t.Cleanup != nil {
-				if err := b.t.Cleanup(ctx, names); err != nil {
+				if err := b.t.Cleanup(ctx, names[i]); err != nil {
 					b.rep.CleanupError = err.Error()
 					return
 				}
@@ -66,9 +73,9 @@ func (r *runner) cleanup() {
 	r.awaitLapse()
 	cctx, cancel := context.WithTimeout(r.stop, cleanupTimeout)
 	defer cancel()
-	for _, b := range r.bs {
-		if !b.unreachable {
-			wg.Go(func() { b.rep.Leftover = r.leftover(cctx, b, names) })
+	for i, b := range r.bs {
+		if len(names[i]) > 0 {
+			wg.Go(func() { b.rep.Leftover = r.leftover(cctx, b, names[i]) })
 		}
 	}
 	wg.Wait()

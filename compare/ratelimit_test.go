@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -18,27 +19,48 @@ import (
 // as a kube:// client is.
 type limitedMem struct {
 	slow
-	rate float64
+	rate   float64
+	forgot *sync.Map // the elections Forget was called for, when set
 }
 
 func (l limitedMem) RequestRate() float64    { return l.rate }
 func (l limitedMem) Requests() (int64, bool) { return l.calls.Load(), true }
 
+// Forget records election and forgets nothing (backend.Forgetter).
+func (l limitedMem) Forget(_ context.Context, election string) (bool, error) {
+	if l.forgot != nil {
+		l.forgot.Store(election, true)
+	}
+	return false, nil
+}
+
 // On a client limited to 30 requests/s with a 3s TTL, the Renew workload
 // holds 15 elections (what half of 30/s renews every TTL/3), not Options.Held; the
 // report records the limit and the count, the tables say them, and the
-// requests are counted from the backend's own count.
+// requests are counted from the backend's own count. Beside a backend
+// with no limit, which holds all 100, the cleanup forgets and removes on
+// the limited one only the 15 renew elections campaigned for on it: at the
+// client's rate, forgetting all 100 would outlast the cleanup's bound.
 func TestRenewHeldWithinRateLimit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := memory.New()
 		defer store.Close()
+		var forgot sync.Map
 		open := func(context.Context) (*compare.Client, error) {
 			p := store.Peer()
-			return &compare.Client{Backend: limitedMem{slow{p, nil, new(atomic.Int64)}, 30}, Closer: p}, nil
+			return &compare.Client{Backend: limitedMem{slow{p, nil, new(atomic.Int64)}, 30, &forgot}, Closer: p}, nil
+		}
+		var cleaned []string
+		cleanup := func(_ context.Context, elections []string) error {
+			cleaned = elections
+			return nil
 		}
 		o := compare.Short()
 		o.TTL, o.Held = 3*time.Second, 100
-		rep, err := compare.Run(t.Context(), []compare.Target{{Name: "limited", Open: open}}, o)
+		other := memory.New()
+		defer other.Close()
+		targets := []compare.Target{{Name: "limited", Open: open, Cleanup: cleanup}, memTarget("unlimited", other)}
+		rep, err := compare.Run(t.Context(), targets, o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -50,11 +72,30 @@ func TestRenewHeldWithinRateLimit(t *testing.T) {
 		if b.RequestRate != 30 || res.Held != 15 {
 			t.Errorf("RequestRate %v, renew held %d; want 30 and 15", b.RequestRate, res.Held)
 		}
+		if held := rep.Backends[1].Result(compare.Renew).Held; held != 100 {
+			t.Errorf("the unlimited backend held %d renew elections; want 100", held)
+		}
 		if len(res.Samples) != 15*o.RenewRounds {
 			t.Errorf("%d renewals; want %d, 15 per round", len(res.Samples), 15*o.RenewRounds)
 		}
 		if res.Requests == nil || res.Requests.PerHeld != 1 {
 			t.Errorf("requests: %+v; want 1 per held election per round, from the backend's own count", res.Requests)
+		}
+		renewed := func(names []string) (n int) {
+			for _, e := range names {
+				if strings.Contains(e, "/renew/") {
+					n++
+				}
+			}
+			return n
+		}
+		var forgotten []string
+		forgot.Range(func(k, _ any) bool {
+			forgotten = append(forgotten, k.(string))
+			return true
+		})
+		if n, m := renewed(forgotten), renewed(cleaned); n != 15 || m != 15 {
+			t.Errorf("the cleanup forgot %d renew elections and removed %d; want the 15 held", n, m)
 		}
 		var text, md bytes.Buffer
 		if err := rep.WriteTable(&text); err != nil {

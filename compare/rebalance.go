@@ -37,15 +37,16 @@ type member struct {
 	done   chan error // Run's result
 }
 
-// groupName returns the group's name and records every election its
+// groupName returns the group's name and records on b every election its
 // members can campaign for, for the cleanup.
-func (r *runner) groupName() string {
+func (r *runner) groupName(b *bstate) string {
 	g := r.name("rebalance")
+	b.record(g)
 	for p := range r.o.Partitions {
-		r.name(partition.Election("rebalance", p))
+		b.record(r.name(partition.Election("rebalance", p)))
 	}
 	for k := range r.maxMembers() {
-		r.name("rebalance/m/" + strconv.Itoa(k)) // the membership slots, as package partition names them
+		b.record(r.name("rebalance/m/" + strconv.Itoa(k))) // the membership slots, as package partition names them
 	}
 	return g
 }
@@ -56,7 +57,7 @@ func (r *runner) maxMembers() int { return r.o.Members + 2 }
 
 // startGroup opens the clients and starts Members members of the group.
 func (r *runner) startGroup(ctx context.Context, b *bstate) {
-	g := &group{name: r.groupName(), n: r.o.Partitions, owner: make([]string, r.o.Partitions), changed: make(chan struct{}, 1)}
+	g := &group{name: r.groupName(b), n: r.o.Partitions, owner: make([]string, r.o.Partitions), changed: make(chan struct{}, 1)}
 	b.group = g
 	for range r.o.Members + 1 {
 		c, err := b.t.Open(ctx)

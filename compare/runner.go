@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"sync"
 	"time"
 
@@ -25,9 +26,7 @@ type runner struct {
 	// closed.
 	stop context.Context
 
-	mu        sync.Mutex
-	elections map[string]bool // every election name campaigned for
-	bg        sync.WaitGroup  // closes of crashed clients
+	bg sync.WaitGroup // closes of crashed clients
 }
 
 // bstate is the state of one backend during a run.
@@ -49,32 +48,42 @@ type bstate struct {
 	opTime time.Duration             // … and the time they took
 	cutOff map[string]time.Time      // elections a cut-off holder holds, with when its lease lapses
 
+	// elections holds every election campaigned for on this backend, the
+	// only ones its cleanup removes and checks: a workload may name more
+	// than a backend runs (the Renew workload holds fewer elections on a
+	// rate-limited client).
+	elections map[string]bool
+
 	cleaned     bool // the target's Cleanup succeeded
 	unreachable bool // the first campaign failed: nothing to clean up or check
 }
 
 func (b *bstate) result(workload string) *Result { return b.rep.Result(workload) }
 
-// name returns the election prefix/suffix and records it for the cleanup.
-func (r *runner) name(suffix string) string {
-	n := r.o.Prefix + "/" + suffix
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.elections == nil {
-		r.elections = map[string]bool{}
+// name returns the election prefix/suffix.
+func (r *runner) name(suffix string) string { return r.o.Prefix + "/" + suffix }
+
+// record records elections as campaigned for on b, for the cleanup.
+func (b *bstate) record(elections ...string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.elections == nil {
+		b.elections = map[string]bool{}
 	}
-	r.elections[n] = true
-	return n
+	for _, e := range elections {
+		b.elections[e] = true
+	}
 }
 
-// names returns every election name campaigned for.
-func (r *runner) names() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := make([]string, 0, len(r.elections))
-	for n := range r.elections {
+// names returns every election campaigned for on b, sorted.
+func (b *bstate) names() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]string, 0, len(b.elections))
+	for n := range b.elections {
 		out = append(out, n)
 	}
+	sort.Strings(out)
 	return out
 }
 
@@ -143,6 +152,7 @@ func (r *runner) campaign(ctx context.Context, b *bstate, c *Client, election st
 }
 
 func (r *runner) campaignTTL(ctx context.Context, b *bstate, c *Client, election string, ttl time.Duration) (backend.Lease, error) {
+	b.record(election) // before: a campaign that fails may leave a record
 	ctx, cancel := context.WithTimeout(ctx, r.opTimeout())
 	defer cancel()
 	l, err := c.Backend.Campaign(ctx, backend.Candidate{Election: election, Identity: identity, TTL: ttl})
