@@ -19,7 +19,8 @@ import (
 
 // Backend runs elections on Lease objects of one namespace through a
 // client the caller configured (server, credentials, rate limits). It
-// implements [backend.Backend] and [backend.Watcher]. Create it with [New].
+// implements [backend.Backend], [backend.Watcher] and
+// [backend.BatchReader]. Create it with [New].
 type Backend struct {
 	leases coordinationv1client.LeaseInterface
 	ns     string
@@ -31,7 +32,8 @@ type Backend struct {
 	done chan struct{} // closed by Close
 	bg   sync.WaitGroup
 
-	seen seenRecords // when Leader first read each Lease's record
+	seen   seenRecords   // when Leader first read each Lease's record
+	listed namespaceSize // the Leases of the namespace at Leaders' last List
 
 	mu     sync.Mutex
 	closed bool
@@ -160,17 +162,21 @@ func (b *Backend) Leader(ctx context.Context, election string) (backend.Holder, 
 	case ctx.Err() != nil:
 		return backend.Holder{}, ctx.Err()
 	case apierrors.IsNotFound(err):
-		b.seen.forget(name)
-		return backend.Holder{}, fmt.Errorf("kube: leader %q: %w", election, backend.ErrNoLeader)
+		l = nil
 	case err != nil:
 		return backend.Holder{}, fmt.Errorf("kube: leader %q: %w", election, err)
 	}
+	return b.holderAt(election, name, l, time.Now())
+}
+
+// holderAt reports the holder of election from its Lease l as read at now
+// (nil: there is none), as Leader does.
+func (b *Backend) holderAt(election, name string, l *coordinationv1.Lease, now time.Time) (backend.Holder, error) {
 	h := holder(election, l)
 	if h.IsZero() {
 		b.seen.forget(name)
 		return backend.Holder{}, fmt.Errorf("kube: leader %q: %w", election, backend.ErrNoLeader)
 	}
-	now := time.Now()
 	exp := b.seen.first(name, l, now).Add(durationOf(l))
 	if !now.Before(exp) {
 		return backend.Holder{}, fmt.Errorf("kube: leader %q: %w: the Lease of %q expired", election, backend.ErrNoLeader, h.Identity)

@@ -33,7 +33,8 @@
 //     16 up to the first chunk wholly free after the highest slot taken,
 //     whatever the number of partitions: as many
 //     Leader reads, or a few requests on a [backend.BatchReader] (Redlock:
-//     one per node; etcd: one Txn, plus one per distinct lease). On a
+//     one per node; etcd: one Txn, plus one per distinct lease; Kubernetes
+//     Leases: one List of the namespace). On a
 //     backend that implements [backend.Watcher] every member also watches
 //     the slots the others hold, and reads the slots at once when one
 //     changes holder (a leave, an expired slot); free slots are not

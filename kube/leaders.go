@@ -1,0 +1,106 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/leaderkit/elector/backend"
+)
+
+const (
+	// listPage is the most Leases one page of Leaders' List returns.
+	listPage = 500
+	// listPerElection bounds the Leases Leaders lists per election asked:
+	// when the namespace's last List returned more than this many Leases
+	// per election, Leaders reads each election with a Get instead.
+	listPerElection = 32
+)
+
+var _ backend.BatchReader = (*Backend)(nil)
+
+// namespaceSize is the number of Leases the namespace held at the last
+// List of Leaders; 0 before the first.
+type namespaceSize struct{ n atomic.Int64 }
+
+// Leaders reports the holder of each election as [Backend.Leader] does. It
+// reads two or more elections with one List of the namespace's Leases (in
+// pages of 500) rather than a Get each, so that a partition group reading
+// its 64 partitions' holders, or its membership slots every poll, costs one
+// request of the client's rate limit instead of one per election. A List
+// reads every Lease of the namespace: when the last one found more than 32
+// Leases per election asked, Leaders reads each election with a Get instead
+// (a partition group in a namespace crowded with other Leases). It
+// implements [backend.BatchReader].
+func (b *Backend) Leaders(ctx context.Context, elections []string) ([]backend.Holder, []error) {
+	holders, errs := make([]backend.Holder, len(elections)), make([]error, len(elections))
+	names := make([]string, len(elections))
+	var at []int // the index of each valid election
+	for i, e := range elections {
+		name, err := leaseName(e)
+		if err == nil {
+			err = b.usable("leader", e)
+		}
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		names[i] = name
+		at = append(at, i)
+	}
+	if n := b.listed.n.Load(); len(at) < 2 || n > int64(listPerElection*len(at)) {
+		for _, i := range at {
+			holders[i], errs[i] = b.Leader(ctx, elections[i])
+		}
+		return holders, errs
+	}
+	leases, err := b.listAll(ctx)
+	now := time.Now()
+	for _, i := range at {
+		switch {
+		case err != nil && ctx.Err() != nil:
+			errs[i] = ctx.Err()
+		case err != nil:
+			errs[i] = fmt.Errorf("kube: leader %q: %w", elections[i], err)
+		default:
+			holders[i], errs[i] = b.holderAt(elections[i], names[i], leases[names[i]], now)
+		}
+	}
+	return holders, errs
+}
+
+// listAll reads every Lease of the namespace, by name, in pages of
+// listPage, and records how many there are. A page whose continue token
+// expired meanwhile (410 Gone) restarts the List without pages, as
+// client-go's pager does.
+func (b *Backend) listAll(ctx context.Context) (map[string]*coordinationv1.Lease, error) {
+	out := make(map[string]*coordinationv1.Lease)
+	opts := metav1.ListOptions{Limit: listPage}
+	for {
+		ll, err := bounded(b, ctx, func(ctx context.Context) (*coordinationv1.LeaseList, error) {
+			return b.leases.List(ctx, opts)
+		})
+		if apierrors.IsResourceExpired(err) && opts.Continue != "" {
+			clear(out)
+			opts = metav1.ListOptions{}
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		for i := range ll.Items {
+			out[ll.Items[i].Name] = &ll.Items[i]
+		}
+		if ll.Continue == "" {
+			break
+		}
+		opts.Continue = ll.Continue
+	}
+	b.listed.n.Store(int64(len(out)))
+	return out, nil
+}
