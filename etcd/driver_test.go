@@ -344,15 +344,32 @@ func TestCloseWhileCutOff(t *testing.T) {
 	defer func() { _ = pcli.Close() }()
 	keepalives := &countingLease{Lease: pcli.Lease, calls: make(chan struct{}, 1)}
 	pcli.Lease = keepalives
+	watches := signalWatcher{pcli.Watcher, make(chan struct{}, 1)}
+	pcli.Watcher = watches
 	b, err := New(pcli, &Options{CleanupTimeout: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ch := campaignAsync(testCtx(t), b, cand(holder.election, "bob"))
 	queued(t, b, holder.election, 2, ch)
-	// Then the Campaign sets its watch and its session's keepalives begin,
-	// which nothing reports: give it that time before the cut.
-	pending(t, ch, 200*time.Millisecond)
+	// Then the Campaign watches its predecessor and keeps its session
+	// alive meanwhile: cut once both have begun.
+	select {
+	case <-watches.calls:
+	case r := <-ch:
+		t.Fatalf("Campaign returned (%v, %v) while the election was held; want it waiting", r.l, r.err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiting Campaign did not watch its predecessor within 5s")
+	}
+	select {
+	case <-keepalives.calls: // from before the watch
+	default:
+	}
+	select {
+	case <-keepalives.calls:
+	case <-time.After(3 * testTTL):
+		t.Fatalf("no keepalive of the waiting Campaign's session within %v of its watch", 3*testTTL)
+	}
 	p.Cut()
 	// Close must meet a keepalive of the waiter's session in flight while
 	// cut off, which hangs: one already under way, or the next one its

@@ -142,6 +142,21 @@ func pending(t testing.TB, ch <-chan result, d time.Duration) {
 	}
 }
 
+// signalWatcher reports each Watch call on calls (dropped while calls is
+// full) before making it.
+type signalWatcher struct {
+	clientv3.Watcher
+	calls chan struct{}
+}
+
+func (w signalWatcher) Watch(ctx context.Context, key string, opts ...clientv3.OpOption) clientv3.WatchChan {
+	select {
+	case w.calls <- struct{}{}:
+	default:
+	}
+	return w.Watcher.Watch(ctx, key, opts...)
+}
+
 // countingLease counts KeepAliveOnce calls that reach the client, and
 // those in flight, and, if calls is not nil, reports each as it starts
 // (dropped while calls is full).
