@@ -2,83 +2,17 @@ package kube
 
 import (
 	"context"
-	"net/http"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
-	"k8s.io/client-go/rest"
 )
-
-// requestLog records the Lease requests of a client that span the whole
-// namespace (no field selector): lists, and watches, of which the first to
-// be answered closes watching.
-type requestLog struct {
-	mu       sync.Mutex
-	lists    int
-	watches  int
-	watching chan struct{}
-}
-
-func (r *requestLog) wrap(rt http.RoundTripper) http.RoundTripper {
-	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
-		q := req.URL.Query()
-		whole := req.Method == http.MethodGet && q.Get("fieldSelector") == "" && strings.HasSuffix(req.URL.Path, "/leases")
-		watch := q.Get("watch") == "true"
-		if whole && !watch {
-			r.mu.Lock()
-			r.lists++
-			r.mu.Unlock()
-		}
-		resp, err := rt.RoundTrip(req)
-		if whole && watch && err == nil && resp.StatusCode == http.StatusOK {
-			r.mu.Lock()
-			if r.watches++; r.watches == 1 {
-				close(r.watching)
-			}
-			r.mu.Unlock()
-		}
-		return resp, err
-	})
-}
-
-// namespaceLists returns how many lists of the whole namespace were sent.
-func (r *requestLog) namespaceLists() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.lists
-}
-
-// awaitWatch fails t unless a watch of the whole namespace is answered
-// (the apiserver sends its events from then on) within d.
-func (r *requestLog) awaitWatch(t *testing.T, d time.Duration) {
-	t.Helper()
-	select {
-	case <-r.watching:
-	case <-time.After(d):
-		t.Fatalf("no watch of the namespace's Leases answered within %v of winning a lease", d)
-	}
-}
-
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 // loggedBackend returns a Backend whose client reaches the apiserver
 // through p and records its requests in the returned log.
 func loggedBackend(t *testing.T, s server, p *proxy) (*Backend, *requestLog) {
 	t.Helper()
-	log := &requestLog{watching: make(chan struct{})}
-	cfg := rest.CopyConfig(s.cfg)
-	cfg.Host = "https://" + p.Addr()
-	cfg.WrapTransport = log.wrap
-	cli, err := coordinationv1client.NewForConfig(cfg)
-	if err != nil {
-		t.Fatalf("kube client: %v", err)
-	}
+	cli, log := s.loggedVia(t, p.Addr())
 	b, err := New(cli, s.ns, nil)
 	if err != nil {
 		t.Fatalf("New: %v", err)
