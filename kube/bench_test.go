@@ -171,6 +171,68 @@ func BenchmarkRenew(b *testing.B) {
 	})
 }
 
+// Renewals of an elector lease and of a client-go LeaseLock, alternately,
+// each side on a client of its own: adjacent renewals share the machine's
+// load, which the sub-benchmarks of BenchmarkRenew, run one after the
+// other, do not. It reports the median and 90th percentile of each side.
+// client-go's Lease is in namespace kube-public, so that the elector
+// Backend's watch of its namespace's Leases sees only its own (as it would
+// beside client-go candidates of other namespaces):
+//
+//	cd kube && go test -run '^$' -bench BenchmarkRenewPaired -benchtime 300x -count 6
+func BenchmarkRenewPaired(b *testing.B) {
+	s := testServer(b)
+	cli, log := s.loggedClient(b)
+	kb, err := New(cli, s.ns, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = kb.Close() })
+	l := mustCampaign(b, kb, backendCand(testName(b), "x", time.Minute))
+	log.awaitWatch(b, 5*time.Second)
+	gcli, _ := s.loggedClient(b)
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Name: testName(b), Namespace: "kube-public"},
+		Client:     gcli,
+		LockConfig: resourcelock.ResourceLockConfig{Identity: "g"},
+	}
+	now := metav1.Now()
+	rec := resourcelock.LeaderElectionRecord{HolderIdentity: "g", LeaseDurationSeconds: 60, AcquireTime: now, RenewTime: now}
+	if err := lock.Create(testCtx(b), rec); err != nil {
+		b.Fatalf("creating client-go's Lease in namespace kube-public: %v", err)
+	}
+	var el, cg []time.Duration
+	elector := func() {
+		t := time.Now()
+		if err := l.Renew(testCtx(b)); err != nil {
+			b.Fatal(err)
+		}
+		el = append(el, time.Since(t))
+	}
+	clientgo := func() {
+		t := time.Now()
+		rec.RenewTime = metav1.Now()
+		if err := lock.Update(testCtx(b), rec); err != nil {
+			b.Fatal(err)
+		}
+		cg = append(cg, time.Since(t))
+	}
+	first := true
+	for b.Loop() {
+		if first { // each side goes first every other time
+			elector()
+			clientgo()
+		} else {
+			clientgo()
+			elector()
+		}
+		first = !first
+	}
+	reportQuantiles(b, el, "elector")
+	reportQuantiles(b, cg, "client-go")
+	_ = l.Release(testCtx(b))
+}
+
 // Crash failover: the holder is cut off from the apiserver right after a
 // renewal; time from that renewal until a waiting candidate leads.
 func BenchmarkCrashFailover(b *testing.B) {
