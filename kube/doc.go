@@ -127,7 +127,9 @@
 // Lease that no longer names this lease (another holder, a release, a
 // deletion) makes Renew return an error wrapping [backend.ErrLost]. A
 // Backend that holds leases also keeps one watch of its namespace's Leases
-// (listing them when the watch starts): a lease's Lost is closed as soon
+// (from the version of the write that won its first lease, resumed from
+// the last version it saw; it lists them only when the apiserver can no
+// longer resume it, after a long outage): a lease's Lost is closed as soon
 // as the apiserver sends an event of a write, after the one that won it,
 // that does not name it (a client-go candidate or kubectl took it,
 // released it for it, or deleted it), not at the next renewal; and on

@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -48,8 +50,31 @@ func (s server) addr() string { return strings.TrimPrefix(s.cfg.Host, "https://"
 // via returns a client reaching the apiserver at addr (a proxy in front of it).
 func (s server) via(t testing.TB, addr string) *coordinationv1client.CoordinationV1Client {
 	t.Helper()
+	return s.clientFor(t, addr, nil)
+}
+
+// loggedVia is via with a client that records its requests in the
+// returned log.
+func (s server) loggedVia(t testing.TB, addr string) (*coordinationv1client.CoordinationV1Client, *requestLog) {
+	t.Helper()
+	log := &requestLog{watching: make(chan struct{})}
+	return s.clientFor(t, addr, log.wrap), log
+}
+
+// loggedClient is client with a client that records its requests in the
+// returned log.
+func (s server) loggedClient(t testing.TB) (*coordinationv1client.CoordinationV1Client, *requestLog) {
+	t.Helper()
+	p := newProxy(t, s.addr())
+	t.Cleanup(p.Close)
+	return s.loggedVia(t, p.Addr())
+}
+
+func (s server) clientFor(t testing.TB, addr string, wrap func(http.RoundTripper) http.RoundTripper) *coordinationv1client.CoordinationV1Client {
+	t.Helper()
 	cfg := rest.CopyConfig(s.cfg)
 	cfg.Host = "https://" + addr
+	cfg.WrapTransport = wrap
 	cli, err := coordinationv1client.NewForConfig(cfg)
 	if err != nil {
 		t.Fatalf("kube client: %v", err)
@@ -160,3 +185,57 @@ func mustURL(t testing.TB, raw string) *url.URL {
 
 func testenvKubeURL(t testing.TB) string    { return testenv.KubeURL(t) }
 func testenvKubeconfig(t testing.TB) string { return testenv.KubeKubeconfig(t) }
+
+// requestLog records the Lease requests of a client that span the whole
+// namespace (no field selector): lists, and watches, of which the first to
+// be answered closes watching.
+type requestLog struct {
+	mu       sync.Mutex
+	lists    int
+	watches  int
+	watching chan struct{}
+}
+
+func (r *requestLog) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		q := req.URL.Query()
+		whole := req.Method == http.MethodGet && q.Get("fieldSelector") == "" && strings.HasSuffix(req.URL.Path, "/leases")
+		watch := q.Get("watch") == "true"
+		if whole && !watch {
+			r.mu.Lock()
+			r.lists++
+			r.mu.Unlock()
+		}
+		resp, err := rt.RoundTrip(req)
+		if whole && watch && err == nil && resp.StatusCode == http.StatusOK {
+			r.mu.Lock()
+			if r.watches++; r.watches == 1 {
+				close(r.watching)
+			}
+			r.mu.Unlock()
+		}
+		return resp, err
+	})
+}
+
+// namespaceLists returns how many lists of the whole namespace were sent.
+func (r *requestLog) namespaceLists() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lists
+}
+
+// awaitWatch fails t unless a watch of the whole namespace is answered
+// (the apiserver sends its events from then on) within d.
+func (r *requestLog) awaitWatch(t testing.TB, d time.Duration) {
+	t.Helper()
+	select {
+	case <-r.watching:
+	case <-time.After(d):
+		t.Fatalf("no watch of the namespace's Leases answered within %v", d)
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }

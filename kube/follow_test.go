@@ -1,0 +1,123 @@
+package kube
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// loggedBackend returns a Backend whose client reaches the apiserver
+// through p and records its requests in the returned log.
+func loggedBackend(t *testing.T, s server, p *proxy) (*Backend, *requestLog) {
+	t.Helper()
+	cli, log := s.loggedVia(t, p.Addr())
+	b, err := New(cli, s.ns, nil)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	return b, log
+}
+
+// takeOver writes another holder's record onto the Lease name, as a
+// client-go candidate that takes it over does.
+func takeOver(t *testing.T, s server, name string) {
+	t.Helper()
+	raw := s.client(t).Leases(s.ns)
+	l, err := raw.Get(testCtx(t), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("foreign read: %v", err)
+	}
+	id, n := "intruder", transitionsOf(l)+1
+	l.Spec.HolderIdentity, l.Spec.LeaseTransitions = &id, &n
+	if _, err := raw.Update(testCtx(t), l, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("foreign write: %v", err)
+	}
+}
+
+// awaitLost fails t unless l's Lost closes within d.
+func awaitLost(t *testing.T, l *lease, d time.Duration, what string) {
+	t.Helper()
+	select {
+	case <-l.Lost():
+	case <-time.After(d):
+		t.Fatalf("Lost still open %v after %s; want it closed from the watch, with no renewal made", d, what)
+	}
+}
+
+// The watch a holder keeps of its namespace's Leases starts from the write
+// that won its lease: it does not read every Lease of the namespace, which
+// may be thousands, and which the process would decode while it renews.
+func TestFollowStartsWithoutListing(t *testing.T) {
+	s := testServer(t)
+	p := newProxy(t, s.addr())
+	t.Cleanup(p.Close)
+	b, log := loggedBackend(t, s, p)
+	l := mustCampaign(t, b, cand(testName(t), "holder"))
+	log.awaitWatch(t, 5*time.Second)
+	if n := log.namespaceLists(); n != 0 {
+		t.Errorf("the holder's watch started after %d lists of the namespace's Leases; want 0: it starts from the version of the winning write", n)
+	}
+	takeOver(t, s, l.name)
+	awaitLost(t, l, testTTL/3, "the Lease was taken over")
+}
+
+// After its connection fails, the holder's watch resumes from the last
+// version it saw: a take-over while it was down closes Lost once the
+// apiserver is reachable again, without reading the namespace's Leases.
+func TestFollowResumesAfterCut(t *testing.T) {
+	s := testServer(t)
+	p := newProxy(t, s.addr())
+	t.Cleanup(p.Close)
+	b, log := loggedBackend(t, s, p)
+	l := mustCampaign(t, b, cand(testName(t), "holder"))
+	log.awaitWatch(t, 5*time.Second)
+	p.Cut()
+	takeOver(t, s, l.name) // through a client of its own, not cut
+	select {
+	case <-l.Lost():
+		t.Fatal("Lost closed while the holder could not reach the apiserver; want it to learn from the resumed watch")
+	default:
+	}
+	p.Heal()
+	healed := time.Now()
+	// follow watches again within followRetry; client-go retries a watch
+	// request that met a closed connection a second later.
+	awaitLost(t, l, followRetry+2*time.Second, "the apiserver became reachable again")
+	t.Logf("Lost closed %v after the apiserver became reachable again", time.Since(healed).Round(time.Millisecond))
+	if n := log.namespaceLists(); n != 0 {
+		t.Errorf("the holder's watch was started again after %d lists of the namespace's Leases; want 0: it resumes from the last version it saw", n)
+	}
+}
+
+// When the apiserver can no longer resume the watch from its version
+// (410 Gone, after an outage longer than the apiserver keeps history),
+// the holder lists the namespace's Leases and finishes a held lease the
+// list shows taken over.
+func TestFollowListsWhenVersionExpired(t *testing.T) {
+	s := testServer(t)
+	b := testBackend(t, s, nil)
+	b.mu.Lock()
+	b.following = true // this test runs follow's steps itself
+	b.mu.Unlock()
+	l := mustCampaign(t, b, cand(testName(t), "holder"))
+	takeOver(t, s, l.name)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if rv := b.followOnce(ctx, "1"); rv != "" {
+		t.Fatalf(`followOnce from resourceVersion 1 (compacted away) returned %q; want "": list again`, rv)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("followOnce from a compacted version waited for its ctx; want it to return at the apiserver's 410")
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		b.followOnce(ctx, "")
+	}()
+	awaitLost(t, l, 5*time.Second, "the list showed the Lease taken over")
+	cancel()
+	<-done
+}
