@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,7 +38,7 @@ type Backend struct {
 
 	mu     sync.Mutex
 	closed bool
-	held   map[*lease]struct{} // won and not yet finished
+	held   map[string][]*lease // won and not yet finished, by Lease name
 	// following: follow runs, watching the namespace's Leases for
 	// foreign writes to held ones (from the first lease won until Close).
 	following bool
@@ -108,7 +109,7 @@ func New(client coordinationv1client.LeasesGetter, namespace string, opts *Optio
 		cfg:    cfg,
 		rate:   clientRate(client),
 		done:   make(chan struct{}),
-		held:   make(map[*lease]struct{}),
+		held:   make(map[string][]*lease),
 	}, nil
 }
 
@@ -199,9 +200,11 @@ func (b *Backend) Close() error {
 	}
 	b.closed = true
 	close(b.done)
-	for l := range b.held {
-		l.finish()
-		b.bg.Go(l.clear) // under b.mu: a concurrent Close waits for these
+	for _, ls := range b.held {
+		for _, l := range ls {
+			l.finish()
+			b.bg.Go(l.clear) // under b.mu: a concurrent Close waits for these
+		}
 	}
 	b.held = nil
 	b.mu.Unlock()
@@ -213,7 +216,12 @@ func (b *Backend) Close() error {
 func (b *Backend) forget(l *lease) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	delete(b.held, l)
+	ls := slices.DeleteFunc(b.held[l.name], func(x *lease) bool { return x == l })
+	if len(ls) == 0 {
+		delete(b.held, l.name)
+	} else {
+		b.held[l.name] = ls
+	}
 }
 
 // keep adds a won lease to the held set, or reports false when the Backend
@@ -224,7 +232,7 @@ func (b *Backend) keep(l *lease) bool {
 	if b.closed {
 		return false
 	}
-	b.held[l] = struct{}{}
+	b.held[l.name] = append(b.held[l.name], l)
 	if !b.following {
 		b.following = true
 		b.bg.Go(b.follow)

@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -94,9 +95,9 @@ func (b *Backend) followOnce(ctx context.Context, rv string) string {
 		if ev.Type == watch.Bookmark {
 			continue
 		}
-		for _, l := range b.heldLeases() {
-			if l.name != obj.Name || !rvAfter(obj.ResourceVersion, l.won) {
-				continue // another Lease, or a write from before l won it
+		for _, l := range b.heldNamed(obj.Name) {
+			if !rvAfter(obj.ResourceVersion, l.won) {
+				continue // a write from before l won it
 			}
 			if ev.Type == watch.Deleted || !l.o.owns(obj) {
 				l.foreign()
@@ -144,11 +145,20 @@ func (b *Backend) checkHeld(ctx context.Context) (string, bool) {
 func (b *Backend) heldLeases() []*lease {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	out := make([]*lease, 0, len(b.held))
-	for l := range b.held {
-		out = append(out, l)
+	var out []*lease
+	for _, ls := range b.held {
+		out = append(out, ls...)
 	}
 	return out
+}
+
+// heldNamed returns the leases the Backend holds now on the Lease name:
+// the watch's events are looked up by name, each at the cost of the
+// leases of its own Lease rather than of every held one.
+func (b *Backend) heldNamed(name string) []*lease {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.held[name])
 }
 
 // newer reports whether l was won after the list at resourceVersion rv was
