@@ -95,9 +95,8 @@ func (p *Proxy) Partition() { p.set(partitioned, false) }
 // forwards does nothing.
 func (p *Proxy) Heal() {
 	p.mu.Lock()
-	broken := mode(p.mode.Load()) != forwarding
-	p.mu.Unlock()
-	p.set(forwarding, broken)
+	defer p.mu.Unlock()
+	p.switchTo(forwarding, mode(p.mode.Load()) != forwarding)
 }
 
 // Close stops the proxy: it closes every connection and the listener, so
@@ -112,12 +111,16 @@ func (p *Proxy) Close() {
 	p.wg.Wait()
 }
 
-// set closes every connection if closeAll, then switches to m. Closing
-// first means a byte read on a broken connection is never passed on once
-// the proxy forwards again.
 func (p *Proxy) set(m mode, closeAll bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.switchTo(m, closeAll)
+}
+
+// switchTo closes every connection if closeAll, then switches to m; p.mu is
+// held. Closing first means a byte read on a broken connection is never
+// passed on once the proxy forwards again.
+func (p *Proxy) switchTo(m mode, closeAll bool) {
 	if closeAll {
 		for c := range p.conns {
 			_ = c.Close()
