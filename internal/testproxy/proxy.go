@@ -1,8 +1,8 @@
 // Package testproxy puts a TCP proxy between a test's client and a real
 // server, so that the test can break the network between them: cut it (every
-// connection closed, new ones refused), stall it (new connections accepted,
-// never answered) or partition it (open connections kept, every byte
-// dropped both ways), and heal it again.
+// connection closed, new ones closed as they come), stall it (every
+// connection closed, new ones accepted and never answered) or partition it
+// (open connections kept, every byte dropped both ways), and heal it again.
 //
 // It is test support for the drivers' and elect's tests, which run against
 // real servers: a fault is injected where the client meets the network, and
@@ -77,10 +77,10 @@ func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 // down.
 func (p *Proxy) Cut() { p.set(cut, true) }
 
-// Stall closes every connection, on both sides, then accepts new ones but
-// never answers on them nor passes them on, until [Proxy.Heal]: the client
-// reconnects and its requests hang until its own timeouts, as when the
-// target's host stops responding.
+// Stall closes every connection, on both sides, then accepts new ones,
+// reads and drops what they send, and never answers on them nor passes them
+// on, until [Proxy.Heal]: the client reconnects and its requests hang until
+// its own timeouts, as when the target's host stops responding.
 func (p *Proxy) Stall() { p.set(partitioned, true) }
 
 // Partition drops every byte both ways and leaves the connections open,
