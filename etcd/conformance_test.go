@@ -14,6 +14,7 @@ import (
 	"github.com/leaderkit/elector/backend"
 	"github.com/leaderkit/elector/backend/backendtest"
 	"github.com/leaderkit/elector/internal/testenv"
+	"github.com/leaderkit/elector/internal/testproxy"
 )
 
 // testTTL is the lease TTL the conformance suite campaigns with: etcd's
@@ -50,7 +51,7 @@ type harness struct {
 	mu      sync.Mutex
 	n       int
 	clients map[backend.Backend]*clientv3.Client
-	proxies map[backend.Backend]*proxy
+	proxies map[backend.Backend]*testproxy.Proxy
 	crashed map[backend.Backend]bool
 }
 
@@ -66,7 +67,7 @@ func newHarness(t *testing.T, endpoints []string) *harness {
 		endpoints: endpoints,
 		admin:     newClient(t, endpoints),
 		clients:   make(map[backend.Backend]*clientv3.Client),
-		proxies:   make(map[backend.Backend]*proxy),
+		proxies:   make(map[backend.Backend]*testproxy.Proxy),
 		crashed:   make(map[backend.Backend]bool),
 	}
 }
@@ -94,7 +95,7 @@ func (h *harness) MakeBackend(ctx context.Context) (backend.Backend, error) {
 	target := h.endpoints[h.n%len(h.endpoints)]
 	h.n++
 	h.mu.Unlock()
-	p := newProxy(h.t, target)
+	p := testproxy.New(h.t, target)
 	cli := newClient(h.t, []string{p.Addr()})
 	b, err := New(cli, h.opts)
 	if err != nil {
@@ -133,7 +134,7 @@ func (h *harness) Expire(l backend.Lease) {
 func (h *harness) Isolate(b backend.Backend) { h.proxyOf(b).Cut() }
 func (h *harness) Heal(b backend.Backend)    { h.proxyOf(b).Heal() }
 
-func (h *harness) proxyOf(b backend.Backend) *proxy {
+func (h *harness) proxyOf(b backend.Backend) *testproxy.Proxy {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.proxies[b]

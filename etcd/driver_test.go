@@ -13,6 +13,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/leaderkit/elector/backend"
+	"github.com/leaderkit/elector/internal/testproxy"
 )
 
 func TestNewValidatesOptions(t *testing.T) {
@@ -338,7 +339,7 @@ func TestDeadlineFromGrant(t *testing.T) {
 func TestCloseWhileCutOff(t *testing.T) {
 	cli := testClient(t)
 	holder := mustCampaign(t, testBackend(t, cli, nil), cand(testName(t), "alice"))
-	p := newProxy(t, cli.Endpoints()[0])
+	p := testproxy.New(t, cli.Endpoints()[0])
 	defer p.Close()
 	pcli := newClient(t, []string{p.Addr()})
 	defer func() { _ = pcli.Close() }()

@@ -13,6 +13,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/leaderkit/elector/backend"
+	"github.com/leaderkit/elector/internal/testproxy"
 )
 
 // readCounter counts the read requests that reach the client: Txns, Gets
@@ -201,7 +202,7 @@ func TestLeadersCutOff(t *testing.T) {
 	base := testName(t)
 	elections := []string{base + "/held", base + "/free"}
 	mustCampaign(t, testBackend(t, cli, nil), cand(elections[0], "alice"))
-	p := newProxy(t, cli.Endpoints()[0])
+	p := testproxy.New(t, cli.Endpoints()[0])
 	defer p.Close()
 	pcli := newClient(t, []string{p.Addr()})
 	defer func() { _ = pcli.Close() }()

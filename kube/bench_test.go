@@ -7,6 +7,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	"github.com/leaderkit/elector/internal/testproxy"
 )
 
 // The benchmarks compare this driver with client-go's leaderelection on
@@ -269,7 +271,7 @@ func BenchmarkCrashFailover(b *testing.B) {
 		var took []time.Duration
 		waiter := testBackend(b, s, nil)
 		for b.Loop() {
-			p := newProxy(b, s.addr())
+			p := testproxy.New(b, s.addr())
 			kb, err := New(s.via(b, p.Addr()), s.ns, nil)
 			if err != nil {
 				b.Fatal(err)
@@ -297,7 +299,7 @@ func BenchmarkCrashFailover(b *testing.B) {
 		name := testName(b)
 		var took []time.Duration
 		for b.Loop() {
-			p := newProxy(b, s.addr())
+			p := testproxy.New(b, s.addr())
 			holder := runClientGo(b, s.via(b, p.Addr()), s.ns, name, "g-holder", false)
 			if !holder.leads(10 * time.Second) {
 				b.Fatal("client-go did not lead")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/leaderkit/elector/backend"
 	"github.com/leaderkit/elector/backend/backendtest"
+	"github.com/leaderkit/elector/internal/testproxy"
 )
 
 func TestConformance(t *testing.T) {
@@ -38,10 +39,10 @@ type harness struct {
 	opts   *Options // of every Backend made
 	ttl    time.Duration
 	admin  *coordinationv1client.CoordinationV1Client
-	adminP *proxy
+	adminP *testproxy.Proxy
 
 	mu      sync.Mutex
-	proxies map[backend.Backend]*proxy
+	proxies map[backend.Backend]*testproxy.Proxy
 }
 
 var (
@@ -52,12 +53,12 @@ var (
 )
 
 func newHarness(t *testing.T, s server, opts *Options, ttl time.Duration) *harness {
-	p := newProxy(t, s.addr())
-	return &harness{t: t, s: s, opts: opts, ttl: ttl, admin: s.via(t, p.Addr()), adminP: p, proxies: make(map[backend.Backend]*proxy)}
+	p := testproxy.New(t, s.addr())
+	return &harness{t: t, s: s, opts: opts, ttl: ttl, admin: s.via(t, p.Addr()), adminP: p, proxies: make(map[backend.Backend]*testproxy.Proxy)}
 }
 
 func (h *harness) MakeBackend(ctx context.Context) (backend.Backend, error) {
-	p := newProxy(h.t, h.s.addr())
+	p := testproxy.New(h.t, h.s.addr())
 	b, err := New(h.s.via(h.t, p.Addr()), h.s.ns, h.opts)
 	if err != nil {
 		p.Close()
@@ -99,7 +100,7 @@ func (h *harness) Expire(l backend.Lease) {
 func (h *harness) Isolate(b backend.Backend) { h.proxyOf(b).Cut() }
 func (h *harness) Heal(b backend.Backend)    { h.proxyOf(b).Heal() }
 
-func (h *harness) proxyOf(b backend.Backend) *proxy {
+func (h *harness) proxyOf(b backend.Backend) *testproxy.Proxy {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.proxies[b]

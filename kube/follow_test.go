@@ -6,11 +6,13 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/leaderkit/elector/internal/testproxy"
 )
 
 // loggedBackend returns a Backend whose client reaches the apiserver
 // through p and records its requests in the returned log.
-func loggedBackend(t *testing.T, s server, p *proxy) (*Backend, *requestLog) {
+func loggedBackend(t *testing.T, s server, p *testproxy.Proxy) (*Backend, *requestLog) {
 	t.Helper()
 	cli, log := s.loggedVia(t, p.Addr())
 	b, err := New(cli, s.ns, nil)
@@ -52,8 +54,7 @@ func awaitLost(t *testing.T, l *lease, d time.Duration, what string) {
 // may be thousands, and which the process would decode while it renews.
 func TestFollowStartsWithoutListing(t *testing.T) {
 	s := testServer(t)
-	p := newProxy(t, s.addr())
-	t.Cleanup(p.Close)
+	p := testproxy.New(t, s.addr())
 	b, log := loggedBackend(t, s, p)
 	l := mustCampaign(t, b, cand(testName(t), "holder"))
 	log.awaitWatch(t, 5*time.Second)
@@ -69,8 +70,7 @@ func TestFollowStartsWithoutListing(t *testing.T) {
 // apiserver is reachable again, without reading the namespace's Leases.
 func TestFollowResumesAfterCut(t *testing.T) {
 	s := testServer(t)
-	p := newProxy(t, s.addr())
-	t.Cleanup(p.Close)
+	p := testproxy.New(t, s.addr())
 	b, log := loggedBackend(t, s, p)
 	l := mustCampaign(t, b, cand(testName(t), "holder"))
 	log.awaitWatch(t, 5*time.Second)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/leaderkit/elector/backend"
 	"github.com/leaderkit/elector/internal/testenv"
+	"github.com/leaderkit/elector/internal/testproxy"
 )
 
 // testTTL is the lease TTL the tests campaign with: the shortest the
@@ -65,8 +66,7 @@ func (s server) loggedVia(t testing.TB, addr string) (*coordinationv1client.Coor
 // returned log.
 func (s server) loggedClient(t testing.TB) (*coordinationv1client.CoordinationV1Client, *requestLog) {
 	t.Helper()
-	p := newProxy(t, s.addr())
-	t.Cleanup(p.Close)
+	p := testproxy.New(t, s.addr())
 	return s.loggedVia(t, p.Addr())
 }
 
@@ -86,8 +86,7 @@ func (s server) clientFor(t testing.TB, addr string, wrap func(http.RoundTripper
 // with it the client's connections) when t ends.
 func (s server) client(t testing.TB) *coordinationv1client.CoordinationV1Client {
 	t.Helper()
-	p := newProxy(t, s.addr())
-	t.Cleanup(p.Close)
+	p := testproxy.New(t, s.addr())
 	return s.via(t, p.Addr())
 }
 

@@ -13,6 +13,8 @@ import (
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	"github.com/leaderkit/elector/internal/testproxy"
 )
 
 // client-go's timing in these tests: a Lease of 3 s (elector's [MinTTL]),
@@ -182,8 +184,7 @@ func TestInteropClientGoExpires(t *testing.T) {
 	s := testServer(t)
 	b := testBackend(t, s, nil)
 	name := testName(t)
-	p := newProxy(t, s.addr())
-	t.Cleanup(p.Close)
+	p := testproxy.New(t, s.addr())
 	g := runClientGo(t, s.via(t, p.Addr()), s.ns, name, "client-go-a", false)
 	if !g.leads(5 * time.Second) {
 		t.Fatal("client-go did not lead a free Lease")
@@ -215,8 +216,7 @@ func TestInteropClientGoExpires(t *testing.T) {
 // several times a second.
 func TestInteropElectorExpires(t *testing.T) {
 	s := testServer(t)
-	p := newProxy(t, s.addr())
-	t.Cleanup(p.Close)
+	p := testproxy.New(t, s.addr())
 	b, err := New(s.via(t, p.Addr()), s.ns, nil)
 	if err != nil {
 		t.Fatal(err)

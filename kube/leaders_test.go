@@ -12,14 +12,14 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/leaderkit/elector/backend"
+	"github.com/leaderkit/elector/internal/testproxy"
 )
 
 // testNamespace creates a namespace of t's own and returns s in it, so that
 // the test knows every Lease the namespace holds.
 func testNamespace(t *testing.T, s server) server {
 	t.Helper()
-	p := newProxy(t, s.addr()) // closing it closes the client's connections
-	t.Cleanup(p.Close)
+	p := testproxy.New(t, s.addr()) // closed when t ends, and with it the client's connections
 	cfg := rest.CopyConfig(s.cfg)
 	cfg.Host = "https://" + p.Addr()
 	cs, err := kubernetes.NewForConfig(cfg)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/leaderkit/elector/backend"
+	"github.com/leaderkit/elector/internal/testproxy"
 )
 
 // Deadline answers at once while a Renew waits for an apiserver that does
@@ -13,8 +14,7 @@ import (
 // must not wait for the renewal that is late.
 func TestDeadlineDoesNotWaitForRenew(t *testing.T) {
 	s := testServer(t)
-	p := newProxy(t, s.addr())
-	t.Cleanup(p.Close)
+	p := testproxy.New(t, s.addr())
 	b, err := New(s.via(t, p.Addr()), s.ns, &Options{RequestTimeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -61,8 +61,7 @@ func TestDeadlineDoesNotWaitForRenew(t *testing.T) {
 // record then.
 func TestDeadlineAfterUnknownRenewal(t *testing.T) {
 	s := testServer(t)
-	p := newProxy(t, s.addr())
-	t.Cleanup(p.Close)
+	p := testproxy.New(t, s.addr())
 	b, err := New(s.via(t, p.Addr()), s.ns, &Options{RequestTimeout: 600 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

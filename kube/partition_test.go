@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leaderkit/elector/internal/testproxy"
 	"github.com/leaderkit/elector/partition"
 )
 
@@ -95,14 +96,13 @@ func TestPartitionOnLeases(t *testing.T) {
 	group := testName(t)
 	g := &partLedger{tb: t, active: map[int]string{}, last: map[int]uint64{}, changed: make(chan struct{})}
 	type member struct {
-		p      *proxy
+		p      *testproxy.Proxy
 		cancel context.CancelFunc
 		done   chan error
 	}
 	ms := map[string]*member{}
 	start := func(id string) {
-		p := newProxy(t, s.addr())
-		t.Cleanup(p.Close)
+		p := testproxy.New(t, s.addr())
 		b, err := New(s.via(t, p.Addr()), s.ns, &Options{ElectorOnly: true})
 		if err != nil {
 			t.Fatal(err)

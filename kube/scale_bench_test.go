@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/leaderkit/elector/backend"
+	"github.com/leaderkit/elector/internal/testproxy"
 )
 
 // heldElections is how many elections BenchmarkHeld holds on one Backend.
@@ -119,7 +120,7 @@ func leaseMetrics(b *testing.B, s server) leaseCounts {
 	b.Helper()
 	// Through a proxy of its own, whose Close ends the client's
 	// connections: nothing of the client outlives the read.
-	p := newProxy(b, s.addr())
+	p := testproxy.New(b, s.addr())
 	defer p.Close()
 	cfg := rest.CopyConfig(s.cfg)
 	cfg.Host = "https://" + p.Addr()

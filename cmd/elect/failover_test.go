@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/leaderkit/elector/internal/testproxy"
 )
 
 // TestKilledLeaderHandsOver runs three `elect run` replicas whose command
@@ -82,11 +84,11 @@ func TestCutOffLeaderStopsCommand(t *testing.T) {
 			t.Parallel()
 			const ttl = 2 * time.Second
 			h := newHub(t)
-			var proxies []*proxy
+			var proxies []*testproxy.Proxy
 			via := func(addr string) string {
-				p := newProxy(t, addr)
+				p := testproxy.New(t, addr)
 				proxies = append(proxies, p)
-				return p.addr()
+				return p.Addr()
 			}
 			elec := election(t)
 			args := func(url, id string) []string {
@@ -103,7 +105,7 @@ func TestCutOffLeaderStopsCommand(t *testing.T) {
 
 			cut := time.Now()
 			for _, p := range proxies {
-				p.partition()
+				p.Partition()
 			}
 			bye := h.next(2*ttl, "the cut-off leader's command to die")
 			if bye.hello || bye.identity != "cut" {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/leaderkit/elector/internal/testproxy"
 )
 
 // TestOnceHoldsAfterTheCommand: a replica whose cron fires after the
@@ -35,18 +37,18 @@ func TestOnceHoldsAfterTheCommand(t *testing.T) {
 // its command runs stops the command and exits 4, not the command's status.
 func TestOnceLostWhileRunning(t *testing.T) {
 	h := newHub(t)
-	var proxies []*proxy
+	var proxies []*testproxy.Proxy
 	url := backendURL(t, "redis", func(addr string) string {
-		p := newProxy(t, addr)
+		p := testproxy.New(t, addr)
 		proxies = append(proxies, p)
-		return p.addr()
+		return p.Addr()
 	})
 	p := startElect(t, "once", []string{h.childEnv(), childIgnoreTermEnv + "=1"}, "run", "--once", "--ttl=2s",
 		"--wait=2s", "--hold=2s", "--grace=30s", "--backend="+url, "--election="+election(t), "--", testBin(t))
 	h.next(20*time.Second, "the command to start")
 	cut := time.Now()
 	for _, px := range proxies {
-		px.partition()
+		px.Partition()
 	}
 	if e := h.next(5*time.Second, "the command to be killed"); e.kind != "bye" {
 		t.Fatalf("got %v, want a bye", e)
