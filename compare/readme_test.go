@@ -31,7 +31,7 @@ var measuredLine = regexp.MustCompile(`(?m)^Measured 20\d\d-\d\d-\d\d on \d+ cor
 
 // TestCompareReadmeTable: the measured table of backends side by side in
 // docs/benchmarks.md is what `make compare-readme` pastes, a full
-// `elect compare --markdown` over the three test backends: the same rows,
+// `elect compare --markdown` over the four test backends: the same rows,
 // labelled for the default options, and a column per backend, under the
 // command that made it and one Measured line naming the date, the cores,
 // the load average and the commit. Editing it by hand, or pasting a run
@@ -59,7 +59,7 @@ func TestCompareReadmeTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep := &Report{Options: *o}
-	for _, name := range []string{"redis", "etcd", "zk"} {
+	for _, name := range []string{"redis", "etcd", "zk", "kube"} {
 		rep.Backends = append(rep.Backends, &BackendReport{Name: name})
 	}
 	var md bytes.Buffer
@@ -75,8 +75,8 @@ func TestCompareReadmeTable(t *testing.T) {
 			t.Errorf("docs/benchmarks.md table row %d: %q; want %d cells, first %q", r, got[r], len(want[r]), want[r][0])
 		}
 	}
-	if len(got) > 0 && strings.Join(got[0], ",") != ",redis,etcd,zk" {
-		t.Errorf("docs/benchmarks.md table header %q; want the backends redis, etcd, zk", got[0])
+	if len(got) > 0 && strings.Join(got[0], ",") != ",redis,etcd,zk,kube" {
+		t.Errorf("docs/benchmarks.md table header %q; want the backends redis, etcd, zk, kube", got[0])
 	}
 	for r, row := range got[2:] {
 		for _, c := range row[1:] {
