@@ -162,14 +162,7 @@ func BenchmarkRenew(b *testing.B) {
 	s := testServer(b)
 	warmUp(b, s)
 	b.Run("elector", func(b *testing.B) {
-		cli, log := s.loggedClient(b)
-		kb, err := New(cli, s.ns, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { _ = kb.Close() })
-		l := mustCampaign(b, kb, backendCand(testName(b), "x", time.Minute))
-		log.awaitWatch(b, 5*time.Second)
+		l := heldLease(b, s)
 		for b.Loop() {
 			if err := l.Renew(testCtx(b)); err != nil {
 				b.Fatal(err)
@@ -180,17 +173,7 @@ func BenchmarkRenew(b *testing.B) {
 	b.Run("client-go", func(b *testing.B) {
 		// client-go's renewal fast path: LeaseLock.Update of the record it
 		// last wrote, with a new renewTime.
-		cli, _ := s.loggedClient(b)
-		lock := &resourcelock.LeaseLock{
-			LeaseMeta:  metav1.ObjectMeta{Name: testName(b), Namespace: s.ns},
-			Client:     cli,
-			LockConfig: resourcelock.ResourceLockConfig{Identity: "g"},
-		}
-		now := metav1.Now()
-		rec := resourcelock.LeaderElectionRecord{HolderIdentity: "g", LeaseDurationSeconds: 60, AcquireTime: now, RenewTime: now}
-		if err := lock.Create(testCtx(b), rec); err != nil {
-			b.Fatal(err)
-		}
+		lock, rec := heldLeaseLock(b, s, s.ns)
 		for b.Loop() {
 			rec.RenewTime = metav1.Now()
 			if err := lock.Update(testCtx(b), rec); err != nil {
@@ -211,25 +194,8 @@ func BenchmarkRenew(b *testing.B) {
 //	cd kube && go test -run '^$' -bench BenchmarkRenewPaired -benchtime 300x -count 6
 func BenchmarkRenewPaired(b *testing.B) {
 	s := testServer(b)
-	cli, log := s.loggedClient(b)
-	kb, err := New(cli, s.ns, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = kb.Close() })
-	l := mustCampaign(b, kb, backendCand(testName(b), "x", time.Minute))
-	log.awaitWatch(b, 5*time.Second)
-	gcli, _ := s.loggedClient(b)
-	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Name: testName(b), Namespace: "kube-public"},
-		Client:     gcli,
-		LockConfig: resourcelock.ResourceLockConfig{Identity: "g"},
-	}
-	now := metav1.Now()
-	rec := resourcelock.LeaderElectionRecord{HolderIdentity: "g", LeaseDurationSeconds: 60, AcquireTime: now, RenewTime: now}
-	if err := lock.Create(testCtx(b), rec); err != nil {
-		b.Fatalf("creating client-go's Lease in namespace kube-public: %v", err)
-	}
+	l := heldLease(b, s)
+	lock, rec := heldLeaseLock(b, s, "kube-public")
 	var el, cg []time.Duration
 	elector := func() {
 		t := time.Now()
@@ -320,4 +286,35 @@ func BenchmarkCrashFailover(b *testing.B) {
 		}
 		reportQuantiles(b, took, "failover")
 	})
+}
+
+// heldLease returns an elector lease held for a minute on a Backend of
+// its own, once the Backend's watch of the namespace's Leases is answered.
+func heldLease(b *testing.B, s server) *lease {
+	cli, log := s.loggedClient(b)
+	kb, err := New(cli, s.ns, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = kb.Close() })
+	l := mustCampaign(b, kb, backendCand(testName(b), "x", time.Minute))
+	log.awaitWatch(b, 5*time.Second)
+	return l
+}
+
+// heldLeaseLock returns a client-go LeaseLock in namespace ns on a client
+// of its own, holding its Lease for a minute, and the record it wrote.
+func heldLeaseLock(b *testing.B, s server, ns string) (*resourcelock.LeaseLock, resourcelock.LeaderElectionRecord) {
+	cli, _ := s.loggedClient(b)
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Name: testName(b), Namespace: ns},
+		Client:     cli,
+		LockConfig: resourcelock.ResourceLockConfig{Identity: "g"},
+	}
+	now := metav1.Now()
+	rec := resourcelock.LeaderElectionRecord{HolderIdentity: "g", LeaseDurationSeconds: 60, AcquireTime: now, RenewTime: now}
+	if err := lock.Create(testCtx(b), rec); err != nil {
+		b.Fatalf("creating client-go's Lease in namespace %s: %v", ns, err)
+	}
+	return lock, rec
 }
