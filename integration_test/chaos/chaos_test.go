@@ -278,6 +278,13 @@ func configure(t *testing.T, name string, cfg *Config) error {
 		if err != nil {
 			return fmt.Errorf("campaign %q: ELECTOR_KUBE_URL: %w", name, err)
 		}
+		if mode == ModePartitions {
+			// Only the group's members write its Leases: partition
+			// mode's 2 s TTL needs the driver's elector-only floor.
+			q := u.Query()
+			q.Set("elector_only", "true")
+			u.RawQuery = q.Encode()
+		}
 		cfg.Driver, cfg.ServerKind, cfg.Addrs, cfg.KubeURL = "kube", "kube", []string{u.Host}, u.String()
 		cfg.UnderKind, cfg.UnderAddrs = "etcd", testenv.EtcdEndpoints(t)
 	case "zookeeper-stock":
