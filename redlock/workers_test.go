@@ -1,7 +1,6 @@
 package redlock
 
 import (
-	"runtime"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -24,7 +23,15 @@ func TestNodeWorkersShrinkToTheLoad(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const burst = 16
 		b := workersOnly(1)
-		base := runtime.NumGoroutine()
+		// The workers at rest are the idle ones: runtime.NumGoroutine
+		// would count the goroutines of the whole process, which other
+		// tests' leftovers outside the bubble change.
+		atRest := func() int {
+			w := &b.workers[0]
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			return len(w.idle)
+		}
 		gate := make(chan struct{})
 		var wg sync.WaitGroup
 		for range burst {
@@ -36,7 +43,7 @@ func TestNodeWorkersShrinkToTheLoad(t *testing.T) {
 		close(gate)
 		wg.Wait()
 		synctest.Wait()
-		if n := runtime.NumGoroutine() - base; n != burst {
+		if n := atRest(); n != burst {
 			t.Fatalf("%d workers after a burst of %d requests, want %d", n, burst, burst)
 		}
 		// One request at a time, twice a second, for three idle periods:
@@ -49,7 +56,7 @@ func TestNodeWorkersShrinkToTheLoad(t *testing.T) {
 			<-done
 		}
 		synctest.Wait()
-		if n := runtime.NumGoroutine() - base; n > 1 {
+		if n := atRest(); n > 1 {
 			t.Errorf("%d node workers left serving one request at a time, want 1: the workers a burst left must idle out", n)
 		}
 		close(b.stop)
