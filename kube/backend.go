@@ -9,8 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/time/rate"
-
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,9 +27,6 @@ type Backend struct {
 	ns     string
 	cfg    config
 	rate   float64 // the client's rate limit (RequestRate)
-	// waiters paces the requests of waiting candidates and watchers at
-	// half of rate (paceWaiter); nil when the client sets no limit.
-	waiters *rate.Limiter
 
 	requests atomic.Int64 // requests sent (Requests)
 
@@ -108,50 +103,14 @@ func New(client coordinationv1client.LeasesGetter, namespace string, opts *Optio
 	if err != nil {
 		return nil, err
 	}
-	b := &Backend{
+	return &Backend{
 		leases: client.Leases(namespace),
 		ns:     namespace,
 		cfg:    cfg,
 		rate:   clientRate(client),
 		done:   make(chan struct{}),
 		held:   make(map[string][]*lease),
-	}
-	if b.rate > 0 {
-		half := b.rate / 2
-		b.waiters = rate.NewLimiter(rate.Limit(half), max(1, int(half)))
-	}
-	return b, nil
-}
-
-// paceWaiter waits until a waiting candidate or a watcher may send a
-// request (a read of its Lease, the start of its watch): at most half the
-// client's rate goes to them, so that renewals, take-overs and releases
-// keep the other half when every waiter reads its Lease again at once (an
-// apiserver that restarted ends every watch). A holder must not lose its
-// lease to requests that only wait for it. It returns ctx.Err() when ctx
-// ends first, or an error wrapping [backend.ErrClosed] when the Backend is
-// closed.
-func (b *Backend) paceWaiter(ctx context.Context) error {
-	if b.waiters == nil {
-		return nil
-	}
-	r := b.waiters.Reserve()
-	d := r.Delay()
-	if d == 0 {
-		return nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		r.Cancel()
-		return ctx.Err()
-	case <-b.done:
-		r.Cancel()
-		return backend.ErrClosed
-	}
+	}, nil
 }
 
 // Namespace returns the namespace of the Backend's Leases.

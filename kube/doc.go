@@ -149,11 +149,7 @@
 // process that holds many elections, or hands them over often, should raise
 // it on its rest.Config. Each held election costs one update per renewal,
 // each waiting candidate one watch; a Backend holding any election keeps
-// one more watch, of every Lease of its namespace. Waiting candidates and
-// watchers (a read of their Lease, the start of its watch) get at most half
-// the client's rate, so that when an apiserver restart ends every watch and
-// all of them read their Lease again at once, renewals, take-overs and
-// releases keep the other half. [Backend.Leaders] reads
+// one more watch, of every Lease of its namespace. [Backend.Leaders] reads
 // many elections with one List (package partition reads its members and
 // its partitions' holders so). A member of a partition group needs about
 // 1.5 × its partitions / TTL in seconds requests per second for its

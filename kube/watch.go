@@ -61,9 +61,6 @@ func (w *waiter) expiry() time.Time { return w.at.Add(durationOf(w.obj)) }
 // refresh reads the Lease (a quorum read) and restarts the watch from it.
 func (w *waiter) refresh(ctx context.Context) error {
 	w.stopWatch()
-	if err := w.b.paceWaiter(ctx); err != nil {
-		return err
-	}
 	obj, rv, err := w.b.list(ctx, w.name)
 	if err != nil {
 		return fmt.Errorf("reading lease %s/%s: %w", w.b.ns, w.name, err)
@@ -79,9 +76,6 @@ func (w *waiter) refresh(ctx context.Context) error {
 // replaced after reading the Lease again.
 func (w *waiter) wait(ctx context.Context, until time.Time) error {
 	if w.w == nil {
-		if err := w.b.paceWaiter(ctx); err != nil {
-			return err
-		}
 		w.b.requests.Add(1)
 		wi, err := w.b.leases.Watch(ctx, metav1.ListOptions{
 			FieldSelector:   "metadata.name=" + w.name,
