@@ -155,7 +155,13 @@
 // 1.5 × its partitions / TTL in seconds requests per second for its
 // renewals, plus its membership: the 64 partitions of a 3-member group at
 // TTL 2 s cost each member about 47 requests/s, nearly the default qps of
-// a kube:// URL; raise qps for larger shares or shorter TTLs.
+// a kube:// URL; raise qps for larger shares or shorter TTLs. Recovery
+// needs more: every waiting candidate keeps a watch of its own, so after
+// an apiserver restart each reads its Lease and watches it again at once,
+// in the same rate limit as the renewals. At qps 50 a 64-partition group
+// of 5 members at TTL 2 s stayed safe under faults of the apiserver and
+// its etcd but left partitions without an owner for up to minutes
+// (docs/chaos.md); give a partition group several times its steady rate.
 //
 // # Errors
 //
