@@ -33,8 +33,8 @@ type Backend struct {
 	done chan struct{} // closed by Close
 	bg   sync.WaitGroup
 
-	seen   seenRecords   // when Leader first read each Lease's record
-	listed namespaceSize // the Leases of the namespace at Leaders' last List
+	seen   seenRecords  // when Leader first read each Lease's record
+	listed atomic.Int64 // the Leases of the namespace at Leaders' last List; 0 before it
 
 	mu     sync.Mutex
 	closed bool

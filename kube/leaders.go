@@ -3,7 +3,6 @@ package kube
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -23,10 +22,6 @@ const (
 )
 
 var _ backend.BatchReader = (*Backend)(nil)
-
-// namespaceSize is the number of Leases the namespace held at the last
-// List of Leaders; 0 before the first.
-type namespaceSize struct{ n atomic.Int64 }
 
 // Leaders reports the holder of each election as [Backend.Leader] does. It
 // reads two or more elections with one List of the namespace's Leases (in
@@ -53,7 +48,7 @@ func (b *Backend) Leaders(ctx context.Context, elections []string) ([]backend.Ho
 		names[i] = name
 		at = append(at, i)
 	}
-	if n := b.listed.n.Load(); len(at) < 2 || n > int64(listPerElection*len(at)) {
+	if n := b.listed.Load(); len(at) < 2 || n > int64(listPerElection*len(at)) {
 		for _, i := range at {
 			holders[i], errs[i] = b.Leader(ctx, elections[i])
 		}
@@ -101,6 +96,6 @@ func (b *Backend) listAll(ctx context.Context) (map[string]*coordinationv1.Lease
 		}
 		opts.Continue = ll.Continue
 	}
-	b.listed.n.Store(int64(len(out)))
+	b.listed.Store(int64(len(out)))
 	return out, nil
 }

@@ -88,7 +88,7 @@ func TestLeadersReadsInOneList(t *testing.T) {
 		hs, errs = reader.Leaders(testCtx(t), names[:2])
 		after, _ := reader.Requests()
 		if after-before != want {
-			t.Errorf("round %d: Leaders of 2 elections in a namespace of %d Leases sent %d requests; want %d", round, reader.listed.n.Load(), after-before, want)
+			t.Errorf("round %d: Leaders of 2 elections in a namespace of %d Leases sent %d requests; want %d", round, reader.listed.Load(), after-before, want)
 		}
 		for i := range 2 {
 			if errs[i] != nil || hs[i].Identity != "h"+strconv.Itoa(i) {
