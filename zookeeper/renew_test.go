@@ -116,8 +116,10 @@ func renewFixture(t *testing.T, prefix string) (*fixture, []*lease, *faultDialer
 // rounds times: the pace at which the renewals under test come, not a wait
 // for anything.
 func everyInterval(round func()) {
+	tick := time.NewTicker(testTTL / 3)
+	defer tick.Stop()
 	for range rounds {
-		time.Sleep(testTTL / 3)
+		<-tick.C
 		round()
 	}
 }
