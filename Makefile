@@ -1,5 +1,5 @@
 # Targets run the scripts in scripts/; each script's header says more.
-.PHONY: test lint apisnapshot servers servers-stop servers-status bench chaos fuzz compare-readme
+.PHONY: test lint apisnapshot pin installcheck servers servers-stop servers-status bench chaos fuzz compare-readme
 
 # go test -race over every module's packages in TESTSHARDS shards at once,
 # each shard on a server set of its own (started and stopped here).
@@ -15,6 +15,17 @@ lint:
 # scripts/apicheck.sh): at a release, or to accept an incompatible change.
 apisnapshot:
 	scripts/apicheck.sh -update
+
+# Make kube, cmd/elect, integration_test and examples require the root module
+# (and kube) at HEAD's commit, so they install from main without go.work; run
+# it, and commit, when they start using root API their pin lacks.
+pin:
+	scripts/pin.sh
+
+# From a bare clone of this branch without tags and an empty module cache:
+# go install …/cmd/elect@HEAD and go get …/kube@HEAD work (what .ci/run checks).
+installcheck:
+	scripts/installcheck.sh
 
 # Start the test servers and leave them up; print the environment to use them.
 servers:

@@ -2,11 +2,9 @@ module github.com/leaderkit/elector/kube
 
 go 1.26.0
 
-replace github.com/leaderkit/elector => ../
-
 require (
 	github.com/go-logr/logr v1.4.3
-	github.com/leaderkit/elector v0.1.0
+	github.com/leaderkit/elector v0.0.0-20261202120917-6a8a25d40aa6
 	github.com/redis/go-redis/v9 v9.23.0
 	go.etcd.io/etcd/client/v3 v3.7.3
 	go.uber.org/goleak v1.3.0

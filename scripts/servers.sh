@@ -705,7 +705,7 @@ kube_binary() {
 		mkdir -p "$KUBE_CACHE"
 		log "kube: building kube-apiserver $KUBE_VERSION into $bin (minutes on a cold cache)"
 		t0=$(now)
-		(cd "$src" && go build -trimpath -ldflags "-s -w
+		(cd "$src" && GOWORK=off go build -trimpath -ldflags "-s -w
 			-X k8s.io/component-base/version.gitVersion=$KUBE_VERSION
 			-X k8s.io/component-base/version.gitMajor=1
 			-X k8s.io/component-base/version.gitMinor=${KUBE_VERSION#v1.}" -o "$bin.tmp.$$" .) >&2 ||
