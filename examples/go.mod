@@ -2,11 +2,9 @@ module github.com/leaderkit/elector/examples
 
 go 1.26.0
 
-replace github.com/leaderkit/elector => ../
-
 require (
 	github.com/go-co-op/gocron/v2 v2.21.2
-	github.com/leaderkit/elector v0.0.0-00010101000000-000000000000
+	github.com/leaderkit/elector v0.0.0-20261205052305-9e2c3d45f303
 	github.com/redis/go-redis/v9 v9.23.0
 	go.etcd.io/etcd/client/v3 v3.7.3
 	go.etcd.io/etcd/server/v3 v3.7.3

@@ -2,15 +2,10 @@ module github.com/leaderkit/elector/cmd/elect
 
 go 1.26.0
 
-replace (
-	github.com/leaderkit/elector => ../..
-	github.com/leaderkit/elector/kube => ../../kube
-)
-
 require (
 	github.com/go-zookeeper/zk v1.0.4
-	github.com/leaderkit/elector v0.1.0
-	github.com/leaderkit/elector/kube v0.1.0
+	github.com/leaderkit/elector v0.0.0-20261205052305-9e2c3d45f303
+	github.com/leaderkit/elector/kube v0.0.0-20261205052305-9e2c3d45f303
 	github.com/prometheus/client_golang v1.25.0
 	github.com/redis/go-redis/v9 v9.23.0
 	go.etcd.io/etcd/client/v3 v3.7.3
