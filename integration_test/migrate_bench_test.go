@@ -244,11 +244,17 @@ func benchInterleaved(b *testing.B, stores map[string]func() backend.Backend, ne
 // BenchmarkMigrateHandoffWaiters: a deployment's usual three replicas.
 const handoffWaiters = 2
 
+// standbyAge is how long every waiter of BenchmarkMigrateHandoffWaiters
+// has campaigned when the holder lets go: longer than the 100 ms a
+// PhaseBoth campaign takes part on the new store before it holds the old
+// lease, so that the waiters are standbys, not candidates that have just
+// started. It is the scenario, not a synchronisation.
+const standbyAge = 150 * time.Millisecond
+
 // BenchmarkMigrateHandoffWaiters: three candidates, each a handle with
 // clients of its own as a replica has; one holds, the two others campaign.
-// The holder lets go once both have waited long enough to be queued as a
-// standby replica is (on the old store in PhaseBoth, having withdrawn from
-// the new one), and the handoff metric runs from its Release call to a
+// The holder lets go once both wait as standby replicas do (see standby)
+// and have campaigned for standbyAge, and the handoff metric runs from its Release call to a
 // waiter's Campaign returning: the time with no leader. The released handle
 // then campaigns again. The target: in PhaseBoth, p50 within twice the
 // slower store's alone and p99 below the renew interval (a third of the
@@ -301,11 +307,13 @@ func benchHandoffWaiters(b *testing.B, ctx context.Context, hs []backend.Backend
 	for i := 1; i < len(hs); i++ {
 		wg.Go(func() { campaign(i) })
 	}
+	launched := time.Now()
 	ls := make(latencies, 0, b.N)
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()
 		settle(ctx)
+		time.Sleep(standbyAge - time.Since(launched))
 		b.StartTimer()
 		release := time.Now()
 		if err := holder.l.Release(ctx); err != nil {
@@ -317,6 +325,7 @@ func benchHandoffWaiters(b *testing.B, ctx context.Context, hs []backend.Backend
 		}
 		ls = append(ls, next.at.Sub(release))
 		wg.Go(func() { campaign(holder.i) })
+		launched = time.Now()
 		holder = next
 	}
 	b.StopTimer()

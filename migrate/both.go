@@ -100,8 +100,12 @@ var errYielded = errors.New("migrate: the new side was given back while the old 
 
 // pairWindow is how long a campaign takes part on the new side before it
 // holds the old lease. An uncontended old campaign wins well within it; one
-// that takes longer waits behind another holder.
-const pairWindow = 20 * time.Millisecond
+// that takes longer waits behind another holder. It is long enough that
+// the new campaign's first requests have been answered by then on a loaded
+// host: a campaign withdrawn while its candidate key or znode is being
+// written may leave it behind until the session lapses, which holds up the
+// next holder of the old lease for up to a TTL.
+const pairWindow = 100 * time.Millisecond
 
 // racePair campaigns on the old and the new backend at once and returns
 // both leases, so that an uncontended campaign costs about the slower

@@ -68,7 +68,7 @@
 // priority: a candidate that holds the old lease waits for the new one as
 // long as it holds it (renewing it meanwhile, and releasing it if the new
 // campaign fails or its ctx ends), while one whose old campaign has not won
-// within 20 ms withdraws from the new side (giving back the new lease if it
+// within 100 ms withdraws from the new side (giving back the new lease if it
 // won it) and campaigns there again only once it holds the old one. So two
 // candidates never each hold one store while waiting for the other for
 // longer than that, and a hand-over costs the old store's hand-over plus
