@@ -93,26 +93,38 @@ func (p *pending) abandon(ctx context.Context, ttl time.Duration) {
 // one racing it.
 var errNewFailed = errors.New("migrate: the campaign on the new backend failed")
 
-// errYielded is the result of a new campaign that won its side before the
-// old one and gave it back after a renew interval (see racePair).
+// errYielded is the result of a new campaign withdrawn, or a new side
+// given back, because the old campaign had not won within pairWindow (see
+// racePair).
 var errYielded = errors.New("migrate: the new side was given back while the old one was held elsewhere")
 
+// pairWindow is how long a campaign takes part on the new side before it
+// holds the old lease. An uncontended old campaign wins well within it; one
+// that takes longer waits behind another holder. It is long enough that
+// the new campaign's first requests have been answered by then on a loaded
+// host: a campaign withdrawn while its candidate key or znode is being
+// written may leave it behind until the session lapses, which holds up the
+// next holder of the old lease for up to a TTL.
+const pairWindow = 100 * time.Millisecond
+
 // racePair campaigns on the old and the new backend at once and returns
-// both leases, so that a hand-over costs about the slower store's
-// hand-over rather than the sum of the two. The old campaign runs on the
+// both leases, so that an uncontended campaign costs about the slower
+// store's rather than the sum of the two. The old campaign runs on the
 // caller's goroutine and the new one on a goroutine of its own: an
 // uncontended campaign starts one goroutine, as two requests issued at once
 // by hand would.
 //
-// Two candidates must never each hold one side while waiting for the other
-// for good. The old lease comes first: a candidate that wins the new side
-// before the old one keeps it at most one renew interval (waiting for the
-// old side, whose holder is then most likely releasing both), then gives
-// it back and campaigns on the new side again only once it holds the old
-// one, as a candidate holding the old side waits for the new side as long
-// as it holds the old one. So a candidate holding the old side gets the new
-// one at most a renew interval after every candidate ahead of it there has
-// given way.
+// Only a candidate that holds the old lease stays a candidate on the new
+// side. One whose old campaign has not won within pairWindow withdraws from
+// the new side (it ends its new campaign, or gives back the new lease it
+// won) and campaigns there again once it holds the old lease. Otherwise two
+// waiters could each win one side when the holder lets go (a Redis lock goes
+// to whichever waiter is quickest, an etcd or ZooKeeper election to the
+// oldest candidate), and the one holding the new side would keep the other
+// from leading. A candidate holding the old side waits for the new side as
+// long as it holds the old one; every other candidate holds the new side at
+// most pairWindow. So a hand-over costs the old store's hand-over plus an
+// uncontended campaign on the new store.
 //
 // It returns errMarked (with the new lease, if it holds one) when the old
 // store carries the marker.
@@ -131,32 +143,44 @@ func (b *Backend) racePair(ctx context.Context, c backend.Candidate) (lo, ln bac
 }
 
 // campaignNewBeside is the new side of racePair. A failed campaign ends
-// the old one (through cancelOld) and returns its error. A won one waits
-// for oldWon at most a renew interval, then gives the new side back and
-// returns errYielded; it returns the lease once oldWon is closed, or when
-// ctx ends (the caller then releases it, see pending.abandon).
+// the old one (through cancelOld) and returns its error. Unless oldWon is
+// closed within pairWindow, it withdraws: it ends the new campaign, or
+// gives back the lease it won, and returns errYielded. It returns the lease
+// once oldWon is closed, or when ctx ends (the caller then releases it, see
+// pending.abandon).
 func (b *Backend) campaignNewBeside(ctx context.Context, c backend.Candidate, oldWon <-chan struct{}, cancelOld context.CancelCauseFunc) (backend.Lease, error) {
-	ln, err := b.new.Campaign(ctx, c)
+	wctx, withdraw := context.WithCancelCause(ctx)
+	defer withdraw(nil)
+	window := time.AfterFunc(pairWindow, func() {
+		select {
+		case <-oldWon:
+		default:
+			withdraw(errYielded)
+		}
+	})
+	defer window.Stop()
+	ln, err := b.new.Campaign(wctx, c)
 	if err != nil {
+		if ctx.Err() == nil && errors.Is(context.Cause(wctx), errYielded) {
+			return nil, errYielded
+		}
 		cancelOld(errNewFailed)
 		return nil, err
 	}
 	select {
 	case <-oldWon:
 		return ln, nil
-	default:
-	}
-	t := time.NewTimer(b.renewInterval(c.TTL))
-	defer t.Stop()
-	select {
-	case <-oldWon:
-		return ln, nil
 	case <-ctx.Done():
 		return ln, nil
-	case <-t.C:
-		releaseBounded(ctx, ln, c.TTL)
-		return nil, errYielded
+	case <-wctx.Done():
 	}
+	select {
+	case <-oldWon: // won just as the window closed
+		return ln, nil
+	default:
+	}
+	releaseBounded(ctx, ln, c.TTL)
+	return nil, errYielded
 }
 
 // afterOld finishes racePair once the old campaign returned w, octx's cause

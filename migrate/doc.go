@@ -63,15 +63,16 @@
 // replica of step 1 that starts after step 3 meets the marker, which holds
 // the old store's election for good. So no two terms overlap, provided each
 // store keeps its own guarantee (a redlock store under its documented
-// assumptions). A candidate campaigns on both stores at once, so that a
-// hand-over costs about the slower store's; the old store has priority: a
-// candidate that holds the old lease waits for the new one as long as it
-// holds it (renewing it meanwhile, and releasing it if the new campaign
-// fails or its ctx ends), while one that wins the new side first gives it
-// back after [Options.RenewInterval] unless it has won the old side by
-// then, and campaigns on the new side again only once it holds the old
-// one. So two candidates never each hold one store while waiting for the
-// other for longer than that. A term's
+// assumptions). A candidate campaigns on both stores at once, so that an
+// uncontended campaign costs about the slower store's; the old store has
+// priority: a candidate that holds the old lease waits for the new one as
+// long as it holds it (renewing it meanwhile, and releasing it if the new
+// campaign fails or its ctx ends), while one whose old campaign has not won
+// within 100 ms withdraws from the new side (giving back the new lease if it
+// won it) and campaigns there again only once it holds the old one. So two
+// candidates never each hold one store while waiting for the other for
+// longer than that, and a hand-over costs the old store's hand-over plus
+// an uncontended campaign on the new store. A term's
 // Deadline is the earlier of the two leases' deadlines, Renew renews both,
 // Lost closes when either is lost and Release releases both.
 //
