@@ -1,6 +1,6 @@
 // Package backendurl opens an elector backend from a URL, so that a program
-// (or the elect command) can be pointed at Redis, etcd or ZooKeeper by
-// configuration alone:
+// (or the elect command) can be pointed at any store by configuration
+// alone:
 //
 //	import _ "github.com/leaderkit/elector/redlock" // registers redis:// and rediss://
 //
@@ -14,33 +14,32 @@
 // Each driver owns its schemes: importing the driver package registers them
 // with [DefaultMux] (as database/sql drivers register themselves), and the
 // driver parses its own query parameters with the shared rules of [Params].
-// This package imports no driver and no client library, so a program that
-// uses only Redis compiles no etcd or ZooKeeper code. [Open] on a scheme of
-// a driver the program did not import names the import that registers it.
-//
-// The drivers of this module register these schemes; the section URLs of
-// each driver's package documentation lists its parameters, with their
-// meaning and default, and an example:
+// This package imports no driver and no client library, so a program
+// compiles only the drivers it imports. [Open] on a scheme of a driver the
+// program did not import names the import that registers it. The section
+// URLs of each driver's package documentation lists its parameters:
 //
 //	redis, rediss  package github.com/leaderkit/elector/redlock
 //	etcd, etcds    package github.com/leaderkit/elector/etcd
 //	zk, zks        package github.com/leaderkit/elector/zookeeper
 //	kube           package github.com/leaderkit/elector/kube (a module of its own)
+//	migrate+PHASE  package github.com/leaderkit/elector/migrate
 //
 // # Shared rules
 //
-// Every scheme of this module's drivers has the form
+// Every scheme of a store's driver has the form
 //
 //	scheme://[user:password@]host[:port][,host[:port]...][/path][?params]
 //
 // where the hosts are the servers of one store, a port left out is the
 // scheme's default, and the path is what the driver says it is (a redis
-// database number) or refused. The scheme ending in "s" (rediss, etcds,
-// zks) is the same over TLS. Query parameters follow the rules of
-// [Params]: each at most once, durations as Go writes them (50ms, 10s),
-// booleans as [strconv.ParseBool] reads them (a bare name means true), and
-// an unknown parameter is refused with the list of the scheme's. The TLS
-// schemes share these parameters: ca verifies the servers' certificates
+// database number) or refused; kube:// takes no credentials and may leave
+// the host out (see its package). The scheme ending in "s" (rediss, etcds,
+// zks) is the same over TLS; kube:// with a host is HTTPS. Query
+// parameters follow the rules of [Params]: each at most once, durations as
+// Go writes them (50ms, 10s), booleans as [strconv.ParseBool] reads them (a
+// bare name means true), and an unknown parameter is refused with the list
+// of the scheme's. The TLS schemes share these parameters: ca verifies the servers' certificates
 // (default: the system's roots), cert and key are the client certificate
 // for servers that require one (mutual TLS, PEM file paths), server_name
 // is the name the servers' certificates must hold when it is not the host
