@@ -16,24 +16,16 @@
 //
 // # Drivers
 //
-// A driver implements package backend for one store; each documents its
-// URLs, on-store layout, fencing, timing and safety assumptions:
-//
-//   - [github.com/leaderkit/elector/redlock]: a quorum of independent
-//     Redis masters (Redlock); lowest latency, rests on timing and
-//     persistence assumptions.
-//   - [github.com/leaderkit/elector/etcd]: an etcd cluster (lease and
-//     Raft), shared with etcd's concurrency package and etcdctl elect.
-//   - [github.com/leaderkit/elector/zookeeper]: a ZooKeeper ensemble,
-//     shared with Curator's LeaderLatch.
-//   - [github.com/leaderkit/elector/kube]: Kubernetes Lease objects (a
-//     module of its own), shared with client-go's leaderelection.
-//
-// Package backend/memory is an in-process driver for tests and examples,
-// and package backendurl opens any driver from a URL. This package imports
-// no driver: only the standard library, package backend and internal
-// helpers. A driver imports package backend, package backendurl (to
-// register its URL schemes) and its own client library.
+// Each driver documents its URLs, on-store layout, fencing, timing and
+// safety assumptions: [github.com/leaderkit/elector/redlock] (independent
+// Redis masters; rests on timing and persistence assumptions),
+// [github.com/leaderkit/elector/etcd] (shared with etcdctl elect),
+// [github.com/leaderkit/elector/zookeeper] (shared with Curator's
+// LeaderLatch) and [github.com/leaderkit/elector/kube] (Kubernetes Leases,
+// shared with client-go; a module of its own). Package backend/memory is
+// an in-process driver for tests and examples; package backendurl opens
+// any driver from a URL. This package imports no driver, only the standard
+// library, package backend and internal helpers.
 //
 // # Guarantees
 //

@@ -46,34 +46,26 @@
 // in the URL (say the URL names 127.0.0.1 and the certificate
 // etcd.internal), and insecure_skip_verify (bool) turns verification off.
 //
-// A query value may itself be a URL, percent-encoded (the migrate+PHASE
-// schemes of package github.com/leaderkit/elector/migrate nest the URLs of
-// the two stores in their old and new parameters); its credentials are
-// protected as the outer URL's are.
-//
-// Credentials: percent-encode '/', '?', '#' and '@' in a user name or
-// password (%2F, %3F, %23, %40). Unencoded, they end the host list early
-// (RFC 3986), and the rest of the password would be read as the host,
-// path or query; so a URL with an '@' after its host list is refused, and
-// so is a '@' in a path or query value that is not encoded as %40.
-// Errors never show a byte of the credentials, whatever their length:
-// they quote the URL with its user name and password, and those of the
-// URLs nested in its query, replaced by "*".
+// A query value may itself be a URL, percent-encoded (as in the
+// migrate+PHASE schemes). Percent-encode '/', '?', '#' and '@' in a user
+// name or password (%2F, %3F, %23, %40): unencoded they end the host list
+// early (RFC 3986), so an '@' after the host list, or unencoded in a path
+// or query value, is refused. Errors never show a byte of the credentials:
+// they quote the URL, and the URLs nested in it, with user and password
+// replaced by "*".
 //
 // # Errors
 //
-// Open refuses, with an error naming the problem: an unknown scheme (listing
-// the known ones), an unknown or repeated query parameter (listing the
-// scheme's parameters), a value that does not parse, a missing host, a path
-// where none is allowed, TLS parameters on a scheme without TLS, an '@'
-// after the host list (see Credentials above). Open does
-// not contact the servers (except a zk URL with credentials, whose session
-// must accept them), so unreachable servers show up as errors from the
-// backend's calls, which the elector retries.
+// Open refuses, with an error naming the problem: an unknown scheme
+// (listing the known ones), an unknown or repeated query parameter
+// (listing the scheme's), a value that does not parse, a missing host, a
+// path where none is allowed, TLS parameters on a scheme without TLS, an
+// '@' after the host list. Open does not contact the servers (except a zk
+// URL with credentials, whose session must accept them), so unreachable
+// servers show up as errors from the backend's calls, which are retried.
 //
 // # Closing
 //
-// Open creates the clients a backend needs, and returns an io.Closer that
-// closes the backend and then those clients. Close it, not merely the
-// backend, when done.
+// Open creates the clients a backend needs and returns an io.Closer that
+// closes the backend and then those clients: close it, not the backend.
 package backendurl

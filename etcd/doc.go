@@ -13,9 +13,8 @@
 //
 // # URLs
 //
-// Importing this package registers the schemes etcd and etcds (TLS) with
-// package backendurl, whose documentation states the rules every scheme
-// shares:
+// Importing this package registers etcd and etcds (TLS) with package
+// backendurl, which states the shared rules:
 //
 //	etcd://[user:password@]host:port[,host:port...][?params]
 //
@@ -31,37 +30,31 @@
 // # Layout
 //
 // A candidate in election E writes the key <Options.Prefix>E/<etcd lease
-// ID in lowercase hex>, with its identity as the value, attached to an etcd
-// lease. The leader is the candidate key with the lowest create revision;
-// each waiting candidate watches only its predecessor's key. This is the
-// layout of concurrency.NewElection and `etcdctl elect`: with the default
-// empty Prefix, their candidates and this driver's queue in one line, in
-// both directions. Unlike upstream:
+// ID in lowercase hex>, its identity as the value, attached to an etcd
+// lease; the leader is the key with the lowest create revision, and each
+// waiting candidate watches only its predecessor. This is the layout of
+// concurrency.NewElection and `etcdctl elect`: with the default empty
+// Prefix their candidates and this driver's queue in one line, both ways.
+// Unlike upstream, names that prefix one another ("jobs", "jobs/eu") are
+// distinct (upstream counts "jobs/eu" keys as candidates of "jobs": keep
+// such names apart when mixing clients); a Campaign whose key or lease
+// disappears returns an error wrapping [backend.ErrLost]
+// (etcd-io/etcd#19597), one whose ctx ends deletes its key
+// (etcd-io/etcd#21128), and a failed Release gives the lease up anyway.
 //
-//   - election names that prefix one another ("jobs" and "jobs/eu") are
-//     distinct (upstream clients still count "jobs/eu" keys as candidates
-//     of "jobs": keep such names apart when mixing clients);
-//   - a Campaign whose key or lease disappears while it waits returns an
-//     error wrapping [backend.ErrLost] (etcd-io/etcd#19597), and one whose
-//     ctx ends deletes its key (etcd-io/etcd#21128);
-//   - a failed Release gives the lease up all the same.
-//
-// All candidates of one [Backend] with the same TTL share one etcd lease
-// (one candidate per election on it), kept alive by the Renew calls of
-// the leases it carries and by the Campaigns waiting on it, not in the
-// background: a lease nobody renews lapses at the server, as a crashed
-// process's would. Close revokes the Backend's etcd leases, so successors
-// are elected at once.
+// All candidates of one [Backend] with the same TTL share one etcd lease,
+// kept alive by the Renew calls of the leases it carries and by waiting
+// Campaigns, not in the background: a lease nobody renews lapses at the
+// server, as a crashed process's would. Close revokes the Backend's etcd
+// leases, so successors are elected at once.
 //
 // # Fencing
 //
 // The token of a term is the create revision of its candidate key:
 // cluster-wide and strictly increasing. [Backend.Guard] turns a term into
 // a clientv3.Cmp for the If of a transaction that commits only while the
-// term is current at the store: stronger than the redlock driver's Fence,
-// which only refuses writes once a newer term has written to the same
-// resource. Resources outside etcd should refuse tokens lower than the
-// highest they have seen.
+// term is current at the store. Resources outside etcd should refuse
+// tokens lower than the highest they have seen.
 //
 // # Timing
 //
@@ -71,40 +64,33 @@
 // is the send time of the newest trusted keepalive acknowledgement (or of
 // the grant) plus the granted TTL less the drift allowance
 // ([Options.DriftFactor], [backend.LeaseDeadline]), so a leader cut off
-// from etcd reaches it before the server expires the lease. A crashed
-// leader's successor is elected between TTL and TTL + 0.5 s after its last
+// from etcd reaches it before the server expires the lease; a crashed
+// leader's successor is elected TTL to TTL + 0.5 s after its last
 // keepalive. [Options.RequestTimeout] (3 s) bounds each request made for a
-// caller; [Options.CleanupTimeout] (2 s) bounds the work done after the
-// caller's context ended (deleting a cancelled Campaign's key, revoking
-// leases in Close).
+// caller, [Options.CleanupTimeout] (2 s) the work done after the caller's
+// context ended (deleting a cancelled Campaign's key, Close's revokes).
 //
 // # Safety
 //
 // Mutual exclusion rests on etcd's linearizable writes and lease expiry,
-// and on these assumptions:
-//
-//   - this process's monotonic clock runs no more than DriftFactor slower
-//     than the etcd leader's over one TTL (the Deadline moves only on
-//     acknowledgements the current raft leader recorded);
-//   - the members run etcd 3.4.31, 3.5.13, 3.6.0 or later: earlier
-//     releases revoke leases early after a raft leader pause
-//     (etcd-io/etcd#15247). The driver reads the members' versions once
-//     per Backend; on an affected or silent member it ends the terms on
-//     every raft leader change instead (Renew and Campaign return errors
-//     wrapping [backend.ErrLost]) and campaigns on a new etcd lease.
-//
-// A process paused past its Deadline may still believe it leads: fence
-// writes with [Backend.Guard] or the token.
+// and on this process's monotonic clock running no more than DriftFactor
+// slower than the etcd leader's over one TTL; the Deadline moves only on
+// acknowledgements the current raft leader recorded. etcd releases before
+// 3.4.31, 3.5.13 and 3.6.0 revoke leases early after a raft leader pause
+// (etcd-io/etcd#15247): the driver reads the members' versions once per
+// Backend, and on an affected or silent member ends the terms at every
+// raft leader change instead (Renew and Campaign return errors wrapping
+// [backend.ErrLost]), campaigning on a new etcd lease; upgrade to keep
+// them. A process paused past its Deadline may still believe it leads:
+// fence writes with [Backend.Guard] or the token.
 //
 // # Errors
 //
 // Invalid names, identities, TTLs and options wrap [backend.ErrInvalid];
 // calls after Close wrap [backend.ErrClosed]; a lease known to be gone
 // wraps [backend.ErrLost]; Leader of an election without candidates wraps
-// [backend.ErrNoLeader]. Context errors are returned unwrapped. Every
-// other error (an unreachable cluster, a lost quorum) is transient, and
-// arrives within RequestTimeout naming the cause from the client's
-// connection state. A Campaign waiting behind an older candidate keeps
-// waiting until its lease's deadline passes without a keepalive. The
-// driver logs nothing; the etcd client's log is configured on the client.
+// [backend.ErrNoLeader]. Context errors are returned unwrapped. Other
+// errors (an unreachable cluster, a lost quorum) are transient and arrive
+// within RequestTimeout, naming the cause. The driver logs nothing; the
+// etcd client's log is configured on the client.
 package etcd

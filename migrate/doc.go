@@ -20,26 +20,17 @@
 //
 // # Runbook
 //
-// The full runbook, with what to watch at each step, is docs/migration.md
-// in the repository:
-//
-//  1. All replicas run on the old backend alone (unmodified, or in
-//     [PhaseOld]).
-//  2. Roll every replica to [PhaseBoth]: a candidate leads only while it
-//     holds both backends. Watch [Backend.Status] until Old and New name
-//     the same holder.
-//  3. Roll every replica to [PhaseNew]: the first PhaseNew candidate to win
-//     turns the old lease into the persistent "migrated" marker
-//     ([Options.Marker]); the old store then reports the holder
-//     [MarkerPrefix]+NewName for good, and old-only replicas cannot win.
-//     Watch Status until Marked is true.
-//  4. Roll every replica to [PhaseDone], still given the old backend; then
-//     call [Cleanup] once to remove the marker (and nothing else) from the
-//     old store.
-//
-// To roll back before step 3, roll back through PhaseBoth to PhaseOld.
-// Once the marker is written, going back is a migration of its own, with
-// Epoch set to this one's Epoch+1.
+// The full runbook is docs/migration.md in the repository: (1) every
+// replica on the old backend alone, unmodified or in [PhaseOld]; (2) roll
+// every replica to [PhaseBoth], where a candidate leads only while it holds
+// both backends, until [Backend.Status] shows Old and New name one holder;
+// (3) roll every replica to [PhaseNew]: the first PhaseNew winner turns the
+// old lease into the persistent marker ([Options.Marker]), holder
+// [MarkerPrefix]+NewName, so old-only replicas cannot win; wait for Status
+// Marked; (4) roll every replica to [PhaseDone], still given the old
+// backend, then call [Cleanup] once to remove the marker. To roll back
+// before step 3, roll back through PhaseBoth to PhaseOld; after it, going
+// back is a migration of its own, with Epoch set to this one's Epoch+1.
 //
 // # Guarantees
 //
@@ -78,13 +69,12 @@
 //
 // # URLs and the elect command
 //
-// Importing this package registers the URL schemes migrate+old,
-// migrate+both, migrate+new and migrate+done with package backendurl
-// ([SchemePrefix]): migrate+both://?old=<URL>&new=<URL>, each inner URL
-// percent-encoded; old and new may not name the same store, nor be migrate
-// URLs. [CheckURL] checks one without opening it. `elect migrate url`
-// prints one, `elect status` shows the phase, the marker and the holder on
-// each store, and `elect migrate cleanup` is step 4.
+// Importing this package registers the schemes migrate+old, migrate+both,
+// migrate+new and migrate+done ([SchemePrefix]) with package backendurl:
+// migrate+both://?old=<URL>&new=<URL>, each inner URL percent-encoded and
+// naming a distinct, non-migrate store; [CheckURL] checks one. `elect
+// migrate url` prints one, `elect status` shows the phase, the marker and
+// each store's holder, and `elect migrate cleanup` is step 4.
 //
 // # Errors
 //

@@ -15,39 +15,33 @@
 //	err = a.Run(ctx) // joins, takes its share, hands over, rejoins … until ctx ends
 //	a.Owned()        // the assignments held now
 //
-// It runs on any [backend.Backend] with the same behaviour, using only the
-// driver contract: leases decide ownership; hashing only suggests
-// placement. Partition p is the election [Election](group, p), whose holder
-// owns it and whose tokens fence it. Each member holds a membership slot,
-// an election group/m/k with half the TTL (the TTL where the store refuses
-// half), so that a crashed member leaves the list before its partitions'
-// leases expire; members read the slots each [Options.PollInterval], and
-// watch them on a backend that implements [backend.Watcher]. Every member computes the same placement from the
-// member list and who owns what; partitions that move are awaited by their
-// new owners before their old owners let them go. [ReadTable] reads who
-// owns what, and each member's load; `elect partitions` prints it. How
-// members reach one placement, and what they read when:
-// https://github.com/leaderkit/elector/blob/main/docs/design/partition.md.
+// It runs on any [backend.Backend], using only the driver contract: leases
+// decide ownership; hashing only suggests placement. Partition p is the
+// election [Election](group, p), whose tokens fence it. Each member holds a
+// membership slot, an election group/m/k with half the TTL (the TTL where
+// the store refuses half), so a crashed member leaves the list before its
+// partitions' leases expire. Every member computes the same placement from
+// the member list and who owns what, and new owners wait in the campaigns
+// of the partitions that move. [ReadTable] reads who owns what; `elect
+// partitions` prints it. How members reach one placement, and what they
+// read when: https://github.com/leaderkit/elector/blob/main/docs/design/partition.md.
 //
 // # Guarantees
 //
 //   - At most one owner per partition at a time, whatever the members
-//     believe: members that read different member lists may both campaign
-//     for a partition, but the backend elects one. Disagreement costs
-//     balance or time, never safety.
+//     believe: members with different member lists may both campaign for a
+//     partition, but the backend elects one. Disagreement costs balance or
+//     time, never safety.
 //   - OnAssigned runs in its own goroutine with a ctx cancelled the moment
-//     ownership ends: the partition is placed elsewhere, its lease is lost
-//     or cannot be renewed in time (deadline minus [Options.SafetyMargin]),
-//     or Run stops. OnRevoked runs exactly once per OnAssigned, after it
-//     returned and the lease was released; a partition's next OnAssigned on
-//     this member starts only after that.
-//   - A partition handed over (moved or Run stopping) stays renewed until
-//     its OnAssigned returns, then is released, so the next owner starts at
-//     once rather than after a TTL. A partition is unowned at most for one
-//     hand-over.
-//   - No goroutine per held partition: the leases run on the term engine
-//     the Elector uses (one scheduler per Backend). A campaign in flight, a
-//     renewal in flight and a running OnAssigned each hold a goroutine.
+//     ownership ends (the partition moved, its lease was lost or could not
+//     be renewed by deadline minus [Options.SafetyMargin], or Run stopped).
+//     OnRevoked runs exactly once per OnAssigned, after it returned and the
+//     lease was released; the partition's next OnAssigned here starts after.
+//   - A partition handed over stays renewed until its OnAssigned returns,
+//     then is released, so the next owner starts at once: a partition is
+//     unowned at most for one hand-over.
+//   - No goroutine per held partition: leases run on the Elector's term
+//     engine. A campaign, a renewal in flight and OnAssigned hold one each.
 //
 // # Fencing
 //
@@ -59,28 +53,25 @@
 //
 // # Timing
 //
-// A member campaigns once it has read the same member list in two polls in
-// a row, so members started together campaign once, for their final share.
-// A join is noticed within PollInterval (default min(TTL/3, 500 ms)); a
-// graceful leave at once on a backend that watches, else within
-// PollInterval; either way the partitions that move are owned by their new
-// owners as soon as their old owners' OnAssigned have returned. After a
-// crash the dead member's slot expires about TTL/2 after its last renewal,
-// and its partitions are taken over as their leases expire: within TTL of
-// the crash, plus the store's own expiry granularity. Leases are renewed
-// as an Elector's are, every RenewInterval (default TTL/3).
+// Members started together campaign once, for their final share (a member
+// campaigns once two polls in a row read the same member list). A join is
+// noticed within [Options.PollInterval] (default min(TTL/3, 500 ms)); a
+// graceful leave at once on a backend with [backend.Watcher], else within
+// PollInterval; moved partitions are owned anew as soon as their old
+// owners' OnAssigned have returned. A crashed member's partitions are
+// taken over as their leases expire: within TTL of the crash, plus the
+// store's expiry granularity. Leases renew every RenewInterval (TTL/3).
 //
 // # Placement
 //
 // Every member has a quota, n/members rounded up or down ([Quotas]), or
 // with [Options.Weight] its share n·w/W ([QuotasWeighted]). [Place] and
 // [PlaceWeighted] are sticky: members keep what they hold up to their
-// quota, and only the rest is placed, by rendezvous hashing among the
-// members below their quota. So a member joining takes only its quota from
-// the others, and a member leaving hands over only its own partitions.
-// Every member of a group must use the same n; identities must be unique
-// within the group. A member's weight travels with its slot, held under
-// Identity + ";weight=" + w (Identity alone for weight 1).
+// quota, and the rest is placed by rendezvous hashing among the members
+// below quota, so a joiner takes only its quota and a leaver hands over
+// only its own partitions. Every member of a group must use the same n and
+// a unique identity; a weight travels with the slot, held under Identity +
+// ";weight=" + w (Identity alone for weight 1).
 //
 // # Errors
 //

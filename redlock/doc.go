@@ -17,9 +17,8 @@
 //
 // # URLs
 //
-// Importing this package registers the schemes redis and rediss (TLS) with
-// package backendurl, whose documentation states the rules every scheme
-// shares:
+// Importing this package registers redis and rediss (TLS) with package
+// backendurl, which states the shared rules:
 //
 //	redis://[user:password@]host:port[,host:port...][/db][?params]
 //
@@ -40,82 +39,68 @@
 // redsync or node-redlock lock of the same key excludes an elector leader
 // and the reverse. Its value is "<lease id> <token> <identity>". The
 // fencing counter is lock key + "//token" and never expires; releases are
-// published on the channel lock key + "//released".
-//
-// A Campaign round runs SET NX PX (with the counter's INCR) on every node
-// and wins when a quorum said yes within the validity TTL − elapsed −
-// (TTL × DriftFactor + 2 ms). A candidate that loses to a holder waits for
-// the holder's keys to expire or for a published release. Renew is
-// compare-and-pexpire and never re-creates a lapsed key; Release is
-// compare-and-delete on every node.
+// published on the channel lock key + "//released". A round runs SET NX PX
+// (with the counter's INCR) on every node and wins when a quorum said yes
+// within the validity TTL − elapsed − (TTL × DriftFactor + 2 ms); a loser
+// waits for the holder's keys to expire or for a published release. Renew
+// is compare-and-pexpire and never re-creates a lapsed key.
 //
 // # Fencing
 //
 // Redis has no counter shared by N masters, so the token is a quorum
-// counter: the winning round takes the highest counter m its quorum
-// returned and, unless a quorum already holds m, writes it back to a
-// quorum before the term starts. Any later winning quorum intersects that
-// one, so its token is larger: tokens strictly increase under the
-// assumptions in Safety. Tokens start at 1 and are exact up to 2^53.
-//
-// [Fence] protects a resource kept in Redis: a script that performs a
-// write only if the caller's token is at least the highest the resource
-// has seen, refusing a stale one with [ErrStaleToken]. Redlock has no
-// Guard (a write that commits only while the term is current): its term
-// lives on N independent masters, so a Fence only refuses writes once a
-// newer term has written to the same resource.
+// counter: a winning round takes the highest counter its quorum returned
+// and makes a quorum hold it before the term starts, so any later winning
+// quorum counts past it. Tokens strictly increase under the assumptions in
+// Safety; they start at 1 and are exact up to 2^53. [Fence] protects a
+// resource kept in Redis: a script that writes only if the caller's token
+// is at least the highest the resource has seen, else returns
+// [ErrStaleToken]. There is no Guard: a term lives on N independent
+// masters, so no store can check it atomically with a write.
 //
 // # Timing
 //
 // Each request to one node is bounded by [Options.RequestTimeout]
 // ([DefaultRequestTimeout], 100 ms), except a renewal's, which waits until
-// the lease's Deadline. A lease's Deadline is the send time of its last
-// successful acquire or renew round plus TTL − (TTL × DriftFactor + 2 ms)
-// on this process's monotonic clock ([backend.LeaseDeadline]); DriftFactor
-// defaults to 0.01. TTLs are rounded up to whole milliseconds, from
-// [MinTTL]. A graceful hand-over takes about one round trip after the
-// release; a crashed holder is replaced about one TTL after its last
-// renewal.
+// the lease's Deadline: the send time of the last successful round plus
+// TTL − (TTL × DriftFactor + 2 ms) ([backend.LeaseDeadline]; DriftFactor
+// 0.01 by default). TTLs are rounded up to whole milliseconds, from
+// [MinTTL]. A hand-over takes about one round trip after the release; a
+// crashed holder is replaced about one TTL after its last renewal.
 //
 // # Safety
 //
 // Mutual exclusion and rising tokens hold under Redlock's own assumptions
-// (the Redis documentation; antirez, "Is Redlock safe?",
-// http://antirez.com/news/101):
+// (the Redis documentation; antirez, http://antirez.com/news/101):
 //
 //   - Nodes that restart without persistence stay out of quorums for a
-//     TTL. The Backend enforces it: it counts no reply of a node until the
-//     node has been up for [Options.RestartDelay] (default: the longest TTL
-//     it campaigned with), learnt from INFO server on every new connection.
-//     It cannot see a restart behind a proxy that keeps the connection
-//     open, nor trust the uptime of a node whose wall clock jumps; other
+//     TTL. The Backend enforces it: it counts no reply of a node up for
+//     less than [Options.RestartDelay] (default: its longest TTL), learnt
+//     from INFO server on every new connection; not behind a proxy that
+//     keeps connections open, nor on a node whose wall clock jumps; other
 //     processes with longer TTLs need RestartDelay set to theirs. A
 //     majority restarting empty keeps exclusion but loses the counter: the
 //     next token may be lower, and a [Fence] refuses the new leader until
-//     its token passes the old ones. With appendonly yes and appendfsync
-//     always nothing is lost, and [Options.NoRestartDelay] spares the delay.
-//   - Clocks advance at about the same rate: this process's monotonic
-//     clock and the nodes' expiry clocks drift apart by at most TTL ×
-//     DriftFactor + 2 ms over one TTL. Redis expires keys by wall clock: a
-//     forward jump of a node's clock by more than the TTL, while the node
-//     is part of a holder's bare quorum, can elect a second leader until
-//     the first one's next renewal (the token still rises, so a Fence
-//     refuses the old leader once the new one has written). Run a slewing
-//     time daemon.
-//   - A process paused past its Deadline may act after its lease expired;
-//     the fencing token makes its writes harmless if the resource checks it
-//     (Kleppmann, "How to do distributed locking",
+//     its token passes the old ones. appendonly yes with appendfsync always
+//     loses nothing ([Options.NoRestartDelay] then spares the delay).
+//   - This process's monotonic clock and the nodes' expiry clocks drift
+//     apart by at most TTL × DriftFactor + 2 ms over one TTL. Redis expires
+//     keys by wall clock: a node's clock jumping forward by more than the
+//     TTL while it is part of a holder's bare quorum can elect a second
+//     leader until the first one's next renewal (tokens still rise, so a
+//     Fence refuses the old leader once the new one has written). Run a
+//     slewing time daemon.
+//   - A process paused past its Deadline may act after its lease expired:
+//     only a resource that checks the token is safe from it (Kleppmann,
 //     https://martin.kleppmann.com/2016/02/08/how-to-do-distributed-locking.html).
 //
-// Choose the etcd, zookeeper or kube driver when a violation of these
-// assumptions is not acceptable.
+// Choose a consensus store (etcd, zookeeper, kube) when a violation of
+// these assumptions is not acceptable.
 //
 // # Errors
 //
-// [New] returns an error wrapping [backend.ErrInvalid] for invalid clients
-// or options; Campaign and Leader do for names [backend.ValidateElection]
-// refuses (Campaign also for an invalid identity or a TTL below [MinTTL]).
-// Calls after Close wrap [backend.ErrClosed]. Renew returns an error
+// Invalid clients or options ([New]), names [backend.ValidateElection]
+// refuses, identities and TTLs below [MinTTL] wrap [backend.ErrInvalid];
+// calls after Close wrap [backend.ErrClosed]. Renew returns an error
 // wrapping [backend.ErrLost] when no quorum can hold the lease or its
 // Deadline has passed; Leader one wrapping [backend.ErrNoLeader] when no
 // quorum agrees on a holder. Other errors (too few nodes answered, a late

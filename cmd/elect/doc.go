@@ -33,46 +33,37 @@
 // elect run campaigns and, while leading, runs COMMAND with the term in its
 // environment: ELECT_TERM_ELECTION, ELECT_TERM_IDENTITY, ELECT_TERM_TOKEN
 // (the fencing token: pass it with every write, and have the store refuse
-// lower tokens) and ELECT_TERM_START. Every other ELECT_* variable, any of
-// which may hold credentials, is removed from it.
-//
-// When the term ends, each process of COMMAND's tree gets one SIGTERM, then
-// SIGKILL after --grace. When elect gives the lease up (it was stopped, or
-// COMMAND exited) the lease is kept renewed meanwhile and released
-// afterwards, so another replica takes over at once. When the lease is lost
-// the term ends --safety-margin before the lease's deadline and the grace
-// is cut to half of the safety margin: the command is dead before any other
-// replica can be elected. SIGHUP, SIGUSR1, SIGUSR2 and SIGWINCH are
-// forwarded to COMMAND; SIGINT and SIGTERM stop elect, a second one kills
-// COMMAND at once. --on-exit decides what follows COMMAND's own exit: exit,
-// restart (after --restart-delay, in the same term) or resign. With --once,
-// for cron, COMMAND runs at most once across the replicas for one firing,
-// and the winner holds the lease --hold longer (at least --wait).
+// lower tokens) and ELECT_TERM_START; every other ELECT_* variable, which
+// may hold credentials, is removed. When the term ends, COMMAND's tree gets
+// SIGTERM, then SIGKILL after --grace. A lease elect gives up (stopped, or
+// COMMAND exited) is kept renewed meanwhile and then released, so another
+// replica takes over at once; a lost lease ends the term --safety-margin
+// before its deadline with half that as grace, so the command is dead
+// before another replica can be elected. SIGHUP, SIGUSR1, SIGUSR2 and
+// SIGWINCH are forwarded; SIGINT and SIGTERM stop elect, a second one kills
+// COMMAND. --on-exit (exit, restart or resign) decides what follows
+// COMMAND's own exit. With --once, for cron, COMMAND runs at most once
+// across the replicas for one firing.
 //
 // COMMAND runs under a watchdog, elect's own binary in a hidden mode, that
-// kills what is left of COMMAND's tree when COMMAND exits, and the whole
-// tree within milliseconds if elect dies, even of SIGKILL. On Linux it is a
-// child subreaper, so it also reaches processes that left COMMAND's process
-// group or session; on other Unix systems only the process group. A process
-// started for COMMAND by another service (systemd-run, at, a container
-// runtime) is not in the tree. How, and why not a cgroup: docs/elect.md.
+// kills what is left of its tree when it exits, and the whole tree within
+// milliseconds if elect dies, even of SIGKILL. On Linux it is a child
+// subreaper and also reaches processes that left COMMAND's process group
+// or session; elsewhere only the group. How, what it cannot reach, and why
+// not a cgroup: docs/elect.md.
 //
 // # Other subcommands
 //
 // status prints the leader's identity, token and remaining lease; watch
-// prints the leader and then each change; both print one JSON object per
-// line with --json. partitions prints who owns what in a group of package
-// github.com/leaderkit/elector/partition, and exits 1 when some partition
-// has no owner. compare runs the same workloads on every --backend given
-// and prints a table, --json, --markdown or an HTML page (--html FILE),
-// removing its elections before it exits. migrate url prints the
-// migrate+PHASE:// URL of a step of package
-// github.com/leaderkit/elector/migrate's runbook (docs/migration.md);
-// migrate cleanup is its last step. version prints the module version, VCS
-// revision and Go version from the embedded build information. With
-// --metrics-addr, elect run serves Prometheus metrics on /metrics (package
-// github.com/leaderkit/elector/promelector) and /healthz (503 when the
-// elector is stuck, see elector.Elector.Check).
+// the leader and each change (--json: one object per line). partitions
+// prints who owns what in a group of package partition, exiting 1 when a
+// partition has no owner. compare runs the same workloads on every
+// --backend and prints a table, --json, --markdown or --html FILE. migrate
+// url prints the migrate+PHASE:// URL of a step of package migrate's
+// runbook; migrate cleanup is its last step. version prints the module
+// version, VCS revision and Go version. With --metrics-addr, elect run
+// serves Prometheus metrics on /metrics (package promelector) and /healthz
+// (503 when the elector is stuck, see elector.Elector.Check).
 //
 // # Exit codes
 //

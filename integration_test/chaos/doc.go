@@ -37,23 +37,17 @@
 //
 // # Safety
 //
-// Redlock's nodes that restart empty must stay out of quorums for a TTL,
-// which the driver enforces itself, and a majority restarting empty loses
-// the token counter (the redlock package's # Safety). The redlock-noaof campaign
-// breaks that on purpose (restart-majority-noaof); violations that follow
-// that fault are marked documented and reported, not failed. Any other
-// violation, including after minority restarts, fails the test.
+// A majority of Redlock nodes restarting empty loses the token counter, as
+// the redlock package documents: violations after the redlock-noaof
+// campaign's restart-majority-noaof fault are reported as documented, not
+// failed. Any other violation fails the test.
 //
 // # Report
 //
-// [Rows] summarise a result per fault kind — terms, hand-overs, faults,
-// overlaps, stale writes accepted and refused, worst and median time from
-// a fault to the next election, worst recovery — printed by [WriteTable]
-// and saved by [WriteJSON]; [WriteSVG] draws the leadership timeline per
-// process with the faults shaded.
-//
-// `make test` runs a short campaign per driver (5 faults, 12 terms);
-// scripts/chaos.sh (`make chaos`) a long one (100 faults, 300 terms; 20
-// full migrations in a migrate campaign); CHAOS_CAMPAIGNS selects the
-// partition and migrate campaigns, which neither runs by default.
+// [Rows] summarise a result per fault kind (terms, hand-overs, faults,
+// overlaps, stale writes accepted and refused, times to the next election),
+// printed by [WriteTable] and saved by [WriteJSON]; [WriteSVG] draws the
+// leadership timeline with the faults shaded. `make test` runs a short
+// campaign per driver; scripts/chaos.sh (`make chaos`) a long one;
+// CHAOS_CAMPAIGNS selects the partition and migrate campaigns.
 package chaos
