@@ -60,12 +60,11 @@
 //
 // # Directions
 //
-// Any backend can be old or new; the old store needs a [Marker], which
-// every driver implements on its Backend, in the driver's
-// on-store format, so unmodified replicas and redsync, concurrency.Election,
-// Curator or client-go clients of the same election wait behind it. From
-// Redis to a consensus store the guarantees grow; between consensus stores
-// they stay; to Redis they weaken to Redlock's assumptions from step 3 on.
+// Any backend can be old or new; the old one needs a [Marker], which every
+// driver implements in its on-store format, so that unmodified replicas and
+// the store's usual clients (redsync, etcdctl, Curator, client-go) wait
+// behind it. From Redis to a consensus store the guarantees grow; to Redis
+// they weaken to Redlock's assumptions from step 3 on.
 //
 // # URLs and the elect command
 //

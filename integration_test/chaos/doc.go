@@ -5,23 +5,19 @@
 //
 // # Campaign
 //
-// A campaign ([Run], [Config]) runs one driver in one mode (Redlock with
-// nodes on AOF and without, etcd, ZooKeeper, Kubernetes Leases) against
-// the real test servers of scripts/servers.sh. Candidates are real OS
-// processes (./candidate), each an Elector whose OnElected writes to the
-// [Fence] with its term's token and resigns after a random TTL/4..TTL;
-// each reaches the backend through toxiproxy links of its own. The [Fence]
-// is the protected resource: it accepts a write only if its token is at
-// least the highest it has accepted, and records every write. The nemesis
-// draws a fault from [FaultKinds] with a seeded generator (kills and
-// pauses of the leader, cut or slow links, kills, pauses and restarts of
-// backend nodes, the kube-apiserver and the etcd under it), injects it,
-// heals it, and waits for a leader and a quiet spell. Modes ([ModeFaults],
-// [ModePartitions], [ModeMigrate]) select restarts, overlapping faults,
-// clock steps, a partition group or rolling migrations. Every event
-// carries CLOCK_MONOTONIC ([Mono]), shared on one machine; the seed fixes
-// the schedule. Every mode and fault in full: docs/chaos.md in the
-// repository.
+// A campaign ([Run], [Config]) runs one driver in one mode against the real
+// test servers of scripts/servers.sh. Candidates are OS processes
+// (./candidate), each an Elector whose OnElected writes to the [Fence] with
+// its term's token and resigns after a random TTL/4..TTL, reaching the
+// backend through toxiproxy links of its own. The [Fence] accepts a write
+// only if its token is at least the highest it has accepted, and records
+// every write. The nemesis draws a fault from [FaultKinds] with a seeded
+// generator (leader kills and pauses, cut or slow links, kills, pauses and
+// restarts of backend nodes, the kube-apiserver and its etcd), injects it,
+// heals it, and waits for a leader. Modes ([ModeFaults], [ModePartitions],
+// [ModeMigrate]) add restarts, overlapping faults, clock steps, partition
+// groups or rolling migrations. Events carry CLOCK_MONOTONIC ([Mono]); the
+// seed fixes the schedule. In full: docs/chaos.md in the repository.
 //
 // # Checker
 //

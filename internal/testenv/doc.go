@@ -2,12 +2,8 @@
 // inject faults into those servers.
 //
 // The servers are started by scripts/servers.sh (see its header for the node
-// layout), which `make test` runs for the whole suite. To run tests by hand:
-//
-//	scripts/servers.sh start
-//	eval "$(scripts/servers.sh env)"
-//	go test -race -p 1 ./...
-//	scripts/servers.sh stop
+// layout; CONTRIBUTING.md says how to run tests by hand), which `make test`
+// runs for the whole suite.
 //
 // Each accessor reads one ELECTOR_* variable printed by `servers.sh env`.
 // When the variable is missing, the test is skipped with a message saying how
