@@ -1,9 +1,10 @@
-// Package elector elects one leader among the replicas of a service, over a
-// choice of backends — Redlock (a quorum of independent Redis masters), etcd
-// and ZooKeeper — behind one API, so that the code that runs while leading
-// does not change when the backend does.
+// Package elector elects one leader among the replicas of a service, over
+// a choice of stores behind one API, so that the code that runs while
+// leading does not change when the store does. Every term carries a
+// fencing token, so that a paused or partitioned ex-leader cannot corrupt
+// what it used to protect.
 //
-//	b, _ := etcd.New(cli, nil) // or redlock.New(clients, nil), zookeeper.New(servers, nil)
+//	b, _ := etcd.New(cli, nil) // or any driver below
 //	e, err := elector.New(b, "send-invoices", &elector.Options{
 //		OnElected: func(ctx context.Context, t elector.Term) {
 //			// Lead until ctx is done; pass t.Token with every write.
@@ -13,9 +14,18 @@
 //	if err != nil { ... }
 //	err = e.Run(ctx) // campaigns, leads, campaigns again … until ctx ends
 //
-// The package imports only the standard library and package backend; each
-// driver lives in a package of its own with only its client as a dependency.
-// Package backend/memory is an in-process backend for tests and examples.
+// # Drivers
+//
+// Each driver documents its URLs, on-store layout, fencing, timing and
+// safety assumptions: [github.com/leaderkit/elector/redlock] (independent
+// Redis masters; rests on timing and persistence assumptions),
+// [github.com/leaderkit/elector/etcd] (shared with etcdctl elect),
+// [github.com/leaderkit/elector/zookeeper] (shared with Curator's
+// LeaderLatch) and [github.com/leaderkit/elector/kube] (Kubernetes Leases,
+// shared with client-go; a module of its own). Package backend/memory is
+// an in-process driver for tests and examples; package backendurl opens
+// any driver from a URL. This package imports no driver, only the standard
+// library, package backend and internal helpers.
 //
 // # Guarantees
 //
@@ -44,11 +54,12 @@
 // an election, whichever process holds them. Send the token with every write
 // to the protected resource and have the resource refuse a token lower than
 // the highest it has accepted: a stale leader's late writes are then refused
-// instead of corrupting data. Each driver offers a guard for its own store
-// (an etcd Txn comparison, a ZooKeeper multi check, a Redis script). Tokens
-// come from the store: etcd's create revision, ZooKeeper's czxid, and for
-// Redlock a counter kept by the quorum, whose assumptions the redlock package
-// documents.
+// instead of corrupting data. Tokens come from the store: etcd's create
+// revision, ZooKeeper's czxid, a Lease's leaseTransitions, and for Redlock
+// a counter kept by the quorum, whose assumptions the redlock package
+// documents. The etcd and zookeeper drivers offer a Guard that makes a
+// write to their store commit only while the term is current; the redlock
+// driver a Fence script that refuses stale tokens in Redis.
 //
 // # Timing
 //

@@ -10,10 +10,10 @@ import "github.com/leaderkit/elector/backend"
 type Holder = backend.Holder
 
 // ValidateElection checks an election name against the rules every backend
-// shares, so that one name means the same election on Redis, etcd and
-// ZooKeeper: 1 to 256 bytes of valid UTF-8, no control characters and no
-// Unicode space other than the ASCII space; '/' separates segments, the name
-// neither starts nor ends with '/', and no segment is empty, "." or "..".
+// shares, so that one name means the same election on every store: 1 to
+// 256 bytes of valid UTF-8, no control characters and no Unicode space
+// other than the ASCII space; '/' separates segments, the name neither
+// starts nor ends with '/', and no segment is empty, "." or "..".
 // Names that prefix one another ("jobs" and "jobs/eu") are distinct
 // elections. The error names the rule broken; [New] returns the same one.
 func ValidateElection(name string) error { return backend.ValidateElection(name) }

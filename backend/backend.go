@@ -1,6 +1,6 @@
 // Package backend defines the contract between the portable [elector] layer and
-// the drivers that store elections: Redlock, etcd, ZooKeeper and the in-memory
-// reference driver.
+// the drivers that store elections: Redlock, etcd, ZooKeeper, Kubernetes
+// Leases and the in-memory reference driver.
 //
 // Users do not call these interfaces; they construct a driver (for example
 // redlock.New or etcd.New) and hand it to elector.New. Driver authors implement

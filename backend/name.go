@@ -12,8 +12,7 @@ import (
 const MaxElectionLen = 256
 
 // ValidateElection checks an election name against the rules every backend
-// shares, so that one name means the same election on Redis, etcd and
-// ZooKeeper:
+// shares, so that one name means the same election on every store:
 //
 //   - 1 to [MaxElectionLen] bytes of valid UTF-8;
 //   - no control characters (including NUL), and no Unicode space other than

@@ -248,9 +248,8 @@ func (l *lease) waitDelete(ctx context.Context, pred *mvccpb.KeyValue) error {
 // failed, in flight): the put may be applied after this delete (the client
 // sends them as two requests, possibly to two members), and the key would
 // then sit first in the election's queue, keeping every candidate out, for
-// as long as the session lives (an etcd partition unowned 11 s after a
-// pause-majority healed, in the partition chaos). The session's keepalives
-// delete it until a delete finds it.
+// as long as the session lives. The session's keepalives delete it until a
+// delete finds it.
 func (l *lease) abandon(ctx context.Context) {
 	if l.s.isLost() || l.b.clientClosed() != nil {
 		l.finish()

@@ -48,7 +48,7 @@ type Options struct {
 	// TTLs from one second are accepted. By default (false) the Deadline
 	// counts from the first renewal in each second of renewTime, which is
 	// what client-go's candidates can see, and a TTL below [MinTTL] is
-	// refused. See the package documentation, # Timing.
+	// refused. See section Timing of docs/design/kube.md.
 	ElectorOnly bool
 }
 
@@ -104,7 +104,7 @@ func (s config) ttlSeconds(ttl time.Duration) (int32, error) {
 // MinTTL is the shortest [backend.Candidate.TTL] the driver accepts unless
 // [Options.ElectorOnly] is set. client-go's candidates notice a change of
 // the Lease only when its renewTime moves to another whole second, so a
-// holder's Deadline counts from the first renewal of each second (see the
-// package documentation, # Timing); a lease must outlive a second plus a
+// holder's Deadline counts from the first renewal of each second (see
+// section Timing of docs/design/kube.md); a lease must outlive a second plus a
 // renewal interval and a safety margin to be kept by regular renewals.
 const MinTTL = 3 * time.Second

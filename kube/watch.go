@@ -36,7 +36,8 @@ type waiter struct {
 // observe records obj (nil: absent) as the Lease's current state. A record
 // that differs from the previous one restarts the holder's expiry from now:
 // the holder sent it no later than now, so the holder's Deadline, counted
-// from when it sent the update, ends first (see # Safety).
+// from when it sent the update, ends first (see section Safety of
+// docs/design/kube.md).
 func (w *waiter) observe(obj *coordinationv1.Lease) {
 	w.obj = obj
 	if obj == nil {

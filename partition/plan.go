@@ -288,13 +288,13 @@ func (l *loop) readWhenDue(ctx context.Context, now time.Time) time.Time {
 	// belief complete within about a poll (the others notice the change,
 	// the leaver has released already); only a member still short then
 	// reads. Every member reading n holders at once as it applied a leave
-	// (10 × 1,024 reads) took seconds on a loaded store, and the reading
-	// that mattered — the one finding a partition the beliefs placed on
-	// nobody — came last. A group of at most cheapReading partitions
+	// would put members × n reads on the store at once, and the reading
+	// that matters (the one finding a partition the beliefs placed on
+	// nobody) would come last. A group of at most cheapReading partitions
 	// waits a quarter of a poll: a reading there is cheap, and a member
 	// made short by a leave learns within it of a partition the others'
-	// readings placed on the leaver (a takeover 85 ms over its TTL + 1 s
-	// bound on etcd in the partition chaos, from the poll-long wait).
+	// readings placed on the leaver, rather than a poll later, past the
+	// TTL + 1 s bound of a take-over.
 	settle := l.a.opts.PollInterval
 	if l.a.n <= cheapReading {
 		settle /= changeEvery

@@ -19,15 +19,13 @@ const (
 // gate bounds the acquire rounds a Backend has in flight with a congestion
 // window (internal/aimd). A process that starts many campaigns at once
 // (thousands of Electors, a partition assigner's cold start) sends one
-// acquireScript per node for each: on a loaded host those requests queued
-// behind each other past RequestTimeout, nearly every round failed ("0 of 5
-// nodes answered"), each failure was retried and cleaned up with more
-// requests, and the renewals of the leases already won queued behind them
-// until their terms ended — a congestion collapse that took 200 Electors
-// 10-30 s to get elected under the race detector at load 10, and lost up to
-// 295 terms. The window grows with each round the nodes answered in time
-// (won or lost to a holder) and halves when a round failed for want of
-// timely replies; it stays between gateMin and gateMax.
+// acquireScript per node for each. Unbounded, on a loaded host those
+// requests queue behind each other past RequestTimeout, nearly every round
+// fails, each failure is retried and cleaned up with more requests, and the
+// renewals of the leases already won queue behind them until their terms
+// end: a congestion collapse. The window grows with each round the nodes
+// answered in time (won or lost to a holder) and halves when a round failed
+// for want of timely replies; it stays between gateMin and gateMax.
 //
 // Only acquire rounds pass the gate. Renewals and releases do not: they keep
 // the leases already held and free the store, and must not wait behind

@@ -134,9 +134,9 @@ return 0
 // cleanupScript is compare-and-delete without a notification: it removes
 // what a failed acquire round left on a node. That key was never a term, so
 // nobody is told: waking the rival candidates would only have them try
-// again while the holder still holds a quorum (two candidates waiting
-// behind a crashed holder's key used to wake each other that way, hundreds
-// of rounds a second each). Replies as releaseScript does.
+// again while the holder still holds a quorum, and two candidates waiting
+// behind a crashed holder's key would wake each other round after round.
+// Replies as releaseScript does.
 //
 // ARGV: id prefix.
 var cleanupScript = redis.NewScript(`

@@ -105,8 +105,8 @@ type Options struct {
 
 	// TickTime and SyncLimit state the ensemble's tickTime and syncLimit
 	// (zoo.cfg), which bound how late the ensemble's leader may count a
-	// session that a follower kept answering (see [Timing] and the
-	// package documentation, section Safety): Deadlines count an answer
+	// session that a follower kept answering (see [Timing] and section
+	// Safety of docs/design/zookeeper.md): Deadlines count an answer
 	// only (SyncLimit + 1) × TickTime + 100 ms after it arrived, and
 	// Campaign refuses a TTL below [MinSafeTTL] of them. Set both, or
 	// neither: zero means the Backend asks the servers once, with the conf

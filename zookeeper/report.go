@@ -21,8 +21,8 @@ import "time"
 // was connected to a leader that pings every TTL/4 or more often), or the
 // ensemble's Timing.ReportLag if longer, so that the leader ran long enough
 // after it to read that reply (a follower answers for syncLimit × tickTime
-// after it last heard from its leader; see the package documentation,
-// section Safety). A handshake's answer counts at once: a new session is
+// after it last heard from its leader; see section Safety of
+// docs/design/zookeeper.md). A handshake's answer counts at once: a new session is
 // made by the leader, and a reconnection with an existing session is
 // revalidated by it, which touches the session.
 

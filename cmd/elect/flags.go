@@ -43,7 +43,7 @@ type common struct {
 }
 
 func (c *common) register(fs *flag.FlagSet) {
-	fs.StringVar(&c.backendURL, "backend", "", "backend `URL`: redis://h1,h2,h3 | etcd://h1,h2 | zk://h1,h2 (required)")
+	fs.StringVar(&c.backendURL, "backend", "", "backend `URL`: redis://h1,h2,h3 | etcd://h1,h2 | zk://h1,h2 | kube://?namespace=NS (required)")
 	fs.StringVar(&c.election, "election", "", "`name` of the election (required)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "elect's log `level` on stderr: debug, info, warn or error")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log `format`: text or json")

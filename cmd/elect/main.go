@@ -43,7 +43,7 @@ func main() {
 }
 
 const topUsage = `elect runs a command on one replica at a time, elected through Redis
-(Redlock), etcd or ZooKeeper.
+(Redlock), etcd, ZooKeeper or Kubernetes Leases.
 
 Usage:
   elect run    [flags] -- COMMAND [ARGS...]   run COMMAND while leading
@@ -62,10 +62,11 @@ Backend URLs (rediss, etcds and zks are the same over TLS):
   redis://[user:pass@]h1:6379,h2:6379,h3:6379[/db][?prefix=..&request_timeout=50ms]
   etcd://[user:pass@]h1:2379,h2:2379[?prefix=..&request_timeout=3s]
   zk://[user:pass@]h1:2181,h2:2181[?prefix=/elector&disconnect_grace=1s]
+  kube://[?kubeconfig=PATH&context=NAME&namespace=NS]  (or kube://host:6443?token_file=..&ca=..)
   migrate+PHASE://?old=URL&new=URL  (each URL percent-encoded; PHASE old,
       both, new or done: 'elect migrate url' prints it; see 'elect help migrate')
   Every parameter: section URLs of 'go doc github.com/leaderkit/elector/redlock'
-  (and of .../etcd, .../zookeeper).
+  (and of .../etcd, .../zookeeper, .../kube).
 
 Exit codes:
   0    success; with --once, also when another replica ran the command;

@@ -41,7 +41,7 @@ type partitionsConfig struct {
 
 func partitionsFlags(c *partitionsConfig) *flag.FlagSet {
 	fs := newFlagSet("partitions")
-	fs.StringVar(&c.backendURL, "backend", "", "backend `URL`: redis://h1,h2,h3 | etcd://h1,h2 | zk://h1,h2 (required)")
+	fs.StringVar(&c.backendURL, "backend", "", "backend `URL`: redis://h1,h2,h3 | etcd://h1,h2 | zk://h1,h2 | kube://?namespace=NS (required)")
 	fs.StringVar(&c.group, "group", "", "`name` of the group, as given to partition.New (required)")
 	fs.IntVar(&c.n, "partitions", 0, "`number` of partitions of the group, as given to partition.New (required)")
 	fs.BoolVar(&c.json, "json", false, "print the table as one JSON object")

@@ -7,9 +7,9 @@
 //
 //	cd examples && go run ./partitions
 //
-// The workers share an in-process store (backend/memory); with Redis, etcd
-// or ZooKeeper each would construct its own driver instead, and nothing
-// else would change.
+// The workers share an in-process store (backend/memory); on Redis, etcd,
+// ZooKeeper or Kubernetes Leases each would construct its driver instead,
+// and nothing else would change.
 package main
 
 import (

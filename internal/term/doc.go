@@ -19,24 +19,11 @@
 //     outlives the caller's (see [Release]).
 //
 // A held term costs no goroutine and no context at rest: one scheduler
-// goroutine per Backend keeps a heap of the terms' next instants (a
-// renewal due, a step-down point) on one timer, and a few goroutines watch
-// the Lost channels of up to shardSize leases each. A renewal, with one
-// context bounded by the step-down point, is queued for a few renewal
-// workers that exist only while renewals are queued (see work.go): the
-// renewals of a driver that shares its round trips mostly return at once,
-// so that a few workers renew thousands of terms, and the workers allowed
-// grow, up to maxWorkers, while the queue makes no progress. A lease that
-// is a [backend.SinceRenewer] is renewed since the instant the scheduler
-// started its renewal, so that renewals started together share its
-// driver's request however the workers run them; the renewal of a lease
-// whose Deadline trails and that is none, which its driver shares only
-// with the renewals that began before its request, runs in a goroutine of
-// its own.
-// The engine never calls a lease's methods on its scheduler goroutine (a
-// driver may hold a lease's lock for a whole renewal round, Deadline
-// included): Deadline is read by the renewing goroutines, so that a slow
-// store never delays a step-down.
+// goroutine per Backend keeps the terms' next instants on one timer, and
+// renewals run on a few workers that exist only while renewals are queued.
+// The engine never calls a lease's methods on its scheduler goroutine, so
+// a slow store never delays a step-down. How the scheduler, the workers and
+// shared renewals fit together: docs/design/term.md in the repository.
 //
 // The callback of a term (OnElected, OnAssigned) runs in its own goroutine
 // with the term's ctx, one context created when the term starts and

@@ -2,12 +2,8 @@
 // inject faults into those servers.
 //
 // The servers are started by scripts/servers.sh (see its header for the node
-// layout), which `make test` runs for the whole suite. To run tests by hand:
-//
-//	scripts/servers.sh start
-//	eval "$(scripts/servers.sh env)"
-//	go test -race -p 1 ./...
-//	scripts/servers.sh stop
+// layout; CONTRIBUTING.md says how to run tests by hand), which `make test`
+// runs for the whole suite.
 //
 // Each accessor reads one ELECTOR_* variable printed by `servers.sh env`.
 // When the variable is missing, the test is skipped with a message saying how
@@ -16,14 +12,14 @@
 //
 // # Servers
 //
-// Redis: five independent masters ([RedisAddrs]), one node requiring
-// authentication ([RedisAuthAddr]) and one requiring mutual TLS and a
-// password ([RedisTLS]). etcd: a three-member cluster with fast raft timing
-// ([EtcdEndpoints]), a single member behind client-certificate TLS and
-// password auth ([EtcdTLS]) and one whose certificate names only
-// [EtcdTLSServerName] ([EtcdTLSNamed]). ZooKeeper: a three-server ensemble
-// ([ZKServers]) and a standalone server requiring mutual TLS ([ZKTLS]). All
-// listen on 127.0.0.1 only; the TLS material is made by the script.
+// Redis: five independent masters ([RedisAddrs]), one requiring a password
+// ([RedisAuthAddr]), one mutual TLS and a password ([RedisTLS]). etcd: a
+// three-member cluster ([EtcdEndpoints]), a member behind client-certificate
+// TLS and password auth ([EtcdTLS]), one whose certificate names only
+// [EtcdTLSServerName] ([EtcdTLSNamed]). ZooKeeper: a fast ensemble
+// ([ZKServers]), one on the sample timing ([ZKStockServers]), a server
+// requiring mutual TLS ([ZKTLS]). Kubernetes: a kube-apiserver on the etcd
+// cluster ([KubeURL], [KubeKubeconfig]). All on 127.0.0.1 only.
 //
 // # Faults
 //
