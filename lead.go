@@ -110,8 +110,16 @@ func (e *Elector) end(ctx context.Context, ts *termState, t *term.Term, resign *
 // request is then returned too).
 func (e *Elector) serve(ctx context.Context, t *term.Term, ts *termState) (*resignRequest, error) {
 	returned := t.Returned()
+	var yield <-chan struct{}
+	if e.prefs != nil {
+		y, stop := e.prefs.yieldWhen(ts.term.Start)
+		defer stop()
+		yield = y
+	}
 	for {
 		select {
+		case <-yield:
+			return nil, ErrPreempted
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-t.Ended():
