@@ -142,9 +142,9 @@ type Registration interface {
 	// ID is the entry's ID, as [Entry.ID] reports it.
 	ID() string
 
-	// SetAside makes one attempt to set the entry's aside flag ([Entry.Aside])
-	// and refreshes the entry as Refresh does. It returns an error wrapping
-	// [ErrLost] when the entry is gone (register again).
+	// SetAside makes one attempt to set the entry's aside flag
+	// ([Entry.Aside]). It returns an error wrapping [ErrLost] when the
+	// entry is gone (register again).
 	SetAside(ctx context.Context, aside bool) error
 
 	// Refresh makes one attempt to keep the entry alive for another

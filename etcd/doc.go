@@ -67,6 +67,16 @@
 //     takes no new candidates (the concurrency package's Resign leaves it
 //     for as long as the session is kept alive).
 //
+// The registry of candidates with a priority ([backend.Registry], for
+// preferred leaders) keeps one key per candidate,
+//
+//	<Options.Prefix>../candidates/E/<etcd lease ID in lowercase hex>
+//
+// with the value [backend.EncodeEntry] writes, on an etcd lease of its own
+// that the candidate keeps alive while it runs and Close revokes. No
+// election's keys lie under it (a name's segments are never ".."), so
+// etcdctl and the concurrency package never read an entry as a candidate.
+//
 // # Leases
 //
 // All candidates of one [Backend] with the same TTL share one etcd lease
