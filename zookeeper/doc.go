@@ -85,6 +85,16 @@
 // is reachable: Curator's "guaranteed delete", and the only work the driver
 // does unasked.
 //
+// The registry of candidates with a priority ([backend.Registry], for
+// preferred leaders) keeps one EPHEMERAL_SEQUENTIAL znode per candidate,
+//
+//	<Options.Prefix>/_c_candidates/E/_c_entry-<seq>
+//
+// holding what [backend.EncodeEntry] writes, on the session of the
+// candidate's TTL, so it lives as long as that session. It is no latch
+// path, and no election's znode lies under it (election segments never
+// start with "_c_"), so a LeaderLatch never counts an entry.
+//
 // # Sessions
 //
 // A Campaign with Candidate.TTL t uses the Backend's session of timeout t,
