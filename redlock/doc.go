@@ -45,6 +45,15 @@
 // "//token"; it never expires, as fencing needs it to persist. Releases
 // are announced on the pub/sub channel lock key + "//released".
 //
+// The registry of candidates with a priority ([backend.Registry], for
+// preferred leaders) is the sorted set lock key + "//candidates" on every
+// node: one member "<entry id> <version> <entry>" per candidate, scored by
+// its expiry on the node's clock, TTL after its last write; the candidate
+// writes it again while it runs, and Close withdraws it. Writes need a
+// quorum, reads read a quorum and take each entry's latest version, and
+// writes are announced on the channel of the same name. redsync and
+// node-redlock never read it.
+//
 // # Leases
 //
 // A lease is a key on a quorum of the nodes, won, renewed and released with

@@ -127,8 +127,14 @@ func testRegistryWatch(e *env) {
 	}()
 	defer func() {
 		cancel()
-		if err := <-done; err != context.Canceled {
-			e.Errorf("WatchEntries after cancel: got %v, want context.Canceled unwrapped", err)
+		select {
+		case err := <-done:
+			if err != context.Canceled {
+				e.Errorf("WatchEntries after cancel: got %v, want context.Canceled unwrapped", err)
+			}
+		case <-time.After(e.prompt()):
+			e.Errorf("WatchEntries: still running %v after its ctx ended, want it returned: methods return promptly once ctx is done", e.prompt())
+			<-done
 		}
 	}()
 	next := func(want []backend.Entry, rule string) {
