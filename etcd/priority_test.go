@@ -15,10 +15,14 @@ import (
 // TestPriority runs the preferred-leader checks on the test cluster: each
 // candidate on a client and Backend of its own, as separate processes.
 func TestPriority(t *testing.T) {
-	prioritytest.Run(t, 2*time.Second, func(t *testing.T) backend.Backend {
-		return testBackend(t, testClient(t), nil)
-	})
+	prioritytest.Run(t, 2*time.Second, makeBackend)
 }
+
+func makeBackend(t testing.TB) backend.Backend { return testBackend(t, testClient(t), nil) }
+
+// BenchmarkPreemption: the time from a preferred candidate's Run to its
+// election while a lower one leads.
+func BenchmarkPreemption(b *testing.B) { prioritytest.Bench(b, 2*time.Second, makeBackend) }
 
 // A registry entry is no candidate to the concurrency package: its
 // election stays without a leader, and its campaign wins at once.

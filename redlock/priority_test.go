@@ -13,13 +13,18 @@ import (
 // each candidate on clients and a Backend of its own, as separate
 // processes.
 func TestPriority(t *testing.T) {
-	addrs := testenv.RedisAddrs(t)
-	prioritytest.Run(t, 2*time.Second, func(t *testing.T) backend.Backend {
-		b, err := New(newNodes(t, addrs).clients, &Options{RequestTimeout: testRequestTimeout})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = b.Close() })
-		return b
-	})
+	prioritytest.Run(t, 2*time.Second, makeBackend)
 }
+
+func makeBackend(t testing.TB) backend.Backend {
+	b, err := New(newNodes(t, testenv.RedisAddrs(t)).clients, &Options{RequestTimeout: testRequestTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	return b
+}
+
+// BenchmarkPreemption: the time from a preferred candidate's Run to its
+// election while a lower one leads.
+func BenchmarkPreemption(b *testing.B) { prioritytest.Bench(b, 2*time.Second, makeBackend) }

@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -18,7 +19,7 @@ import (
 )
 
 // Maker returns a new Backend on the store under test; the caller closes it.
-type Maker func(t *testing.T) backend.Backend
+type Maker func(t testing.TB) backend.Backend
 
 // Run runs the preferred-leader subtests with leases of the given TTL.
 func Run(t *testing.T, ttl time.Duration, mk Maker) {
@@ -212,4 +213,75 @@ func testStuckPreferredBounded(t *testing.T, ttl time.Duration, mk Maker) {
 		t.Errorf("%s elected %v after the yield, want within %v: a stuck preferred candidate is deferred to for about a TTL", ev.who, d, bound)
 	}
 	h.quiet(3*ttl, "no second yield to a candidate that did not win")
+}
+
+// Bench measures, b.N times, the time from a preferred candidate's Run to
+// its OnElected while a lower one leads (with MinTerm 0; the preferred
+// candidate's Backend is made, and its client connected, beforehand), and
+// reports its p50 and p99.
+func Bench(b *testing.B, ttl time.Duration, mk Maker) {
+	var took []time.Duration
+	for i := 0; i < b.N; i++ {
+		took = append(took, preemptOnce(b, ttl, mk))
+	}
+	slices.Sort(took)
+	q := func(f float64) float64 {
+		return float64(took[min(len(took)-1, int(f*float64(len(took))))].Microseconds()) / 1000
+	}
+	b.ReportMetric(q(0.50), "p50-ms")
+	b.ReportMetric(q(0.99), "p99-ms")
+	b.ReportMetric(0, "ns/op")
+}
+
+// preemptOnce starts a lower candidate, waits for it to lead, then starts
+// a higher one and returns how long it took to be elected.
+func preemptOnce(b *testing.B, ttl time.Duration, mk Maker) time.Duration {
+	election := name("bench")
+	elected := make(chan time.Time, 2)
+	opts := func(who string, p int) *elector.Options {
+		return &elector.Options{
+			Identity: who, Priority: p, TTL: ttl, Logger: slog.New(slog.DiscardHandler),
+			OnElected: func(ctx context.Context, _ elector.Term) {
+				elected <- time.Now()
+				<-ctx.Done()
+			},
+		}
+	}
+	var stops []func()
+	defer func() {
+		for _, stop := range slices.Backward(stops) {
+			stop()
+		}
+	}()
+	// prepare makes a candidate's Backend and Elector (a client connects
+	// outside the time measured) and returns the function that runs it.
+	prepare := func(who string, p int) func() {
+		be := mk(b)
+		e, err := elector.New(be, election, opts(who, p))
+		if err != nil {
+			b.Fatal(err)
+		}
+		return func() {
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { defer close(done); _ = e.Run(ctx) }()
+			stops = append(stops, func() { cancel(); <-done; _ = be.Close() })
+		}
+	}
+	prepare("low", 1)()
+	select {
+	case <-elected:
+	case <-time.After(10 * ttl):
+		b.Fatal("the lower candidate was not elected")
+	}
+	high := prepare("high", 2)
+	start := time.Now()
+	high()
+	select {
+	case at := <-elected:
+		return at.Sub(start)
+	case <-time.After(10 * ttl):
+		b.Fatal("the preferred candidate was not elected")
+	}
+	return 0
 }
