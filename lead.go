@@ -89,6 +89,9 @@ func (e *Elector) end(ctx context.Context, ts *termState, t *term.Term, resign *
 
 	<-t.Returned() // renewed meanwhile after a voluntary end
 	t.Finish()
+	if resign != nil && e.prefs != nil {
+		e.prefs.resigned(ctx)
+	}
 	relErr := e.release(ctx, ts.lease, ts.term)
 	e.mu.Lock()
 	e.term = nil

@@ -227,8 +227,19 @@ func (p *prefs) write(ctx context.Context, aside bool) error {
 	return nil
 }
 
+// resigned marks the entry aside before a resigning leader releases its
+// lease, so that the candidates below it, which defer to its entry, are
+// free to campaign for its succession. A failure only delays them: they
+// defer to it for at most the bound.
+func (p *prefs) resigned(ctx context.Context) {
+	if err := p.write(ctx, true); err != nil && ctx.Err() == nil {
+		p.e.log.LogAttrs(ctx, slog.LevelDebug, "marking the candidate entry aside failed", slog.Any("error", err))
+	}
+}
+
 // higherLocked returns the live entries of a higher priority than this
-// candidate's that it defers to: those not marked failed. It first marks
+// candidate's that it defers to: those not marked failed, nor aside (one
+// aside defers to a higher one still, which is in the list, or resigned). It first marks
 // failed the higher entries deferred to while the election has been without
 // a leader for the bound. p.mu is held.
 func (p *prefs) higherLocked(now time.Time) []backend.Entry {
@@ -239,7 +250,7 @@ func (p *prefs) higherLocked(now time.Time) []backend.Entry {
 	mark := !p.freeSince.IsZero() && now.Sub(p.freeSince) >= p.bound()
 	var out []backend.Entry
 	for _, en := range p.entries {
-		if en.ID == own || en.Priority <= p.c.Priority || p.failed[en.ID] {
+		if en.ID == own || en.Priority <= p.c.Priority || en.Aside || p.failed[en.ID] {
 			continue
 		}
 		if mark {

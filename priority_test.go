@@ -216,3 +216,24 @@ func TestNewValidatesPriority(t *testing.T) {
 	_, err := New(registryless{b}, "jobs", nil)
 	assert.NoError(t, err, "priority 0 needs no registry")
 }
+
+// TestResignedPreferredLeaderHandsOver: a preferred leader that resigns
+// marks its entry aside before it releases, so a lower candidate is
+// elected at once instead of deferring to it.
+func TestResignedPreferredLeaderHandsOver(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.New()
+		recT, recL := newRecorder(), newRecorder()
+		rt := start(t, store, prio(recT, "top", 2, 0))
+		recT.next(t, "elected")
+		rl := start(t, store.Peer(), prio(recL, "low", 1, 10*ttl))
+		time.Sleep(ttl)
+		require.NoError(t, rt.e.Resign(t.Context()))
+		rv := recT.next(t, "revoked")
+		assert.ErrorIs(t, rv.reason, ErrResigned)
+		el := recL.next(t, "elected")
+		assert.Equal(t, rv.at, el.at, "the lower candidate is elected at once")
+		require.Same(t, context.Canceled, rt.stop(t))
+		require.Same(t, context.Canceled, rl.stop(t))
+	})
+}
