@@ -77,7 +77,9 @@
 // cancelled, the lease stays renewed until OnElected returns, then it is
 // released. Candidates below the highest stand aside (they leave any queue
 // and do not campaign), and the leader waits until they have, so that the
-// highest is elected next, at once. Nothing ever takes a lease another
+// highest is elected next, at once. A preferred leader that resigns is
+// succeeded at once too, and takes the election back after the
+// successor's MinTerm. Nothing ever takes a lease another
 // holds: exclusion and fencing are unchanged. Equal priorities never
 // preempt one another.
 //
