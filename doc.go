@@ -79,6 +79,32 @@
 // renewal is due; a renewal holds a goroutine only while its request is in
 // flight, and never delays another term's step-down.
 //
+// # Preferred leaders
+//
+// A candidate with [Options.Priority] is preferred over those of a lower
+// one. While a live candidate of a higher priority campaigns, the leader,
+// once it has led [Options.MinTerm], ends its term with the reason
+// [ErrPreempted] and hands over as [Elector.Resign] does: its ctx is
+// cancelled, the lease stays renewed until OnElected returns, then it is
+// released. Candidates below the highest stand aside (they leave any queue
+// and do not campaign), and the leader waits until they have, so that the
+// highest is elected next, at once. A preferred leader that resigns is
+// succeeded at once too, and takes the election back after the
+// successor's MinTerm. Nothing ever takes a lease another
+// holds: exclusion and fencing are unchanged. Equal priorities never
+// preempt one another.
+//
+// Candidates and their priorities are kept in the backend's registry (a
+// [backend.Registry]; [Elector.Candidates] lists them), whose entries live
+// only as long as the store keeps their process's session or refreshes
+// alive. A higher candidate that does not win within TTL of the election
+// falling free is deferred to no more, nor yielded to again, until it
+// registers anew: it costs one hand-over and at most about a TTL without a
+// leader. Priority 0, the default, takes no part: such an elector neither
+// registers, stands aside nor yields, exactly as without priorities, and
+// peers that are not electors are not seen. For the highest candidate to
+// be elected next, give every elector of the election a priority.
+//
 // # Errors
 //
 // [New] validates its arguments and returns an error naming the field and
@@ -86,6 +112,6 @@
 // ends, and an error wrapping [backend.ErrClosed] or [backend.ErrInvalid]
 // when the backend fails permanently; transient backend errors are retried,
 // never returned. The reason given to OnRevoked wraps [ErrLeaseLost] (with
-// its cause), [ErrResigned], or is Run's ctx error. [ErrNoLeader] is
+// its cause), [ErrResigned], [ErrPreempted], or is Run's ctx error. [ErrNoLeader] is
 // [backend.ErrNoLeader].
 package elector

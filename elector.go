@@ -31,6 +31,10 @@ type Elector struct {
 	term    *termState // the current or ending term; nil between terms
 	failing streak     // campaign attempts failing in a row
 
+	// prefs runs the preferred-leader rules during Run when Options.Priority
+	// is set; nil otherwise. Used by Run's goroutine only.
+	prefs *prefs
+
 	// beforeElected, when set (by tests), runs in OnElected's goroutine
 	// before it checks the lease's deadline: as a process stopped at that
 	// point would.
@@ -66,6 +70,9 @@ func New(b backend.Backend, election string, opts *Options) (*Elector, error) {
 	o, err := opts.resolve()
 	if err != nil {
 		return nil, err
+	}
+	if _, ok := b.(backend.Registry); o.Priority != 0 && !ok {
+		return nil, fmt.Errorf("elector: Options.Priority is %d but the backend %T keeps no registry of candidates (it is not a backend.Registry); use Priority 0 on it", o.Priority, b)
 	}
 	return &Elector{
 		b:        b,
@@ -112,6 +119,13 @@ func (e *Elector) Run(ctx context.Context) error {
 	if e.opts.OnLeaderChange != nil {
 		defer e.startWatch(ctx)()
 	}
+	if e.opts.Priority != 0 {
+		e.prefs = e.startPrefs(ctx)
+		defer func() {
+			e.prefs.close(ctx)
+			e.prefs = nil
+		}()
+	}
 	for {
 		l, won, err := e.campaign(ctx)
 		if err != nil {
@@ -148,7 +162,11 @@ func (e *Elector) campaign(ctx context.Context) (backend.Lease, time.Time, error
 		e.log.LogAttrs(ctx, slog.LevelDebug, "campaigning", slog.Int("attempt", attempt))
 		began := time.Now()
 		e.attemptBegins(began)
-		l, err := e.b.Campaign(ctx, c)
+		l, err := e.campaignOnce(ctx, c)
+		if errors.Is(err, errStandAside) {
+			attempt = -1 // not a failure: stand aside, then campaign at once
+			continue
+		}
 		e.observe(Event{Kind: EventCampaign, Took: time.Since(began), Err: err})
 		if err == nil {
 			won := l.Deadline()
@@ -175,6 +193,25 @@ func (e *Elector) campaign(ctx context.Context) (backend.Lease, time.Time, error
 			return nil, time.Time{}, ctx.Err()
 		}
 	}
+}
+
+// campaignOnce makes one campaign attempt. With a priority it first waits
+// for its turn (see prefs.turn), and the attempt ends with errStandAside
+// when a candidate of a higher priority appears before it wins.
+func (e *Elector) campaignOnce(ctx context.Context, c backend.Candidate) (backend.Lease, error) {
+	p := e.prefs
+	if p == nil {
+		return e.b.Campaign(ctx, c)
+	}
+	if err := p.turn(ctx); err != nil {
+		return nil, err
+	}
+	cctx, done := p.campaignCtx(ctx)
+	l, err := e.b.Campaign(cctx, c)
+	if done() && err != nil && ctx.Err() == nil {
+		return nil, errStandAside
+	}
+	return l, err
 }
 
 // awaitSuccessor keeps a resigned elector out of the race until a lease

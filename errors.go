@@ -19,6 +19,11 @@ var (
 	// called.
 	ErrResigned = errors.New("elector: resigned")
 
+	// ErrPreempted is the reason a term ended because a live candidate of
+	// a higher [Options.Priority] was campaigning and the term had lasted
+	// [Options.MinTerm]: the leader yielded so that it is elected next.
+	ErrPreempted = errors.New("elector: preempted by a candidate of a higher priority")
+
 	// ErrNoLeader is returned by [Elector.Leader] when the election has no
 	// holder. It is [backend.ErrNoLeader], so errors.Is works with either.
 	ErrNoLeader = backend.ErrNoLeader

@@ -92,3 +92,47 @@ func ExampleTerm_fencing() {
 	// <nil> <nil>
 	// refused "late write from a paused ex-leader": token 7 < 8
 }
+
+// A replica of a higher priority joins while a lower one leads: the leader
+// hands over to it once it has led MinTerm (here at once), with the reason
+// ErrPreempted, and the preferred replica is elected next.
+func ExampleOptions_priority() {
+	store := memory.New()
+	elected, revoked := make(chan string), make(chan string)
+	replica := func(id string, priority int) *elector.Elector {
+		e, err := elector.New(store.Peer(), "send-invoices", &elector.Options{
+			Identity: id,
+			Priority: priority,
+			TTL:      2 * time.Second,
+			Logger:   slog.New(slog.DiscardHandler),
+			OnElected: func(ctx context.Context, t elector.Term) {
+				elected <- fmt.Sprintf("%s elected, token %d", t.Identity, t.Token)
+				<-ctx.Done()
+			},
+			OnRevoked: func(t elector.Term, reason error) {
+				revoked <- fmt.Sprintf("%s revoked: preempted=%v", t.Identity, errors.Is(reason, elector.ErrPreempted))
+			},
+		})
+		if err != nil {
+			panic(err)
+		}
+		return e
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	old, upgraded := replica("v1", 1), replica("v2", 2)
+	done := make(chan error, 2)
+	go func() { done <- old.Run(ctx) }()
+	fmt.Println(<-elected)
+	go func() { done <- upgraded.Run(ctx) }()
+	fmt.Println(<-revoked)
+	fmt.Println(<-elected)
+	cancel()
+	fmt.Println(<-revoked)
+	<-done
+	<-done
+	// Output:
+	// v1 elected, token 1
+	// v1 revoked: preempted=true
+	// v2 elected, token 2
+	// v2 revoked: preempted=false
+}

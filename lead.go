@@ -89,6 +89,9 @@ func (e *Elector) end(ctx context.Context, ts *termState, t *term.Term, resign *
 
 	<-t.Returned() // renewed meanwhile after a voluntary end
 	t.Finish()
+	if resign != nil && e.prefs != nil {
+		e.prefs.resigned(ctx)
+	}
 	relErr := e.release(ctx, ts.lease, ts.term)
 	e.mu.Lock()
 	e.term = nil
@@ -110,8 +113,16 @@ func (e *Elector) end(ctx context.Context, ts *termState, t *term.Term, resign *
 // request is then returned too).
 func (e *Elector) serve(ctx context.Context, t *term.Term, ts *termState) (*resignRequest, error) {
 	returned := t.Returned()
+	var yield <-chan struct{}
+	if e.prefs != nil {
+		y, stop := e.prefs.yieldWhen(ts.term.Start)
+		defer stop()
+		yield = y
+	}
 	for {
 		select {
+		case <-yield:
+			return nil, ErrPreempted
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-t.Ended():

@@ -55,6 +55,22 @@ type Options struct {
 	// it must be below TTL/2.
 	SafetyMargin time.Duration
 
+	// Priority makes this candidate preferred over the candidates of a
+	// lower priority (higher wins): a leader of a lower priority yields to
+	// it, and lower candidates stand aside so that it is elected next. See
+	// the package documentation's "Preferred leaders" section. The default
+	// 0 takes no part in preferences: the elector campaigns, leads and
+	// never yields exactly as without this field. A priority must not be
+	// negative, and the backend must keep a registry of candidates (be a
+	// [backend.Registry]); [New] refuses one otherwise.
+	Priority int
+
+	// MinTerm is how long this elector leads, at least, before it yields
+	// to a candidate of a higher priority, so that leadership does not move
+	// for every candidate that comes and goes. Default 0: yield at once.
+	// It must not be negative, and applies only with a Priority.
+	MinTerm time.Duration
+
 	// OnElected is called in a goroutine of its own when this elector wins a
 	// term. Its ctx is cancelled the moment the term ends, for whatever
 	// reason; OnElected must then stop acting as leader and return promptly.
@@ -69,7 +85,7 @@ type Options struct {
 	// OnRevoked is called exactly once after each OnElected, once OnElected
 	// has returned and the lease has been released, with the reason the term
 	// ended: an error wrapping [ErrLeaseLost] (with its cause), wrapping
-	// [ErrResigned], or the ctx error of [Elector.Run] (context.Canceled)
+	// [ErrResigned] or [ErrPreempted], or the ctx error of [Elector.Run] (context.Canceled)
 	// when Run stops. It runs on Run's goroutine, before the next campaign.
 	// Nil means no call.
 	OnRevoked func(t Term, reason error)
@@ -115,6 +131,14 @@ func (o *Options) resolve() (Options, error) {
 		return r, fmt.Errorf("elector: %w", err)
 	}
 	r.TTL, r.RenewInterval, r.SafetyMargin = tm.TTL, tm.RenewInterval, tm.SafetyMargin
+	switch {
+	case r.Priority < 0:
+		return r, fmt.Errorf("elector: Options.Priority is %d; want 0 (no preference) or more", r.Priority)
+	case r.MinTerm < 0:
+		return r, fmt.Errorf("elector: Options.MinTerm is %v; want 0 (yield at once) or more", r.MinTerm)
+	case r.MinTerm > 0 && r.Priority == 0:
+		return r, fmt.Errorf("elector: Options.MinTerm is %v but Priority is 0; MinTerm applies only to a candidate with a priority", r.MinTerm)
+	}
 	if r.Logger == nil {
 		r.Logger = slog.Default()
 	}

@@ -143,6 +143,10 @@ type Candidate struct {
 	// timeout range, under etcd's minimum lease TTL), makes Campaign return
 	// an error wrapping [ErrInvalid] that names the range the store accepts.
 	TTL time.Duration
+	// Priority is the candidate's priority for preferred leaders (higher
+	// is preferred), published through a [Registry]. Campaign ignores it;
+	// zero means the candidate takes no part in preferences.
+	Priority int
 }
 
 // Holder describes the holder of an election as the store reports it.

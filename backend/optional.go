@@ -95,3 +95,66 @@ type RequestCounter interface {
 	// started), and true; or false when it does not count them.
 	Requests() (int64, bool)
 }
+
+// Registry is an optional interface a [Backend] implements when it can keep
+// a registry of the candidates of an election, with their priorities, for
+// preferred leaders: a leader yields to a live candidate of a higher
+// priority, and lower candidates stand aside so that the higher one is
+// elected next. The portable layer keeps the rules (who yields, who stands
+// aside, for how long); the driver only stores entries, lists them and
+// watches them.
+//
+// An entry's liveness comes from the store, never from the candidate's word:
+// it is tied to what keeps a lease alive (an etcd lease, a ZooKeeper
+// session) or expires after [Candidate.TTL] unless refreshed (a Redis key).
+// A candidate that crashes or is cut off from the store disappears from the
+// registry within about a TTL.
+//
+// The registry must lie where peers that do not know it (etcdctl elect,
+// Curator's LeaderLatch, client-go, redsync) would not read an entry as a
+// candidate of the election, and entries of elections whose names prefix
+// one another ("jobs", "jobs/eu") must not mix. A Backend without Registry
+// cannot campaign with a priority: the portable layer refuses one with an
+// error naming this interface.
+type Registry interface {
+	// Register adds c to the registry of c.Election, with c.Priority and
+	// the given aside flag, and returns its handle. The entry lives as long
+	// as the store keeps it alive (see above) or until it is withdrawn.
+	Register(ctx context.Context, c Candidate, aside bool) (Registration, error)
+
+	// Entries lists the live entries of election, in no particular order,
+	// as of a read made after the call began (a read that a write made
+	// before the call began is visible to).
+	Entries(ctx context.Context, election string) ([]Entry, error)
+
+	// WatchEntries calls fn with the live entries of election, then again
+	// each time they change, until ctx ends (it returns ctx.Err()) or the
+	// watch fails (it returns the error; the caller may call it again).
+	// Intermediate states may be skipped, but the last call before a quiet
+	// period reports that period's entries. Calls to fn are sequential; fn
+	// must not block for long and must not keep the slice.
+	WatchEntries(ctx context.Context, election string, fn func([]Entry)) error
+}
+
+// Registration is one candidate's entry in a [Registry], from Register until
+// Withdraw or its loss. All methods are safe for concurrent use.
+type Registration interface {
+	// ID is the entry's ID, as [Entry.ID] reports it.
+	ID() string
+
+	// SetAside makes one attempt to set the entry's aside flag
+	// ([Entry.Aside]). It returns an error wrapping [ErrLost] when the
+	// entry is gone (register again).
+	SetAside(ctx context.Context, aside bool) error
+
+	// Refresh makes one attempt to keep the entry alive for another
+	// [Candidate.TTL], on stores where entries expire on their own (a Redis
+	// key); where the store keeps entries alive with the session, it only
+	// checks that the entry is still there, or does nothing. It returns an
+	// error wrapping [ErrLost] when the entry is gone.
+	Refresh(ctx context.Context) error
+
+	// Withdraw removes the entry. Withdrawing an entry already gone returns
+	// nil or an error wrapping [ErrLost].
+	Withdraw(ctx context.Context) error
+}

@@ -32,8 +32,9 @@ type Backend struct {
 	done   chan struct{} // closed by Close
 	wg     sync.WaitGroup
 
-	servers serverCheck // whether members can revoke leases early
-	own     ownWatch    // every lease's own-key watch
+	servers serverCheck   // whether members can revoke leases early
+	regs    registrations // the registry entries Close revokes
+	own     ownWatch      // every lease's own-key watch
 
 	// mu guards the fields below; each session guards its own state, and
 	// b.mu is never taken while a session's lock is held.
@@ -155,6 +156,7 @@ func (b *Backend) Close() error {
 		s.markLost()
 	}
 	b.cancel()
+	b.regs.close()
 	if b.clientClosed() == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), b.cfg.cleanup)
 		defer cancel()

@@ -48,6 +48,12 @@
 // server, as a crashed process's would. Close revokes the Backend's etcd
 // leases, so successors are elected at once.
 //
+// The registry of candidates with a priority ([backend.Registry], for
+// preferred leaders) keeps one key per candidate,
+// <Options.Prefix>../candidates/E/<lease hex>, on an etcd lease of its own
+// that Close revokes; no election's keys lie under it, so etcdctl and the
+// concurrency package never read an entry as a candidate.
+//
 // # Fencing
 //
 // The token of a term is the create revision of its candidate key:

@@ -16,7 +16,8 @@
 //	elector_is_leader                  gauge: 1 while leading, else 0
 //	elector_terms_total                counter: terms started
 //	elector_revocations_total          counter, label reason: terms ended, by
-//	                                   reason (resigned, lease_lost, stopped)
+//	                                   reason (resigned, preempted: a yield to
+//	                                   a higher priority, lease_lost, stopped)
 //	elector_campaign_duration_seconds  histogram, label result (won, error):
 //	                                   one campaign attempt, including time
 //	                                   queued behind a leader

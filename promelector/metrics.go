@@ -80,7 +80,7 @@ func New(opts *Options) *Metrics {
 		isLeader: prometheus.NewDesc(prometheus.BuildFQName(o.Namespace, "", "is_leader"),
 			"1 while this process leads the election, else 0.", []string{"election"}, o.ConstLabels),
 		terms:       counter("terms_total", "Terms this process started (elections won)."),
-		revocations: counter("revocations_total", "Terms this process ended, by reason: resigned, lease_lost or stopped.", "reason"),
+		revocations: counter("revocations_total", "Terms this process ended, by reason: resigned, preempted, lease_lost or stopped.", "reason"),
 		campaign:    hist("campaign_duration_seconds", "Duration of one campaign attempt, including time queued behind a leader, by result: won or error.", "result"),
 		renew:       hist("renew_duration_seconds", "Duration of one lease renewal, by result: ok, error or lost.", "result"),
 		release:     hist("release_duration_seconds", "Duration of a lease release after a term, by result: ok or error.", "result"),
@@ -132,12 +132,16 @@ func (m *Metrics) Observe(ev elector.Event) {
 }
 
 // Reason names the reason a term ended, as the revocations_total metric's
-// reason label: "resigned" for [elector.ErrResigned], "lease_lost" for
-// [elector.ErrLeaseLost], and "stopped" for anything else (Run's ctx ended).
+// reason label: "resigned" for [elector.ErrResigned], "preempted" for
+// [elector.ErrPreempted] (a yield to a candidate of a higher priority),
+// "lease_lost" for [elector.ErrLeaseLost], and "stopped" for anything else
+// (Run's ctx ended).
 func Reason(err error) string {
 	switch {
 	case errors.Is(err, elector.ErrResigned):
 		return "resigned"
+	case errors.Is(err, elector.ErrPreempted):
+		return "preempted"
 	case errors.Is(err, elector.ErrLeaseLost):
 		return "lease_lost"
 	}
@@ -156,7 +160,7 @@ func (m *Metrics) init(election string) {
 	m.mu.Unlock()
 	if !seen {
 		m.terms.WithLabelValues(election)
-		for _, r := range []string{"resigned", "lease_lost", "stopped"} {
+		for _, r := range []string{"resigned", "preempted", "lease_lost", "stopped"} {
 			m.revocations.WithLabelValues(election, r)
 		}
 	}

@@ -3,6 +3,7 @@ package promelector_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -62,9 +63,10 @@ func TestMetricsFollowAnElector(t *testing.T) {
 # HELP elector_terms_total Terms this process started (elections won).
 # TYPE elector_terms_total counter
 elector_terms_total{election="jobs",service="test"} 1
-# HELP elector_revocations_total Terms this process ended, by reason: resigned, lease_lost or stopped.
+# HELP elector_revocations_total Terms this process ended, by reason: resigned, preempted, lease_lost or stopped.
 # TYPE elector_revocations_total counter
 elector_revocations_total{election="jobs",reason="lease_lost",service="test"} 0
+elector_revocations_total{election="jobs",reason="preempted",service="test"} 0
 elector_revocations_total{election="jobs",reason="resigned",service="test"} 1
 elector_revocations_total{election="jobs",reason="stopped",service="test"} 0
 `
@@ -97,14 +99,17 @@ func TestObserveWithoutTrack(t *testing.T) {
 	}
 	m.Observe(elector.Event{Kind: elector.EventRenew, Election: "a", Term: term, Err: errors.New("timeout")})
 	m.Observe(elector.Event{Kind: elector.EventEnded, Election: "a", Term: term, Err: elector.ErrLeaseLost})
+	m.Observe(elector.Event{Kind: elector.EventElected, Election: "a", Term: term})
+	m.Observe(elector.Event{Kind: elector.EventEnded, Election: "a", Term: term, Err: elector.ErrPreempted})
 	m.Observe(elector.Event{Kind: elector.EventKind(99), Election: "a"})
 	if got := testutil.ToFloat64(gauge(t, reg)); got != 0 {
 		t.Errorf("is_leader after EventEnded: got %v, want 0", got)
 	}
 	want := `
-# HELP elector_revocations_total Terms this process ended, by reason: resigned, lease_lost or stopped.
+# HELP elector_revocations_total Terms this process ended, by reason: resigned, preempted, lease_lost or stopped.
 # TYPE elector_revocations_total counter
 elector_revocations_total{election="a",reason="lease_lost"} 1
+elector_revocations_total{election="a",reason="preempted"} 1
 elector_revocations_total{election="a",reason="resigned"} 0
 elector_revocations_total{election="a",reason="stopped"} 0
 `
@@ -114,7 +119,7 @@ elector_revocations_total{election="a",reason="stopped"} 0
 	if n, _ := testutil.GatherAndCount(reg, "elector_renew_duration_seconds"); n != 1 {
 		t.Errorf("renew series: got %d, want 1 (result=error)", n)
 	}
-	for err, want := range map[error]string{nil: "stopped", context.Canceled: "stopped", elector.ErrResigned: "resigned"} {
+	for err, want := range map[error]string{nil: "stopped", context.Canceled: "stopped", elector.ErrResigned: "resigned", fmt.Errorf("x: %w", elector.ErrPreempted): "preempted"} {
 		if got := promelector.Reason(err); got != want {
 			t.Errorf("Reason(%v): got %q, want %q", err, got, want)
 		}

@@ -37,9 +37,10 @@ type Backend struct {
 	workers []nodeWorkers // per node: the idle workers (onNode)
 
 	mu      sync.Mutex
-	closed  bool                // Close has begun: Campaign and Leader refuse
-	stopped bool                // no more goroutines may start
-	leases  map[*lease]struct{} // live leases, finished by Close
+	closed  bool                       // Close has begun: Campaign and Leader refuse
+	stopped bool                       // no more goroutines may start
+	leases  map[*lease]struct{}        // live leases, finished by Close
+	regs    map[*registration]struct{} // live registry entries, withdrawn by Close
 	// released holds, by lock key, the latest release round of a lease of
 	// this Backend while it may still run (see noteRelease).
 	released map[string][]<-chan struct{}
@@ -204,6 +205,7 @@ func (b *Backend) Close() error {
 		}()
 	}
 	wg.Wait()
+	b.withdrawAll()
 	b.notify.close()
 
 	b.mu.Lock()

@@ -45,6 +45,12 @@
 // waits for the holder's keys to expire or for a published release. Renew
 // is compare-and-pexpire and never re-creates a lapsed key.
 //
+// The registry of candidates with a priority ([backend.Registry], for
+// preferred leaders) is the sorted set lock key + "//candidates" on every
+// node, each member scored by its expiry on the node's clock; writes need a
+// quorum, reads take each entry's latest version from a quorum. redsync and
+// node-redlock never read it.
+//
 // # Fencing
 //
 // Redis has no counter shared by N masters, so the token is a quorum

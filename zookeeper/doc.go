@@ -43,6 +43,11 @@
 // candidates are ignored, so election "a/b" does not disturb "a" (Curator
 // counts them: keep child elections out of latch paths shared with it).
 //
+// The registry of candidates with a priority ([backend.Registry], for
+// preferred leaders) keeps one ephemeral sequential znode per candidate
+// under <Options.Prefix>/_c_candidates/E, on the session of the candidate's
+// TTL; it is no latch path, so a LeaderLatch never counts an entry.
+//
 // # Fencing
 //
 // The token of a term is the czxid of its candidate znode, ensemble-wide

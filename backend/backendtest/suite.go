@@ -38,6 +38,9 @@ func Run(t *testing.T, newHarness HarnessMaker) {
 		{"Isolated", testIsolated},
 		{"Watch", testWatch},
 		{"MutualExclusion", testMutualExclusion},
+		{"Registry", testRegistry},
+		{"RegistryWatch", testRegistryWatch},
+		{"RegistryLiveness", testRegistryLiveness},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

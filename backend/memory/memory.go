@@ -9,7 +9,8 @@
 // Elections live in a store shared by a Backend and its peers ([Backend.Peer]),
 // as processes share a server. Waiting candidates are served first come, first
 // served; a release or an expiry hands the election to the next waiter at
-// once.
+// once. It keeps a registry of candidates ([backend.Registry]): an entry
+// lives TTL after its last write, and goes with its Backend's Close.
 //
 // # Fencing
 //
@@ -54,6 +55,7 @@ type Backend struct {
 type store struct {
 	mu        sync.Mutex
 	elections map[string]*election
+	nextEntry uint64 // the last registry entry's ID
 }
 
 type election struct {
@@ -62,6 +64,9 @@ type election struct {
 	token   uint64
 	waiters []*waiter
 	changed chan struct{} // closed and replaced when the holder changes
+
+	entries   map[string]*entry // the registry of candidates, by ID
+	entriesCh chan struct{}     // closed when entries change; nil when nobody waits
 }
 
 type waiter struct {
@@ -283,6 +288,11 @@ func (b *Backend) Close() error {
 	for _, e := range b.s.elections {
 		if e.holder != nil && e.holder.b == b {
 			b.s.drop(e.holder)
+		}
+		for _, en := range e.entries {
+			if en.b == b {
+				b.s.removeEntry(en)
+			}
 		}
 	}
 	return nil

@@ -285,3 +285,23 @@ func boolVar(fs *flag.FlagSet, p *bool, name string, value bool, usage string) {
 	*p = value
 	fs.Var((*boolValue)(p), name, usage)
 }
+
+// intValue is an int flag whose parse error says what it wants.
+type intValue int
+
+func (v *intValue) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return errors.New("want a whole number")
+	}
+	*v = intValue(n)
+	return nil
+}
+
+func (v *intValue) String() string { return strconv.Itoa(int(*v)) }
+
+// intVar defines an int flag like flag.IntVar, with intValue's error.
+func intVar(fs *flag.FlagSet, p *int, name string, value int, usage string) {
+	*p = value
+	fs.Var((*intValue)(p), name, usage)
+}

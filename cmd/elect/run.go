@@ -55,6 +55,8 @@ type runConfig struct {
 	ttl           time.Duration
 	renewInterval time.Duration
 	safetyMargin  time.Duration
+	priority      int
+	minTerm       time.Duration
 	grace         time.Duration
 	onExit        string
 	restartDelay  time.Duration
@@ -72,6 +74,8 @@ func runFlags(c *runConfig) *flag.FlagSet {
 	durationVar(fs, &c.ttl, "ttl", 0, "lease `TTL`: another replica takes over about this long after a crash (default 15s)")
 	durationVar(fs, &c.renewInterval, "renew-interval", 0, "time between renewals (default TTL/3)")
 	durationVar(fs, &c.safetyMargin, "safety-margin", 0, "step down this long before the lease's deadline if renewals fail (default TTL/5)")
+	intVar(fs, &c.priority, "priority", 0, "preference `N` >= 0: a leader of a lower priority hands over to this replica, and lower ones stand aside (0: none; redis, etcd and zk)")
+	durationVar(fs, &c.minTerm, "min-term", 0, "with --priority: lead at least this long before handing over to a higher priority")
 	durationVar(fs, &c.grace, "grace", 10*time.Second, "time between SIGTERM and SIGKILL when COMMAND is stopped")
 	fs.StringVar(&c.onExit, "on-exit", "exit", "`policy` when COMMAND exits while leading: exit, restart or resign")
 	durationVar(fs, &c.restartDelay, "restart-delay", time.Second, "pause before --on-exit=restart runs COMMAND again")
@@ -92,6 +96,12 @@ func (c *runConfig) check() error {
 		}
 	}
 	switch {
+	case c.priority < 0:
+		return fmt.Errorf("--priority is %d; want 0 (no preference) or more", c.priority)
+	case c.minTerm < 0:
+		return fmt.Errorf("--min-term is %v; want a duration >= 0", c.minTerm)
+	case c.minTerm > 0 && c.priority == 0:
+		return errors.New("--min-term is set without --priority; it applies only to a replica with a priority")
 	case c.onExit != "exit" && c.onExit != "restart" && c.onExit != "resign":
 		return fmt.Errorf("--on-exit %q: want exit, restart or resign", c.onExit)
 	case c.once && c.wait == 0:
@@ -143,6 +153,8 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		TTL:            c.ttl,
 		RenewInterval:  c.renewInterval,
 		SafetyMargin:   c.safetyMargin,
+		Priority:       c.priority,
+		MinTerm:        c.minTerm,
 		OnElected:      r.onElected,
 		OnLeaderChange: r.onLeaderChange,
 		Observer:       metrics.Observe,

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -22,7 +25,9 @@ import (
 const statusHead = `Usage: elect status [flags]
 
 Print the current leader of the election: its identity, fencing token and
-the time its lease has left (when the backend tells). With a migrate+PHASE://
+the time its lease has left (when the backend tells), then each live
+candidate that runs with --priority, highest first, and whether it stands
+aside. With a migrate+PHASE://
 URL, also the phase, whether the "migrated" marker is written, and the
 holder on each store (see 'elect help migrate'); the leader is the one a
 fence sees in every phase. Exit 0 when there is a leader, 1 when there is
@@ -61,13 +66,46 @@ type holderJSON struct {
 	Identity   string   `json:"identity,omitempty"`
 	Token      uint64   `json:"token,omitempty"`
 	TTLSeconds *float64 `json:"ttl_seconds,omitempty"`
+	// Candidates are the live candidates with a priority (elect status
+	// only, on a backend that keeps a registry).
+	Candidates []candidateJSON `json:"candidates,omitempty"`
+}
+
+// candidateJSON is the JSON form of a candidate with a priority.
+type candidateJSON struct {
+	Identity string `json:"identity"`
+	Priority int    `json:"priority"`
+	Aside    bool   `json:"aside"`
 }
 
 // printHolder prints h (the zero Holder for none) as text or JSON.
 func printHolder(w io.Writer, c *statusConfig, h backend.Holder, withTime bool) {
+	printStatus(w, c, h, nil, withTime)
+}
+
+// printStatus prints h (the zero Holder for none) and the candidates with
+// a priority, if any, as text or JSON.
+func printStatus(w io.Writer, c *statusConfig, h backend.Holder, cands []backend.Entry, withTime bool) {
 	now := time.Now()
+	slices.SortFunc(cands, func(a, b backend.Entry) int {
+		return cmp.Or(cmp.Compare(b.Priority, a.Priority), strings.Compare(a.Identity, b.Identity), strings.Compare(a.ID, b.ID))
+	})
+	if !c.json {
+		defer func() {
+			for _, en := range cands {
+				state := "campaigning"
+				if en.Aside {
+					state = "standing aside"
+				}
+				fmt.Fprintf(w, "candidate: %s (priority %d, %s)\n", en.Identity, en.Priority, state)
+			}
+		}()
+	}
 	if c.json {
 		j := holderJSON{Time: now.UTC().Format(time.RFC3339Nano), Election: c.election, Leader: !h.IsZero(), Identity: h.Identity, Token: h.Token}
+		for _, en := range cands {
+			j.Candidates = append(j.Candidates, candidateJSON{Identity: en.Identity, Priority: en.Priority, Aside: en.Aside})
+		}
 		if h.TTL > 0 {
 			s := h.TTL.Seconds()
 			j.TTLSeconds = &s
@@ -121,9 +159,16 @@ func statusMain(ctx context.Context, args []string, stdout, _ io.Writer) error {
 		return migrationStatus(ctx, stdout, c, mb)
 	}
 	h, err := b.Leader(ctx, c.election)
+	var cands []backend.Entry
+	if r, ok := b.(backend.Registry); ok && (err == nil || errors.Is(err, backend.ErrNoLeader)) {
+		var cerr error
+		if cands, cerr = r.Entries(ctx, c.election); cerr != nil {
+			err = fmt.Errorf("candidates: %w", cerr)
+		}
+	}
 	switch {
 	case errors.Is(err, backend.ErrNoLeader):
-		printHolder(stdout, c, backend.Holder{}, false)
+		printStatus(stdout, c, backend.Holder{}, cands, false)
 		if f, ok := b.(backend.TTLFloor); ok && !c.json {
 			printFloor(ctx, stdout, f)
 		}
@@ -133,7 +178,7 @@ func statusMain(ctx context.Context, args []string, stdout, _ io.Writer) error {
 	case err != nil:
 		return exitf(exitBackend, "status: %v", err)
 	}
-	printHolder(stdout, c, h, false)
+	printStatus(stdout, c, h, cands, false)
 	if f, ok := b.(backend.TTLFloor); ok && !c.json {
 		printFloor(ctx, stdout, f)
 	}

@@ -1,0 +1,74 @@
+//go:build unix
+
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestRunPriority: a replica run with a higher --priority takes the
+// election over from a lower one by a hand-over (the lower one's command
+// is stopped first), and status lists both candidates.
+func TestRunPriority(t *testing.T) {
+	for _, name := range backends {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			h := newHub(t)
+			url, elec := backendURL(t, name, nil), election(t)
+			low := startElect(t, "low", []string{h.childEnv()}, "run", "--ttl=2s", "--priority=1",
+				"--backend="+url, "--election="+elec, "--identity=low", "--", testBin(t))
+			first := h.next(20*time.Second, "the low replica's command to start")
+			if first.kind != "hello" || first.identity != "low" {
+				t.Fatalf("got %v, want hello from low", first)
+			}
+			high := startElect(t, "high", []string{h.childEnv()}, "run", "--ttl=2s", "--priority=5",
+				"--backend="+url, "--election="+elec, "--identity=high", "--", testBin(t))
+			if e := h.next(20*time.Second, "the low replica's command to stop"); e.kind != "bye" || e.identity != "low" {
+				t.Fatalf("got %v, want bye from low: the lower leader yields", e)
+			}
+			e := h.next(10*time.Second, "the high replica's command to start")
+			if e.kind != "hello" || e.identity != "high" || e.token <= first.token {
+				t.Fatalf("got %v, want hello from high with a token above %d", e, first.token)
+			}
+
+			code, out := runElect(t, nil, "status", "--backend="+url, "--election="+elec)
+			for _, want := range []string{"leader of", "high", "candidate: high (priority 5, campaigning)", "candidate: low (priority 1, standing aside)"} {
+				if code != 0 || !strings.Contains(out, want) {
+					t.Errorf("status: got %d %q, want 0 and %q", code, out, want)
+				}
+			}
+			code, out = runElect(t, nil, "status", "--json", "--backend="+url, "--election="+elec)
+			var j holderJSON
+			if err := json.Unmarshal([]byte(out), &j); code != 0 || err != nil || len(j.Candidates) != 2 || j.Candidates[0] != (candidateJSON{Identity: "high", Priority: 5}) {
+				t.Errorf("status --json: got %d %q (%v), want high first among 2 candidates", code, out, err)
+			}
+
+			for _, p := range []*proc{high, low} {
+				p.signal(syscall.SIGTERM)
+				if code := p.wait(10 * time.Second); code != 0 {
+					t.Errorf("elect stopped by SIGTERM: exit %d, want 0", code)
+				}
+			}
+		})
+	}
+}
+
+// TestRunPriorityFlags: bad --priority and --min-term values are usage
+// errors naming the flag.
+func TestRunPriorityFlags(t *testing.T) {
+	for args, want := range map[string]string{
+		"--priority=-1":  "--priority is -1; want 0 (no preference) or more",
+		"--priority=x":   "want a whole number",
+		"--min-term=1s":  "--min-term is set without --priority",
+		"--min-term=-1s": "--min-term is -1s",
+	} {
+		code, out := runElect(t, nil, "run", args, "--backend=mem://", "--election=x", "--", "true")
+		if code != exitUsage || !strings.Contains(out, want) {
+			t.Errorf("run %s: got %d %q, want %d and %q", args, code, out, exitUsage, want)
+		}
+	}
+}

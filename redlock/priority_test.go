@@ -1,0 +1,30 @@
+package redlock
+
+import (
+	"testing"
+	"time"
+
+	"github.com/leaderkit/elector/backend"
+	"github.com/leaderkit/elector/internal/prioritytest"
+	"github.com/leaderkit/elector/internal/testenv"
+)
+
+// TestPriority runs the preferred-leader checks on the five test masters:
+// each candidate on clients and a Backend of its own, as separate
+// processes.
+func TestPriority(t *testing.T) {
+	prioritytest.Run(t, 2*time.Second, makeBackend)
+}
+
+func makeBackend(t testing.TB) backend.Backend {
+	b, err := New(newNodes(t, testenv.RedisAddrs(t)).clients, &Options{RequestTimeout: testRequestTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	return b
+}
+
+// BenchmarkPreemption: the time from a preferred candidate's Run to its
+// election while a lower one leads.
+func BenchmarkPreemption(b *testing.B) { prioritytest.Bench(b, 2*time.Second, makeBackend) }
