@@ -26,10 +26,10 @@
 //     client and all are renewed every TTL/3, the renewals per second that
 //     client sustained, and ([RequestCount]) the requests it sent per held
 //     election per TTL/3, counted on the client's side where the target can
-//     ([Target.OpenCounted], or a backend that counts its own requests,
-//     backend.RequestCounter): no server statistics, so no admin rights. On
-//     a client that limits its own request rate (backend.RateLimited: a
-//     kube:// client's qps) it holds only as many elections as half that
+//     ([Target.OpenCounted], or a driver that counts its own requests, as
+//     kube's Requests does): no server statistics, so no admin rights. On
+//     a client that limits its own request rate (a kube:// client's qps,
+//     its driver's RequestRate) it holds only as many elections as half that
 //     rate renews every TTL/3, one request each ([Result.Held]), and the
 //     report says so: more would measure the client's limiter, and lose
 //     leases;
@@ -64,7 +64,7 @@
 // limiter that would wait past the bound, a slow store) is tried again
 // within it. ZooKeeper's empty parent znodes are container nodes, which
 // the servers delete on their own; a backend that keeps a record of every
-// election (backend.Forgetter: a Kubernetes Lease object) has the records
+// election (a Kubernetes Lease object, removed by the kube driver's Forget) has the records
 // of the run's elections removed before the check.
 //
 // # Output
