@@ -7,8 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/leaderkit/elector/backend"
 )
 
@@ -119,18 +117,24 @@ func (b *Backend) watchBoth(ctx context.Context, election string, fn func(backen
 		}
 		return nil
 	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
-		return b.watchSide(gctx, b.old, election, func(h backend.Holder) error {
+	// The first watch to end ends the other; its error is Watch's.
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make(chan error, 2)
+	go func() {
+		errs <- b.watchSide(wctx, b.old, election, func(h backend.Holder) error {
 			return update(func() { old, haveOld = h, true })
 		})
-	})
-	g.Go(func() error {
-		return b.watchSide(gctx, b.new, election, func(h backend.Holder) error {
+	}()
+	go func() {
+		errs <- b.watchSide(wctx, b.new, election, func(h backend.Holder) error {
 			return update(func() { nw, haveNew = h, true })
 		})
-	})
-	return g.Wait()
+	}()
+	err := <-errs
+	cancel()
+	<-errs
+	return err
 }
 
 // watchSide calls fn with the holder of election on be (the zero Holder

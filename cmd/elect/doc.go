@@ -138,8 +138,7 @@
 // interrupted (exit 130), the Leases of a kube:// backend included. On a
 // kube:// backend, whose client limits its request rate (the URL's qps),
 // renewal holds only as many elections as half that rate renews every
-// TTL/3, and the table says how many. Package github.com/leaderkit/elector/compare
-// is the same as a Go API.
+// TTL/3, and the table says how many.
 //
 // # elect migrate
 //

@@ -1,7 +1,9 @@
-// Package compare measures backends side by side under one workload,
-// through the driver contract alone: what the command `elect compare`
-// prints, as a Go API a team can run from its own test suite against its
-// own servers.
+// Package compare measures backends side by side under one workload: what
+// the command `elect compare` prints. It is internal to elect, not part of
+// the library's API. It speaks to the drivers through the driver contract
+// and, for what a driver reports beyond it (the kube driver's request
+// count, rate limit and Forget), through backend.As on the driver's own
+// exported methods; no driver interface exists for it.
 //
 //	var targets []compare.Target
 //	for _, u := range []string{"redis://r1,r2,r3", "etcd://e1,e2,e3", "zk://z1,z2,z3"} {

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/leaderkit/elector/backend/memory"
-	"github.com/leaderkit/elector/compare"
+	"github.com/leaderkit/elector/cmd/elect/internal/compare"
 )
 
 // limitedMem is the slow in-memory backend as a rate-limited client that
