@@ -36,7 +36,7 @@
 //     report says so: more would measure the client's limiter, and lose
 //     leases;
 //   - [Failover]: the holder's client is cut off from the store without a
-//     release (its connections closed at once, new ones refused, as when its
+//     release (its connections closed at once, new ones closed as they come, as when its
 //     process dies); from its last renewal to the election of a candidate
 //     waiting on another client. It is never shorter than the TTL;
 //   - [Join] and [Leave]: Members members of a partition group (package
