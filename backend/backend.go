@@ -36,6 +36,42 @@
 //
 // Any other error (a timeout, a refused connection, a lost quorum) is taken to
 // be transient: the portable layer retries it within its own bounds.
+//
+// # Optional abilities
+//
+// A driver implements what its store offers beyond [Backend] and [Lease] as
+// small optional interfaces, all declared in this package's optional.go;
+// callers find them by type assertion and do without when a driver lacks
+// one. A wrapper (a Backend over other Backends, such as package migrate's)
+// forwards every ability of what it wraps, or documents why not:
+// backendtest.RunWrapper checks it. Each entry names who implements the
+// ability and who uses it.
+//
+//   - [Watcher], on a Backend: pushes leader changes. memory, redlock,
+//     etcd, zookeeper, kube; migrate forwards it. Used by the Elector's
+//     OnLeaderChange, partition groups, migrate (the marker), elect watch.
+//   - [BatchReader], on a Backend: reads many holders in few requests.
+//     redlock, etcd, kube; migrate forwards it. Used by partition groups.
+//   - [TTLFloor], on a Backend: the shortest TTL the store's configuration
+//     keeps safe. zookeeper; migrate forwards it. Used by elect status and
+//     elect compare.
+//   - [Warner], on a Backend: advice about a weak configuration. redlock;
+//     migrate forwards it. Used by elect at start.
+//   - [TrailingLease], on a Lease: a Deadline that trails its proof.
+//     zookeeper; migrate's leases forward it. Used by the portable layer's
+//     renew schedule.
+//   - [SinceRenewer], on a Lease: renewals that share one request.
+//     zookeeper; migrate's leases forward it. Used by the portable layer's
+//     renew schedule.
+//   - [Unwrapper], on a Backend: the Backends it wraps, through which [As]
+//     reaches a driver's own exported API. migrate. Used by elect compare
+//     (the kube driver's request count, rate limit and Forget).
+//   - [Registry], on a Backend, and the [Registration] it returns: the
+//     candidates of an election with their priorities. memory, redlock,
+//     etcd, zookeeper. Used by the Elector for preferred leaders
+//     (Options.Priority). migrate does not forward it: a priority orders
+//     the candidates of one store, and a migrating election spans two, so
+//     an Elector on it refuses a priority.
 package backend
 
 import (
@@ -165,30 +201,3 @@ type Holder struct {
 // IsZero reports whether h is the zero Holder, which [Watcher] uses for "no
 // leader".
 func (h Holder) IsZero() bool { return h == Holder{} }
-
-// BatchReader is an optional interface a [Backend] implements when it reads
-// the holders of many elections in fewer requests than one
-// [Backend.Leader] call each (a Redlock node answers one script for all of
-// them). Callers that read many elections at once, such as a partition
-// group reading its member list and its partitions' holders, use it when
-// the Backend has it.
-type BatchReader interface {
-	// Leaders reports, for elections[i], what Leader(ctx, elections[i])
-	// would: holders[i], or errs[i] (wrapping [ErrNoLeader] when there is
-	// no holder). Both slices have len(elections) entries. When ctx ends
-	// first, every errs[i] not yet known is ctx.Err().
-	Leaders(ctx context.Context, elections []string) (holders []Holder, errs []error)
-}
-
-// Watcher is an optional interface a [Backend] implements when its store can
-// push leader changes (an etcd watch, ZooKeeper watches, Redis keyspace
-// notifications) instead of being polled.
-type Watcher interface {
-	// Watch calls fn with the current holder of election (the zero Holder when
-	// there is none), then again each time the holder changes, until ctx ends
-	// (it returns ctx.Err()) or the watch fails (it returns the error; the
-	// caller may call Watch again). Intermediate holders may be skipped, but
-	// the last call before a quiet period reports the holder of that period.
-	// Calls to fn are sequential; fn must not block for long.
-	Watch(ctx context.Context, election string, fn func(Holder)) error
-}

@@ -2,8 +2,80 @@ package backend
 
 import (
 	"context"
+	"reflect"
 	"time"
 )
+
+// This file declares every optional ability of a driver; the package
+// documentation indexes them (# Optional abilities), and
+// backendtest.RunWrapper checks that a wrapper forwards each of them.
+
+// Watcher is an optional interface a [Backend] implements when its store can
+// push leader changes (an etcd watch, ZooKeeper watches, Redis keyspace
+// notifications) instead of being polled.
+//
+// A wrapper over other Backends implements it and watches those it needs
+// for its Leader; it reads one that has no Watcher at intervals instead.
+type Watcher interface {
+	// Watch calls fn with the current holder of election (the zero Holder when
+	// there is none), then again each time the holder changes, until ctx ends
+	// (it returns ctx.Err()) or the watch fails (it returns the error; the
+	// caller may call Watch again). Intermediate holders may be skipped, but
+	// the last call before a quiet period reports the holder of that period.
+	// Calls to fn are sequential; fn must not block for long.
+	Watch(ctx context.Context, election string, fn func(Holder)) error
+}
+
+// BatchReader is an optional interface a [Backend] implements when it reads
+// the holders of many elections in fewer requests than one
+// [Backend.Leader] call each (a Redlock node answers one script for all of
+// them). Callers that read many elections at once, such as a partition
+// group reading its member list and its partitions' holders, use it when
+// the Backend has it.
+//
+// A wrapper over other Backends implements it and reads each Backend it
+// needs in one batch, one election at a time from one that has no
+// BatchReader.
+type BatchReader interface {
+	// Leaders reports, for elections[i], what Leader(ctx, elections[i])
+	// would: holders[i], or errs[i] (wrapping [ErrNoLeader] when there is
+	// no holder). Both slices have len(elections) entries. When ctx ends
+	// first, every errs[i] not yet known is ctx.Err().
+	Leaders(ctx context.Context, elections []string) (holders []Holder, errs []error)
+}
+
+// TTLFloor is an optional interface a [Backend] implements when its store's
+// own configuration sets the shortest TTL it can keep safe. The zookeeper
+// driver has it: a follower answers its clients for up to syncLimit ×
+// tickTime after its leader last counted them, so a lease's Deadline must
+// trail its answers by that long, and Campaign refuses a TTL that leaves no
+// time to lead. Tools report it (elect status, elect compare), and a caller
+// can check its TTL before it campaigns.
+//
+// A wrapper over other Backends implements it and returns the highest floor
+// of those it campaigns on, or an error wrapping [errors.ErrUnsupported]
+// when none of them has one.
+type TTLFloor interface {
+	// MinTTL returns the shortest Candidate.TTL a Campaign accepts, and the
+	// store configuration it follows from, in a few words for messages
+	// (for example "syncLimit 5 × tickTime 2s, conf of zk1:2181"). It
+	// may ask the store, and returns ctx's error if ctx ends first.
+	MinTTL(ctx context.Context) (time.Duration, string, error)
+}
+
+// Warner is an optional interface a [Backend] implements when a valid
+// configuration can still be weak (a Redlock over a single or an even number
+// of Redis masters). A driver does not log them itself (it logs nothing
+// unless its Options.Logger is set); programs such as elect log these
+// warnings at start.
+//
+// A wrapper over other Backends implements it and returns the warnings of
+// every Backend it wraps.
+type Warner interface {
+	// Warnings returns advice about the configuration, one sentence each,
+	// or nil.
+	Warnings() []string
+}
 
 // TrailingLease is an optional interface a [Lease] implements when its
 // Deadline trails the proof of its last renewal by design, however fresh
@@ -15,8 +87,8 @@ import (
 // the leases of the process, so that the leases sharing a session share one
 // request, and always before the lease's step-down point.
 //
-// A wrapper that holds leases of other drivers (such as a migrating
-// Backend's) implements it and reports whether any lease it wraps trails.
+// A wrapper that holds leases of other drivers implements it on its leases
+// and reports whether any lease it wraps trails.
 type TrailingLease interface {
 	// DeadlineTrails reports whether the lease's Deadline trails its proof.
 	DeadlineTrails() bool
@@ -32,8 +104,8 @@ type TrailingLease interface {
 // since, so that renewals run one after another on a few goroutines share
 // one request all the same.
 //
-// A wrapper that holds leases of other drivers implements it and forwards
-// since to the leases it wraps that implement it.
+// A wrapper that holds leases of other drivers implements it on its leases
+// and forwards since to the leases it wraps that implement it.
 type SinceRenewer interface {
 	// RenewSince renews as [Lease.Renew] does, except that a request sent
 	// at or after since proves the renewal, rather than one sent after the
@@ -43,57 +115,66 @@ type SinceRenewer interface {
 	RenewSince(ctx context.Context, since time.Time) error
 }
 
-// Warner is an optional interface a [Backend] implements when a valid
-// configuration can still be weak (a Redlock over a single or an even number
-// of Redis masters). A driver does not log them itself (it logs nothing
-// unless its Options.Logger is set); programs such as elect log these
-// warnings at start. A wrapper over other Backends implements it and returns
-// the warnings of every Backend it wraps.
-type Warner interface {
-	// Warnings returns advice about the configuration, one sentence each,
-	// or nil.
-	Warnings() []string
+// Unwrapper is an optional interface a [Backend] implements when it wraps
+// other Backends (a migrating Backend wraps an old and a new one). It is
+// the one way to reach what a wrapped driver offers beyond this contract,
+// on the driver's own exported API (the kube driver's request count and
+// rate limit, for example): [As] finds a driver through it, as
+// [errors.As] finds an error through Unwrap.
+type Unwrapper interface {
+	// Unwrap returns the Backends this one wraps, in a fixed order; nil
+	// entries are skipped.
+	Unwrap() []Backend
 }
 
-// RateLimited is an optional interface a [Backend] implements when its
-// client limits the rate of the requests it sends (a Kubernetes client's
-// QPS), so that a program holding many elections on it can size them to
-// what the client sends instead of finding out by renewals that wait for
-// the limiter or miss their lease. A wrapper over other Backends implements
-// it and returns the lowest rate of those it wraps.
-type RateLimited interface {
-	// RequestRate returns the most requests per second the client sends,
-	// sustained (bursts aside), or 0 when it sets no limit.
-	RequestRate() float64
+// As reports whether b, or a Backend that b wraps (through [Unwrapper],
+// depth first, b first), is assignable to the type that target points to,
+// and if so sets *target to the first such Backend. It panics if target is
+// not a non-nil pointer, as errors.As does.
+//
+// As is the escape hatch to a driver's own API, for programs that measure
+// or administer a store:
+//
+//	var rate interface{ RequestRate() float64 }
+//	if backend.As(b, &rate) { ... }
+func As(b Backend, target any) bool {
+	v := reflect.ValueOf(target)
+	if target == nil || v.Kind() != reflect.Pointer || v.IsNil() {
+		panic("backend: As: target must be a non-nil pointer")
+	}
+	want := v.Type().Elem()
+	var found bool
+	Walk(b, func(b Backend) bool {
+		if reflect.TypeOf(b).AssignableTo(want) {
+			v.Elem().Set(reflect.ValueOf(b))
+			found = true
+		}
+		return !found
+	})
+	return found
 }
 
-// Forgetter is an optional interface a [Backend] implements when its store
-// keeps a record of an election after the election's last lease ended,
-// which nothing expires (a Kubernetes Lease object, with its fencing
-// counter). Programs that campaign in throw-away elections (elect compare)
-// call Forget so that they leave nothing behind. A wrapper over other
-// Backends implements it and forgets the election in each of them.
-type Forgetter interface {
-	// Forget removes what the store keeps of election, provided no lease
-	// holds it, and reports whether there was anything to remove. It
-	// returns an error naming the holder when a lease holds the election,
-	// and removes nothing then. The election's fencing tokens start again
-	// from the lowest after Forget: never forget an election whose tokens
-	// a resource checks.
-	Forget(ctx context.Context, election string) (bool, error)
+// Walk calls fn with b, then with each Backend b wraps ([Unwrapper]),
+// depth first, until fn returns false. Nil Backends are skipped.
+func Walk(b Backend, fn func(Backend) bool) {
+	walk(b, fn)
 }
 
-// RequestCounter is an optional interface a [Backend] implements when it
-// counts the requests it sends to its store, for programs that report what
-// holding elections costs the store where no proxy can read the protocol
-// (a Kubernetes client speaks HTTP/2 over TLS). A wrapper over other
-// Backends implements it and returns the sum over those it wraps, or false
-// when one of them does not count.
-type RequestCounter interface {
-	// Requests returns the number of requests the Backend has sent to its
-	// store since it was made (every read and write, and every watch it
-	// started), and true; or false when it does not count them.
-	Requests() (int64, bool)
+func walk(b Backend, fn func(Backend) bool) bool {
+	if b == nil || (reflect.ValueOf(b).Kind() == reflect.Pointer && reflect.ValueOf(b).IsNil()) {
+		return true
+	}
+	if !fn(b) {
+		return false
+	}
+	if u, ok := b.(Unwrapper); ok {
+		for _, inner := range u.Unwrap() {
+			if !walk(inner, fn) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // Registry is an optional interface a [Backend] implements when it can keep

@@ -8,19 +8,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
-
-	"github.com/leaderkit/elector/backend"
 )
 
-var (
-	_ backend.Forgetter      = (*Backend)(nil)
-	_ backend.RateLimited    = (*Backend)(nil)
-	_ backend.RequestCounter = (*Backend)(nil)
-)
-
-// Forget deletes the election's Lease when no lease holds it (it
-// implements [backend.Forgetter]: elect compare calls it for the elections
-// of its run, whose Leases would otherwise stay in the namespace): when it
+// Forget deletes the election's Lease when no lease holds it (elect
+// compare calls it for the elections of its run, whose Leases would
+// otherwise stay in the namespace): when it
 // names no holder, or its holder has expired as [Backend.Leader] judges it
 // (its leaseDurationSeconds after this Backend first read its record, so a
 // first Forget of a Lease whose holder stopped fails, and one a duration
@@ -76,7 +68,7 @@ func (b *Backend) Forget(ctx context.Context, election string) (bool, error) {
 }
 
 // RequestRate returns the sustained rate of the client's rate limiter, in
-// requests per second (it implements [backend.RateLimited]): every request
+// requests per second: every request
 // of the Backend passes it, so it bounds how many elections one Backend
 // keeps renewed (one update per election per renewal). It is 0 when the
 // client sets no limit, or when the client given to [New] does not expose
@@ -84,7 +76,7 @@ func (b *Backend) Forget(ctx context.Context, election string) (bool, error) {
 func (b *Backend) RequestRate() float64 { return b.rate }
 
 // Requests returns the number of requests the Backend has sent to the
-// apiserver, and true (it implements [backend.RequestCounter]): every get, list,
+// apiserver, and true: every get, list,
 // create, update and delete of a Lease, and every watch it started.
 // client-go's own retries of a request the apiserver asked it to retry are
 // not counted.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/leaderkit/elector/backend"
 )
@@ -21,31 +22,75 @@ func (b *Backend) Leader(ctx context.Context, election string) (backend.Holder, 
 	if err := b.check("leader", election); err != nil {
 		return backend.Holder{}, err
 	}
+	hs, errs := b.leaders(ctx, []string{election})
+	return hs[0], errs[0]
+}
+
+// leaders reads the holders of elections, which are valid names, as Leader
+// reports them, reading each store b's phase needs in one batch.
+func (b *Backend) leaders(ctx context.Context, elections []string) ([]backend.Holder, []error) {
 	switch b.phase {
 	case PhaseOld:
-		h, err := b.old.Leader(ctx, election)
-		if err != nil || IsMarker(h) {
-			return h, err
+		hs, errs := readMany(ctx, b.old, elections)
+		for i := range hs {
+			if errs[i] == nil && !IsMarker(hs[i]) {
+				hs[i], errs[i] = withEpoch(hs[i], b.oldEpoch())
+			}
 		}
-		return withEpoch(h, b.oldEpoch())
+		return hs, errs
 	case PhaseBoth:
-		s, err := b.Status(ctx, election)
-		if err != nil {
-			return backend.Holder{}, err
+		var oh, nh []backend.Holder
+		var oe, ne []error
+		var wg sync.WaitGroup
+		wg.Go(func() { oh, oe = readMany(ctx, b.old, elections) })
+		nh, ne = readMany(ctx, b.new, elections)
+		wg.Wait()
+		hs, errs := make([]backend.Holder, len(elections)), make([]error, len(elections))
+		for i, e := range elections {
+			if err := ctx.Err(); err != nil {
+				errs[i] = err
+				continue
+			}
+			hs[i], errs[i] = bothLeader(e, b.statusOf(oh[i], oe[i], nh[i], ne[i]))
 		}
-		if err := s.Err(); err != nil {
-			return backend.Holder{}, fmt.Errorf("migrate: election %q: %w", election, err)
-		}
-		if s.Leader.IsZero() {
-			return backend.Holder{}, fmt.Errorf("migrate: election %q: %w (old: %s; new: %s)", election, backend.ErrNoLeader, describe(s.Old, s.OldErr), describe(s.New, s.NewErr))
-		}
-		return s.Leader, nil
+		return hs, errs
 	}
-	h, err := b.new.Leader(ctx, election)
-	if err != nil {
-		return h, err
+	hs, errs := readMany(ctx, b.new, elections)
+	for i := range hs {
+		if errs[i] == nil {
+			hs[i], errs[i] = withEpoch(hs[i], b.newEpoch())
+		}
 	}
-	return withEpoch(h, b.newEpoch())
+	return hs, errs
+}
+
+// bothLeader is PhaseBoth's Leader of election, given its Status.
+func bothLeader(election string, s Status) (backend.Holder, error) {
+	if err := s.Err(); err != nil {
+		return backend.Holder{}, fmt.Errorf("migrate: election %q: %w", election, err)
+	}
+	if s.Leader.IsZero() {
+		return backend.Holder{}, fmt.Errorf("migrate: election %q: %w (old: %s; new: %s)", election, backend.ErrNoLeader, describe(s.Old, s.OldErr), describe(s.New, s.NewErr))
+	}
+	return s.Leader, nil
+}
+
+// readMany reads the holders of elections on be as [backend.Backend.Leader]
+// does: in one call when be is a [backend.BatchReader] and there are
+// several, otherwise one at a time.
+func readMany(ctx context.Context, be backend.Backend, elections []string) ([]backend.Holder, []error) {
+	if br, ok := be.(backend.BatchReader); ok && len(elections) > 1 {
+		return br.Leaders(ctx, elections)
+	}
+	hs, errs := make([]backend.Holder, len(elections)), make([]error, len(elections))
+	for i, e := range elections {
+		if err := ctx.Err(); err != nil {
+			errs[i] = err
+			continue
+		}
+		hs[i], errs[i] = be.Leader(ctx, e)
+	}
+	return hs, errs
 }
 
 func describe(h backend.Holder, err error) string {
@@ -131,26 +176,38 @@ func (b *Backend) Status(ctx context.Context, election string) (Status, error) {
 	if err := b.check("status", election); err != nil {
 		return Status{}, err
 	}
-	s := Status{Phase: b.phase}
-	read := func(be backend.Backend) (backend.Holder, error) {
-		h, err := be.Leader(ctx, election)
+	var oh, nh backend.Holder
+	var oe, ne error
+	if b.old != nil {
+		oh, oe = b.old.Leader(ctx, election)
+	}
+	nh, ne = b.new.Leader(ctx, election)
+	if err := ctx.Err(); err != nil {
+		return Status{}, err
+	}
+	return b.statusOf(oh, oe, nh, ne), nil
+}
+
+// statusOf is the Status of an election whose old store's holder was read
+// as old, oldErr (both zero when b has no old backend) and whose new
+// store's as new, newErr, errors wrapping [backend.ErrNoLeader] included.
+func (b *Backend) statusOf(old backend.Holder, oldErr error, new backend.Holder, newErr error) Status {
+	noLeader := func(h backend.Holder, err error) (backend.Holder, error) {
 		if errors.Is(err, backend.ErrNoLeader) {
 			return backend.Holder{}, nil
 		}
 		return h, err
 	}
+	s := Status{Phase: b.phase}
 	if b.old != nil {
 		s.HasOld = true
-		s.Old, s.OldErr = read(b.old)
+		s.Old, s.OldErr = noLeader(old, oldErr)
 		s.Marked = IsMarker(s.Old)
 	}
-	s.New, s.NewErr = read(b.new)
-	if err := ctx.Err(); err != nil {
-		return Status{}, err
-	}
+	s.New, s.NewErr = noLeader(new, newErr)
 	s.OldCandidate = b.phase == PhaseDone && s.OldErr == nil && !s.Old.IsZero() && !s.Marked
 	if s.Err() != nil {
-		return s, nil
+		return s
 	}
 	switch {
 	case s.New.IsZero() && (s.Marked || b.phase == PhaseDone):
@@ -159,5 +216,5 @@ func (b *Backend) Status(ctx context.Context, election string) (Status, error) {
 	case !s.Old.IsZero():
 		s.Leader, _ = withEpoch(s.Old, b.oldEpoch())
 	}
-	return s, nil
+	return s
 }

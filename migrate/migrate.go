@@ -13,8 +13,10 @@ import (
 
 // Backend is a [backend.Backend] that runs an election on an old and a new
 // backend according to its [Phase]; see the package documentation for the
-// runbook. Create it with [New]. It implements [backend.Backend] only, so the
-// elector polls it for leader changes.
+// runbook. Create it with [New]. It forwards every optional ability of the
+// backends it wraps (a [backend.Watcher], a [backend.BatchReader], a
+// [backend.TTLFloor], ...; see package backend's index), so an elector
+// watches it for leader changes and a partition group reads it in batches.
 type Backend struct {
 	old, new backend.Backend
 	phase    Phase

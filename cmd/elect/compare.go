@@ -19,7 +19,7 @@ import (
 
 	"github.com/leaderkit/elector/backend"
 	"github.com/leaderkit/elector/backendurl"
-	"github.com/leaderkit/elector/compare"
+	"github.com/leaderkit/elector/cmd/elect/internal/compare"
 )
 
 // exitInterrupted is the exit code of a compare stopped by SIGINT or

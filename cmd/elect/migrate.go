@@ -235,6 +235,7 @@ func migrationStatus(ctx context.Context, w io.Writer, c *statusConfig, b *migra
 		default:
 			fmt.Fprintf(w, "leader of %q: %s (token %d)\n", c.election, s.Leader.Identity, s.Leader.Token)
 		}
+		printFloor(ctx, w, b)
 	}
 	switch {
 	case s.Err() != nil:

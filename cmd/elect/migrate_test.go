@@ -126,6 +126,18 @@ func TestMigrateCleanupRefusesUnmigrated(t *testing.T) {
 	}
 }
 
+// TestMigrateStatusShowsTTLFloor: the status of a migration onto ZooKeeper
+// states the shortest TTL the ensemble's configuration allows, as the
+// status of the ZooKeeper URL alone does: the migrate Backend forwards the
+// new store's floor.
+func TestMigrateStatusShowsTTLFloor(t *testing.T) {
+	u := phaseURL("both", slowRedis(t), backendURL(t, "zk", nil))
+	code, out := runElect(t, nil, "status", "--election="+election(t), "--backend="+u)
+	if code != exitNoLeader || !regexp.MustCompile(`store: new store: syncLimit \d+ × tickTime .*: leases need a TTL of at least \d`).MatchString(out) {
+		t.Errorf("status of a migration onto zk: got exit %d and\n%s\nwant exit %d and the new store's TTL floor", code, out, exitNoLeader)
+	}
+}
+
 // TestMigrateStatusUnreachable: a migrate status with the old store
 // unreachable exits 3, as the help says for a backend that cannot be
 // reached, and names the store.

@@ -4,12 +4,16 @@
 // connection closed, new ones accepted and never answered) or partition it
 // (open connections kept, every byte dropped both ways), and heal it again.
 //
-// It is test support for the drivers' and elect's tests, which run against
-// real servers: a fault is injected where the client meets the network, and
-// the server and the code under test are what they are in production.
+// It serves the drivers' and elect's tests, which run against real
+// servers: a fault is injected where the client meets the network, and the
+// server and the code under test are what they are in production. It is
+// also the one proxy of elect compare ([Start]), which cuts a holder's
+// client off as its process's death would, and reads what a client sends
+// to count its requests.
 package testproxy
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"sync"
@@ -39,6 +43,7 @@ type Proxy struct {
 	target string
 	dial   func(network, addr string) (net.Conn, error)
 	mode   atomic.Int32 // a mode; changed only with mu held
+	sent   func() func([]byte)
 
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{} // open: client sides and target sides
@@ -58,14 +63,42 @@ func New(tb testing.TB, target string) *Proxy {
 // start starts a proxy that reaches target with dial.
 func start(tb testing.TB, target string, dial func(network, addr string) (net.Conn, error)) *Proxy {
 	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := listen(target, dial, nil)
 	if err != nil {
-		tb.Fatalf("testproxy: listen: %v", err)
+		tb.Fatalf("testproxy: %v", err)
 	}
-	p := &Proxy{ln: ln, target: target, dial: dial, conns: make(map[net.Conn]struct{})}
-	p.wg.Go(p.serve)
 	tb.Cleanup(p.Close)
 	return p
+}
+
+// Options configures a proxy of [Start].
+type Options struct {
+	// Sent, when not nil, is called for each connection the proxy
+	// forwards, and the function it returns is called with the bytes the
+	// client sends on it, in order, as they are passed on; one call at a
+	// time per connection. It must not keep the slice.
+	Sent func() func([]byte)
+}
+
+// Start starts a proxy to target (host:port) on a loopback port of its
+// own, as [New] does, for a program: the caller closes it. opts may be nil.
+func Start(target string, opts *Options) (*Proxy, error) {
+	d := &net.Dialer{Timeout: dialTimeout}
+	var sent func() func([]byte)
+	if opts != nil {
+		sent = opts.Sent
+	}
+	return listen(target, d.Dial, sent)
+}
+
+func listen(target string, dial func(network, addr string) (net.Conn, error), sent func() func([]byte)) (*Proxy, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	p := &Proxy{ln: ln, target: target, dial: dial, sent: sent, conns: make(map[net.Conn]struct{})}
+	p.wg.Go(p.serve)
+	return p, nil
 }
 
 // Addr is the address (host:port) clients dial instead of the target's.
@@ -159,8 +192,12 @@ func (p *Proxy) handle(c net.Conn) {
 		p.drop(c)
 		return
 	}
-	p.wg.Go(func() { p.pipe(s, c) })
-	p.pipe(c, s)
+	var sent func([]byte)
+	if p.sent != nil {
+		sent = p.sent()
+	}
+	p.wg.Go(func() { p.pipe(s, c, sent) })
+	p.pipe(c, s, nil)
 }
 
 // admit records the open connection c and returns the mode it was admitted
@@ -195,12 +232,15 @@ func (p *Proxy) drain(c net.Conn) {
 // pipe passes what src sends on to dst, dropping it while partitioned, until
 // src ends. Then it closes both, as the end of one side would reach the
 // other, except while partitioned: that end is lost with the bytes, and
-// dst stays open.
-func (p *Proxy) pipe(dst, src net.Conn) {
+// dst stays open. seen, when not nil, is called with what is passed on.
+func (p *Proxy) pipe(dst, src net.Conn, seen func([]byte)) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
 		if n > 0 && mode(p.mode.Load()) == forwarding {
+			if seen != nil {
+				seen(buf[:n])
+			}
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				err = werr
 			}

@@ -3,9 +3,12 @@ package testproxy
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -242,4 +245,42 @@ func TestCutDuringDial(t *testing.T) {
 	srv := s.next(t)
 	closed(t, c, "the client's end of a connection whose dial outlived Cut")
 	closed(t, srv, "the server's end of a connection whose dial outlived Cut")
+}
+
+// A proxy of Start passes what each client sends to its Sent function, in
+// order, per connection, and nothing the server sends.
+func TestStartSeesWhatClientsSend(t *testing.T) {
+	s := newServer(t)
+	var mu sync.Mutex
+	var seen []string
+	p, err := Start(s.ln.Addr().String(), &Options{Sent: func() func([]byte) {
+		var conn strings.Builder
+		mu.Lock()
+		i := len(seen)
+		seen = append(seen, "")
+		mu.Unlock()
+		return func(b []byte) {
+			conn.Write(b)
+			mu.Lock()
+			seen[i] = conn.String()
+			mu.Unlock()
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	c1, s1 := link(t, p, s)
+	c2, s2 := link(t, p, s)
+	passes(t, c1, s1, "one")
+	passes(t, c2, s2, "two")
+	passes(t, s1, c1, "back")
+	mu.Lock()
+	got := fmt.Sprint(seen)
+	mu.Unlock()
+	if want := "[pingone pingtwo]"; got != want {
+		t.Errorf("Sent saw %s; want %s: what each client sent, the server's bytes left out", got, want)
+	}
+	p.Cut()
+	closed(t, c1, "a client's connection after Cut")
 }

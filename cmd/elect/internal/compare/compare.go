@@ -49,7 +49,7 @@ type Target struct {
 	// [Renew] workload then holds its elections on such a client and counts
 	// the requests renewing them costs. When nil, Renew runs on a client of
 	// Open, whose requests are counted only if its backend counts its own
-	// (backend.RequestCounter, as the kube driver does).
+	// (its driver's own Requests, as the kube driver's).
 	OpenCounted func(ctx context.Context) (*Client, error)
 	// Cleanup, when not nil, removes what the store keeps of the elections
 	// named once their leases were released and every client of the run
@@ -76,7 +76,7 @@ type BackendReport struct {
 	FloorError string
 	// RequestRate is the rate limit, in requests per second, of the client
 	// that held the [Renew] workload's elections, when that client sets one
-	// (backend.RateLimited, such as a Kubernetes client's QPS); 0 otherwise.
+	// (its driver's own RequestRate, such as a Kubernetes client's QPS); 0 otherwise.
 	RequestRate float64
 	// Results holds one Result per workload, in the order of [Workloads].
 	Results []*Result

@@ -1,7 +1,9 @@
-// Package compare measures backends side by side under one workload,
-// through the driver contract alone: what the command `elect compare`
-// prints, as a Go API a team can run from its own test suite against its
-// own servers.
+// Package compare measures backends side by side under one workload: what
+// the command `elect compare` prints. It is internal to elect, not part of
+// the library's API. It speaks to the drivers through the driver contract
+// and, for what a driver reports beyond it (the kube driver's request
+// count, rate limit and Forget), through backend.As on the driver's own
+// exported methods; no driver interface exists for it.
 //
 //	var targets []compare.Target
 //	for _, u := range []string{"redis://r1,r2,r3", "etcd://e1,e2,e3", "zk://z1,z2,z3"} {
@@ -26,15 +28,15 @@
 //     client and all are renewed every TTL/3, the renewals per second that
 //     client sustained, and ([RequestCount]) the requests it sent per held
 //     election per TTL/3, counted on the client's side where the target can
-//     ([Target.OpenCounted], or a backend that counts its own requests,
-//     backend.RequestCounter): no server statistics, so no admin rights. On
-//     a client that limits its own request rate (backend.RateLimited: a
-//     kube:// client's qps) it holds only as many elections as half that
+//     ([Target.OpenCounted], or a driver that counts its own requests, as
+//     kube's Requests does): no server statistics, so no admin rights. On
+//     a client that limits its own request rate (a kube:// client's qps,
+//     its driver's RequestRate) it holds only as many elections as half that
 //     rate renews every TTL/3, one request each ([Result.Held]), and the
 //     report says so: more would measure the client's limiter, and lose
 //     leases;
 //   - [Failover]: the holder's client is cut off from the store without a
-//     release (its connections closed at once, new ones refused, as when its
+//     release (its connections closed at once, new ones closed as they come, as when its
 //     process dies); from its last renewal to the election of a candidate
 //     waiting on another client. It is never shorter than the TTL;
 //   - [Join] and [Leave]: Members members of a partition group (package
@@ -64,7 +66,7 @@
 // limiter that would wait past the bound, a slow store) is tried again
 // within it. ZooKeeper's empty parent znodes are container nodes, which
 // the servers delete on their own; a backend that keeps a record of every
-// election (backend.Forgetter: a Kubernetes Lease object) has the records
+// election (a Kubernetes Lease object, removed by the kube driver's Forget) has the records
 // of the run's elections removed before the check.
 //
 // # Output

@@ -37,7 +37,7 @@ var measuredLine = regexp.MustCompile(`(?m)^Measured 20\d\d-\d\d-\d\d on \d+ cor
 // the load average and the commit. Editing it by hand, or pasting a run
 // with other options, fails here.
 func TestCompareReadmeTable(t *testing.T) {
-	doc, err := os.ReadFile("../docs/benchmarks.md")
+	doc, err := os.ReadFile("../../../../docs/benchmarks.md")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@ const (
 )
 
 // forgetTimeout bounds the removal of the records a backend keeps of the
-// run's elections (backend.Forgetter), within the check's cleanupTimeout.
+// run's elections (a driver with Forget, such as kube's), within the check's cleanupTimeout.
 const forgetTimeout = cleanupTimeout * 3 / 5
 
 // CleanupBound is the longest the cleanup of [Run] takes once the
@@ -149,8 +149,8 @@ func later(a, b time.Time) time.Time {
 
 // leftover returns the elections of names that still have a leader, on a
 // client opened for the check. When the backend keeps a record of every
-// election (backend.Forgetter, such as a Kubernetes Lease), it first
-// removes the records of those no lease holds.
+// election (a driver with Forget, such as kube's), it first removes the
+// records of those no lease holds.
 func (r *runner) leftover(ctx context.Context, b *bstate, names []string) []string {
 	if ctx.Err() != nil {
 		return nil
@@ -163,7 +163,7 @@ func (r *runner) leftover(ctx context.Context, b *bstate, names []string) []stri
 		return nil
 	}
 	defer c.Closer.Close()
-	if f, ok := c.Backend.(backend.Forgetter); ok {
+	for _, f := range forgetters(c.Backend) {
 		// Leave the check time for the elections that could not be
 		// forgotten.
 		fctx, cancel := context.WithTimeout(ctx, forgetTimeout)
@@ -197,7 +197,7 @@ func (r *runner) leftover(ctx context.Context, b *bstate, names []string) []stri
 // until ctx ends (a throttled or slow request succeeds later, and so does
 // the election of a cut-off holder once its lease expired), and returns
 // those it could not forget.
-func forgetAll(ctx context.Context, f backend.Forgetter, names []string) []string {
+func forgetAll(ctx context.Context, f forgetter, names []string) []string {
 	var (
 		mu   sync.Mutex
 		left []string

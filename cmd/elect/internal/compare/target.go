@@ -3,12 +3,13 @@ package compare
 import (
 	"context"
 	"errors"
-	"io"
 	"net"
 	"net/url"
 	"strings"
+	"sync/atomic"
 
 	"github.com/leaderkit/elector/backendurl"
+	"github.com/leaderkit/elector/internal/testproxy"
 	"github.com/leaderkit/elector/migrate"
 )
 
@@ -47,7 +48,7 @@ func init() {
 // a kube:// URL without one reads its servers from a kubeconfig) it also
 // fills in TokenSource and Safety, and OpenCrashable: that client
 // reaches the servers through a TCP proxy on the loopback interface of its
-// own, which its Crash closes (every connection at once, new ones refused),
+// own, which its Crash closes (every connection at once, new ones closed as they come),
 // as the death of the holder's process would. For the cleartext schemes
 // (redis, etcd, zk) OpenCounted opens the same kind of client, whose
 // proxies count the requests it sends by reading the protocol's framing
@@ -131,21 +132,22 @@ func openProxied(ctx context.Context, mux *backendurl.Mux, u *url.URL, port stri
 	if err != nil {
 		return nil, err
 	}
-	var proxies backendurl.Closers
-	cut := func() {
-		for _, p := range proxies {
-			p.(*proxy).Cut()
-		}
-	}
+	var (
+		proxies  []*testproxy.Proxy
+		closers  backendurl.Closers
+		requests atomic.Int64
+	)
+	parser := parserFor(u.Scheme)
 	local := make([]string, len(addrs))
 	for i, a := range addrs {
-		p, err := newProxy(a, parserFor(u.Scheme))
+		p, err := startProxy(a, parser, &requests)
 		if err != nil {
-			_ = proxies.Close()
+			_ = closers.Close()
 			return nil, err
 		}
 		proxies = append(proxies, p)
-		local[i] = p.addr()
+		closers = append(closers, closerFunc(p.Close))
+		local[i] = p.Addr()
 	}
 	pu := *u
 	pu.Host = strings.Join(local, ",")
@@ -158,7 +160,7 @@ func openProxied(ctx context.Context, mux *backendurl.Mux, u *url.URL, port stri
 	}
 	b, closer, err := mux.Open(ctx, pu.String())
 	if err != nil {
-		_ = proxies.Close()
+		_ = closers.Close()
 		return nil, err
 	}
 	pairs := make([]string, 0, 2*len(addrs))
@@ -166,17 +168,41 @@ func openProxied(ctx context.Context, mux *backendurl.Mux, u *url.URL, port stri
 		pairs = append(pairs, local[i], a)
 	}
 	b = realAddrs{Backend: b, r: strings.NewReplacer(pairs...)}
-	c := &Client{Backend: b, Closer: append(backendurl.Closers{closer}, proxies...), Crash: cut}
-	if parserFor(u.Scheme) != nil {
-		c.Requests = func() int64 {
-			var n int64
-			for _, p := range proxies {
-				n += p.(*proxy).requests.Load()
-			}
-			return n
+	cut := func() {
+		for _, p := range proxies {
+			p.Cut()
 		}
+	}
+	c := &Client{Backend: b, Closer: append(backendurl.Closers{closer}, closers...), Crash: cut}
+	if parser != nil {
+		c.Requests = requests.Load
 	}
 	return c, nil
 }
 
-var _ io.Closer = (*proxy)(nil)
+// startProxy starts the proxy of one server: a cut-off client is cut off
+// with its Cut, as the death of its process would. With a parser, it adds
+// the requests clients send through it to requests.
+//
+// Counting belongs here rather than in the drivers: it measures what a
+// client puts on the wire, whatever driver sent it, and costs the drivers
+// nothing; only a protocol the proxy cannot read (HTTP/2 over TLS, the
+// kube driver's) is counted by its driver, on its own API.
+func startProxy(target string, parser func() requestParser, requests *atomic.Int64) (*testproxy.Proxy, error) {
+	var opts *testproxy.Options
+	if parser != nil {
+		opts = &testproxy.Options{Sent: func() func([]byte) {
+			rp := parser()
+			return func(b []byte) { requests.Add(int64(rp.feed(b))) }
+		}}
+	}
+	return testproxy.Start(target, opts)
+}
+
+// closerFunc is an io.Closer that calls f.
+type closerFunc func()
+
+func (f closerFunc) Close() error {
+	f()
+	return nil
+}

@@ -72,7 +72,7 @@ func (r *runner) holdMany(ctx context.Context, b *bstate) {
 
 // heldOn returns how many elections the Renew workload holds on b's
 // renewing client: Options.Held, or, when the client limits its request
-// rate (backend.RateLimited), as many as half that rate renews every
+// rate (a driver with RequestRate, such as kube's), as many as half that rate renews every
 // renewal interval (at least one), since each needs a request per interval
 // on such a backend. The other half is left to the client's other requests
 // (the campaigns, the keeper's renewals while they run, watches), so that
@@ -80,11 +80,7 @@ func (r *runner) holdMany(ctx context.Context, b *bstate) {
 // not queue behind it: at the whole rate the rounds would measure the
 // limiter. It records the rate in b's report.
 func (r *runner) heldOn(b *bstate) int {
-	rl, ok := b.rc.Backend.(backend.RateLimited)
-	if !ok {
-		return r.o.Held
-	}
-	rate := rl.RequestRate()
+	rate := requestRate(b.rc.Backend)
 	b.rep.RequestRate = rate
 	if rate <= 0 {
 		return r.o.Held
@@ -147,7 +143,7 @@ func (r *runner) renewAll(ctx context.Context, b *bstate, i int) {
 }
 
 // requestsOf returns what counts the requests c sends: c.Requests, else
-// its backend's own count (backend.RequestCounter), else nil.
+// its backend's own count (requestCount), else nil.
 func requestsOf(c *Client) func() int64 {
 	if c == nil {
 		return nil
@@ -155,12 +151,7 @@ func requestsOf(c *Client) func() int64 {
 	if c.Requests != nil {
 		return c.Requests
 	}
-	if rc, ok := c.Backend.(backend.RequestCounter); ok {
-		if _, counts := rc.Requests(); counts {
-			return func() int64 { n, _ := rc.Requests(); return n }
-		}
-	}
-	return nil
+	return requestCount(c.Backend)
 }
 
 // renewInterval is the time between two rounds of the Renew workload.

@@ -12,7 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/leaderkit/elector/backend"
-	"github.com/leaderkit/elector/compare"
+	"github.com/leaderkit/elector/cmd/elect/internal/compare"
 	_ "github.com/leaderkit/elector/etcd"
 	"github.com/leaderkit/elector/internal/testenv"
 	_ "github.com/leaderkit/elector/migrate"

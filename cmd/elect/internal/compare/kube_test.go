@@ -1,14 +1,19 @@
-package kube
+package compare_test
 
 import (
 	"context"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/leaderkit/elector/compare"
+	"github.com/leaderkit/elector/cmd/elect/internal/compare"
+	"github.com/leaderkit/elector/internal/testenv"
+	_ "github.com/leaderkit/elector/kube"
 )
 
 // TestCompareWithinRateLimit runs compare on the test apiserver through a
@@ -20,7 +25,7 @@ import (
 // namespace.
 func TestCompareWithinRateLimit(t *testing.T) {
 	const qps = 40
-	tg, err := compare.URLTarget(testenvKubeURL(t)+"&elector_only=true&qps=40&burst=40", nil)
+	tg, err := compare.URLTarget(testenv.KubeURL(t)+"&elector_only=true&qps=40&burst=40", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,8 +68,22 @@ func TestCompareWithinRateLimit(t *testing.T) {
 // in the test namespace.
 func assertNoLeases(t *testing.T, prefix string) {
 	t.Helper()
-	s := testServer(t)
-	list, err := s.client(t).Leases(s.ns).List(testCtx(t), metav1.ListOptions{})
+	u, err := url.Parse(testenv.KubeURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := u.Query().Get("namespace")
+	cfg, err := clientcmd.BuildConfigFromFlags("", testenv.KubeKubeconfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	list, err := cli.CoordinationV1().Leases(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,6 +95,6 @@ func assertNoLeases(t *testing.T, prefix string) {
 		}
 	}
 	if len(left) > 0 {
-		t.Errorf("%d Leases of the run (%s…) left in namespace %s: %q", len(left), start, s.ns, left)
+		t.Errorf("%d Leases of the run (%s…) left in namespace %s: %q", len(left), start, ns, left)
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/leaderkit/elector/backend/memory"
-	"github.com/leaderkit/elector/compare"
+	"github.com/leaderkit/elector/cmd/elect/internal/compare"
 )
 
 // A short run of every workload on the in-memory backend. A real run names

@@ -60,7 +60,7 @@ type Result struct {
 	PerSecond float64
 	// Held is, for [Renew], the number of elections held and renewed:
 	// [Options.Held], or fewer on a backend whose client limits its request
-	// rate ([backend.RateLimited], [BackendReport.RequestRate]): as many as
+	// rate ([BackendReport.RequestRate]): as many as
 	// half that rate renews every TTL/3, one request each, leaving the
 	// other half to the client's other requests, so that the workload
 	// measures the store and not the client's limiter. 0 for the other

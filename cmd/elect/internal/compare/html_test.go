@@ -14,7 +14,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/leaderkit/elector/compare"
+	"github.com/leaderkit/elector/cmd/elect/internal/compare"
 )
 
 // memReport returns the report of a short run on two in-memory stores.

@@ -9,6 +9,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -90,23 +91,16 @@ func TestParsersSplit(t *testing.T) {
 // and a function summing their counts.
 func counted(t *testing.T, scheme string, addrs []string) ([]string, func() int64) {
 	var out []string
-	var ps []*proxy
+	var requests atomic.Int64
 	for _, a := range addrs {
-		p, err := newProxy(a, parserFor(scheme))
+		p, err := startProxy(a, parserFor(scheme), &requests)
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { p.Close() })
-		ps = append(ps, p)
-		out = append(out, p.addr())
+		t.Cleanup(p.Close)
+		out = append(out, p.Addr())
 	}
-	return out, func() int64 {
-		var n int64
-		for _, p := range ps {
-			n += p.requests.Load()
-		}
-		return n
-	}
+	return out, requests.Load
 }
 
 // checkDelta runs op, which sends want requests, and checks the count.

@@ -11,11 +11,11 @@ import (
 	"time"
 
 	"github.com/leaderkit/elector/backend/memory"
-	"github.com/leaderkit/elector/compare"
+	"github.com/leaderkit/elector/cmd/elect/internal/compare"
 )
 
 // limitedMem is the slow in-memory backend as a rate-limited client that
-// counts its own requests (backend.RateLimited, backend.RequestCounter),
+// counts its own requests (RequestRate and Requests, reached through backend.As),
 // as a kube:// client is.
 type limitedMem struct {
 	slow
@@ -26,7 +26,7 @@ type limitedMem struct {
 func (l limitedMem) RequestRate() float64    { return l.rate }
 func (l limitedMem) Requests() (int64, bool) { return l.calls.Load(), true }
 
-// Forget records election and forgets nothing (backend.Forgetter).
+// Forget records election and forgets nothing, as the kube driver's Forget does for a held election.
 func (l limitedMem) Forget(_ context.Context, election string) (bool, error) {
 	if l.forgot != nil {
 		l.forgot.Store(election, true)
