@@ -79,6 +79,9 @@ func TestParseURLRefuses(t *testing.T) {
 		{"kube://h1,h2", "one apiserver"},
 		{"kube://h?cert=/c", "cert and key go together"},
 		{"kube://h?qps=-1", "qps"},
+		{"kube://h?qps=NaN", "query parameter qps is NaN"},
+		{"kube://h?qps=1e40", "query parameter qps is 1e+40"},
+		{"kube://h?qps=Inf", "query parameter qps is +Inf"},
 		{"kube://h?burst=1.5", "burst"},
 		{"kube://?kubeconfig=/does/not/exist", "kubeconfig"},
 	} {
