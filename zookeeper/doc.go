@@ -32,6 +32,8 @@
 //	prefix            Options.Prefix (default "/elector")
 //	disconnect_grace  Options.DisconnectGrace (default 0)
 //	drift_factor      Options.DriftFactor (default 0.01)
+//	tick_time         Options.TickTime (default: ask the servers)
+//	sync_limit        Options.SyncLimit (default: ask the servers)
 //
 // A user and password add "digest" authentication to every session and
 // protect the znodes the Backend creates with the matching digest ACL, so
