@@ -167,6 +167,12 @@ func parseURL(u *url.URL) (*rest.Config, string, *Options, error) {
 		rules.ExplicitPath = kubeconfig
 		cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: kubecontext})
 		if cfg, err = cc.ClientConfig(); err != nil {
+			if clientcmd.IsEmptyConfig(err) {
+				// client-go's own message suggests KUBERNETES_MASTER,
+				// which nothing here reads.
+				return nil, "", nil, errors.New("kubeconfig: none found (not in $KUBECONFIG, ~/.kube/config, the URL's kubeconfig=, nor a pod's service account); " +
+					"name one with kubeconfig=FILE, or give the URL the apiserver's host:port with token_file= and ca=")
+			}
 			return nil, "", nil, fmt.Errorf("kubeconfig: %w", err)
 		}
 		if ns == "" {

@@ -92,6 +92,19 @@ func TestParseURLRefuses(t *testing.T) {
 	}
 }
 
+// TestNoKubeconfig: with no kubeconfig anywhere and no service account,
+// the error says how to give one, and does not send the user to
+// KUBERNETES_MASTER, which nothing reads.
+func TestNoKubeconfig(t *testing.T) {
+	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	_, _, _, err := parseURL(mustURL(t, "kube://?namespace=x"))
+	if err == nil || strings.Contains(err.Error(), "KUBERNETES_MASTER") || !strings.Contains(err.Error(), "kubeconfig=FILE") {
+		t.Errorf("parseURL without any kubeconfig: got %v, want an error naming kubeconfig=FILE and not KUBERNETES_MASTER", err)
+	}
+}
+
 func TestOpenURLValidates(t *testing.T) {
 	ctx := context.Background()
 	for _, raw := range []string{"kube://h?namespace=Not_A_Label", "kube://h?drift_factor=0.9", "kube://h?request_timeout=-1s"} {
