@@ -87,7 +87,7 @@ func (e *Elector) end(ctx context.Context, ts *termState, t *term.Term, resign *
 	}
 	e.log.LogAttrs(ctx, level, "term ended", slog.Uint64("token", ts.term.Token), slog.Any("reason", reason))
 
-	<-t.Returned() // renewed meanwhile after a voluntary end
+	e.awaitReturn(ctx, ts, t) // renewed meanwhile after a voluntary end
 	t.Finish()
 	relErr := e.release(ctx, ts.lease, ts.term)
 	e.mu.Lock()
@@ -102,6 +102,23 @@ func (e *Elector) end(ctx context.Context, ts *termState, t *term.Term, resign *
 		resign.reply <- relErr
 	}
 	return resign != nil
+}
+
+// awaitReturn waits for OnElected to return after its term ended. If it
+// has not within TTL (the point at which Check reports it), it warns once:
+// the leader's work ignores its ctx, and no new term starts until it
+// returns.
+func (e *Elector) awaitReturn(ctx context.Context, ts *termState, t *term.Term) {
+	stuck := time.NewTimer(e.opts.TTL)
+	defer stuck.Stop()
+	select {
+	case <-t.Returned():
+		return
+	case <-stuck.C:
+	}
+	e.log.LogAttrs(ctx, slog.LevelWarn, "OnElected has not returned since its term ended; it must return once its ctx is done, and no new term starts until it does",
+		slog.Uint64("token", ts.term.Token), slog.Duration("ended_ago", e.opts.TTL))
+	<-t.Returned()
 }
 
 // serve waits until the term ends and returns why: ctx ended, the engine

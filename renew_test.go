@@ -254,3 +254,22 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// An OnElected that ignores its ctx is logged once its term has been over
+// for a TTL (when Check turns unhealthy too), not only seen by Check.
+func TestOnElectedIgnoringCtxIsLogged(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var logged syncBuffer
+		release := make(chan struct{})
+		opts := &Options{Identity: "alice", TTL: ttl, Logger: slog.New(slog.NewTextHandler(&logged, nil)),
+			OnElected: func(context.Context, Term) { <-release }}
+		r := start(t, memory.New(), opts)
+		time.Sleep(ttl) // fake time: elected and leading
+		r.cancel()
+		time.Sleep(ttl + time.Second) // the term ended; OnElected still runs
+		synctest.Wait()
+		assert.Contains(t, logged.String(), `level=WARN msg="OnElected has not returned since its term ended`)
+		close(release)
+		assert.ErrorIs(t, r.stop(t), context.Canceled)
+	})
+}
