@@ -121,3 +121,12 @@ func TestWatchUnknownWhileBlind(t *testing.T) {
 	w.signal(syscall.SIGINT)
 	w.wait(10 * time.Second)
 }
+
+// TestMigrateURLOldFirst: migrate url prints old= before new=, as the
+// runbook reads.
+func TestMigrateURLOldFirst(t *testing.T) {
+	code, out := runElect(t, nil, "migrate", "url", "--phase=both", "--old=redis://h1", "--new=etcd://h2")
+	if want := "migrate+both://?old=redis%3A%2F%2Fh1&new=etcd%3A%2F%2Fh2\n"; code != 0 || out != want {
+		t.Errorf("migrate url: got exit %d and %q, want 0 and %q", code, out, want)
+	}
+}
