@@ -87,7 +87,7 @@ func (e *Elector) end(ctx context.Context, ts *termState, t *term.Term, resign *
 	}
 	e.log.LogAttrs(ctx, level, "term ended", slog.Uint64("token", ts.term.Token), slog.Any("reason", reason))
 
-	<-t.Returned() // renewed meanwhile after a voluntary end
+	e.awaitReturn(ctx, ts, t) // renewed meanwhile after a voluntary end
 	t.Finish()
 	if resign != nil && e.prefs != nil {
 		e.prefs.resigned(ctx)
@@ -105,6 +105,23 @@ func (e *Elector) end(ctx context.Context, ts *termState, t *term.Term, resign *
 		resign.reply <- relErr
 	}
 	return resign != nil
+}
+
+// awaitReturn waits for OnElected to return after its term ended. If it
+// has not within TTL (the point at which Check reports it), it warns once:
+// the leader's work ignores its ctx, and no new term starts until it
+// returns.
+func (e *Elector) awaitReturn(ctx context.Context, ts *termState, t *term.Term) {
+	stuck := time.NewTimer(e.opts.TTL)
+	defer stuck.Stop()
+	select {
+	case <-t.Returned():
+		return
+	case <-stuck.C:
+	}
+	e.log.LogAttrs(ctx, slog.LevelWarn, "OnElected has not returned since its term ended; it must return once its ctx is done, and no new term starts until it does",
+		slog.Uint64("token", ts.term.Token), slog.Duration("ended_ago", e.opts.TTL))
+	<-t.Returned()
 }
 
 // serve waits until the term ends and returns why: ctx ended, the engine
@@ -159,9 +176,18 @@ func (e *Elector) renewed(ctx context.Context, t Term, r term.Renewal) {
 		}
 	case errors.Is(r.Err, backend.ErrLost):
 	default:
-		e.log.LogAttrs(ctx, slog.LevelWarn, "renew failed; retrying before the deadline",
-			slog.Uint64("token", t.Token), slog.Any("error", r.Err),
-			slog.Duration("step_down_in", r.StepDownIn), slog.Duration("retry_in", r.RetryIn))
+		// Retries come ever sooner as the step-down nears: warn at the
+		// 1st, 2nd, 4th, 8th… failure of a run, and log the others at
+		// Debug, so that an outage reads as a few lines.
+		level := slog.LevelDebug
+		if r.Failures&(r.Failures-1) == 0 {
+			level = slog.LevelWarn
+		}
+		if e.log.Enabled(ctx, level) {
+			e.log.LogAttrs(ctx, level, "renew failed; retrying before the deadline",
+				slog.Uint64("token", t.Token), slog.Int("failures", r.Failures), slog.Any("error", r.Err),
+				slog.Duration("step_down_in", r.StepDownIn), slog.Duration("retry_in", r.RetryIn))
+		}
 	}
 }
 

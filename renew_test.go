@@ -1,7 +1,11 @@
 package elector
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
+	"math/bits"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -200,4 +204,72 @@ func (s trailedSpy) Campaign(ctx context.Context, c backend.Candidate) (backend.
 		*s.l = l.(*trailedLease)
 	}
 	return l, err
+}
+
+// A leader cut off from its backend retries its renewal ever sooner as the
+// step-down nears; its log warns at the 1st, 2nd, 4th, 8th… failure of a
+// run, not at each, so that an outage reads as a few lines, each with the
+// count of failures so far.
+func TestRenewFailuresWarnSparingly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var logged syncBuffer
+		rec := newRecorder()
+		opts := rec.options("alice")
+		opts.Logger = slog.New(slog.NewTextHandler(&logged, nil))
+		var failures atomic.Int64
+		opts.Observer = func(ev Event) {
+			if ev.Kind == EventRenew && ev.Err != nil {
+				failures.Add(1)
+			}
+		}
+		b := memory.New()
+		r := start(t, b, opts)
+		rec.next(t, "elected")
+		b.Isolate()
+		rec.next(t, "revoked")
+		assert.ErrorIs(t, r.stop(t), context.Canceled)
+		n := int(failures.Load())
+		warned := strings.Count(logged.String(), `msg="renew failed; retrying before the deadline"`)
+		require.Greater(t, n, 4, "renewals failed before the step-down")
+		want := bits.Len(uint(n)) // failures 1, 2, 4 … up to n
+		assert.LessOrEqual(t, warned, want, "got %d warnings for %d failed renewals, want at most %d:\n%s", warned, n, want, logged.String())
+		assert.Contains(t, logged.String(), "failures=1 ")
+	})
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// An OnElected that ignores its ctx is logged once its term has been over
+// for a TTL (when Check turns unhealthy too), not only seen by Check.
+func TestOnElectedIgnoringCtxIsLogged(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var logged syncBuffer
+		release := make(chan struct{})
+		opts := &Options{Identity: "alice", TTL: ttl, Logger: slog.New(slog.NewTextHandler(&logged, nil)),
+			OnElected: func(context.Context, Term) { <-release }}
+		r := start(t, memory.New(), opts)
+		time.Sleep(ttl) // fake time: elected and leading
+		r.cancel()
+		time.Sleep(ttl + time.Second) // the term ended; OnElected still runs
+		synctest.Wait()
+		assert.Contains(t, logged.String(), `level=WARN msg="OnElected has not returned since its term ended`)
+		close(release)
+		assert.ErrorIs(t, r.stop(t), context.Canceled)
+	})
 }

@@ -93,6 +93,12 @@ func TestOpenRefusesBadURLs(t *testing.T) {
 		{"zk://h1?drift_factor=0.7", "DriftFactor"},
 		{"zk://127.0.0.1:1,127.0.0.1/", ""}, // valid: the default prefix
 		{"zk://h1/elector", "?prefix=/elector"},
+		{"zk://h1?tick_time=2s&sync_limit=5", ""},
+		{"zk://h1?tick_time=2s", "SyncLimit 0; want both set"},
+		{"zk://h1?sync_limit=1.5&tick_time=2s", "query parameter sync_limit is 1.5; want a whole number"},
+		{"zk://h1?sync_limit=NaN&tick_time=2s", "query parameter sync_limit is NaN"},
+		{"zk://h1?tick_time=500us&sync_limit=5", "whole milliseconds"},
+		{"zk://h1?tick_time=soon&sync_limit=5", `tick_time="soon": want a duration`},
 		{"zk://h1?prefix=elector", "Prefix"},
 		{"zk://h1?prefix=/zookeeper/x", "zookeeper"},
 		{"zk://h1?%zz", "malformed query"},

@@ -229,6 +229,8 @@ func FuzzOpenRedacts(f *testing.F) {
 		{"stub://", "u:k9@h/x", "y?d=1s"},
 		{"redis://", "?k9", "h"},
 		{"redis://", "u:%zz", "h"},
+		{"zk://", "u:k9?secret", "h?tick_time=2s&sync_limit=5"},
+		{"zk://", "u:s3cret", "h?sync_limit=1.5"},
 	} {
 		f.Add(seed[0], seed[1], seed[2])
 	}

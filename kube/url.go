@@ -24,6 +24,9 @@ import (
 const (
 	defaultQPS   = 50
 	defaultBurst = 100
+	// maxQPS bounds the qps parameter: client-go keeps it as a float32,
+	// where a larger number may become +Inf, which means no limit at all.
+	maxQPS = 1e6
 )
 
 func init() {
@@ -132,8 +135,8 @@ func parseURL(u *url.URL) (*rest.Config, string, *Options, error) {
 		return nil, "", nil, err
 	}
 	switch {
-	case qps < 0 || math.IsInf(qps, 0):
-		return nil, "", nil, fmt.Errorf("query parameter qps is %v; want a number of requests per second >= 0 (0 means %d)", qps, defaultQPS)
+	case math.IsNaN(qps) || qps < 0 || qps > maxQPS:
+		return nil, "", nil, fmt.Errorf("query parameter qps is %v; want a number of requests per second from 0 (meaning %d) to %g", qps, defaultQPS, float64(maxQPS))
 	case burst < 0 || burst != math.Trunc(burst) || burst > math.MaxInt32:
 		return nil, "", nil, fmt.Errorf("query parameter burst is %v; want a whole number >= 0 (0 means %d)", burst, defaultBurst)
 	}
@@ -164,6 +167,12 @@ func parseURL(u *url.URL) (*rest.Config, string, *Options, error) {
 		rules.ExplicitPath = kubeconfig
 		cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: kubecontext})
 		if cfg, err = cc.ClientConfig(); err != nil {
+			if clientcmd.IsEmptyConfig(err) {
+				// client-go's own message suggests KUBERNETES_MASTER,
+				// which nothing here reads.
+				return nil, "", nil, errors.New("kubeconfig: none found (not in $KUBECONFIG, ~/.kube/config, the URL's kubeconfig=, nor a pod's service account); " +
+					"name one with kubeconfig=FILE, or give the URL the apiserver's host:port with token_file= and ca=")
+			}
 			return nil, "", nil, fmt.Errorf("kubeconfig: %w", err)
 		}
 		if ns == "" {

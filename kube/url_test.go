@@ -79,6 +79,9 @@ func TestParseURLRefuses(t *testing.T) {
 		{"kube://h1,h2", "one apiserver"},
 		{"kube://h?cert=/c", "cert and key go together"},
 		{"kube://h?qps=-1", "qps"},
+		{"kube://h?qps=NaN", "query parameter qps is NaN"},
+		{"kube://h?qps=1e40", "query parameter qps is 1e+40"},
+		{"kube://h?qps=Inf", "query parameter qps is +Inf"},
 		{"kube://h?burst=1.5", "burst"},
 		{"kube://?kubeconfig=/does/not/exist", "kubeconfig"},
 	} {
@@ -86,6 +89,19 @@ func TestParseURLRefuses(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("parseURL(%q): got %v, want an error mentioning %q", tc.url, err, tc.want)
 		}
+	}
+}
+
+// TestNoKubeconfig: with no kubeconfig anywhere and no service account,
+// the error says how to give one, and does not send the user to
+// KUBERNETES_MASTER, which nothing reads.
+func TestNoKubeconfig(t *testing.T) {
+	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	_, _, _, err := parseURL(mustURL(t, "kube://?namespace=x"))
+	if err == nil || strings.Contains(err.Error(), "KUBERNETES_MASTER") || !strings.Contains(err.Error(), "kubeconfig=FILE") {
+		t.Errorf("parseURL without any kubeconfig: got %v, want an error naming kubeconfig=FILE and not KUBERNETES_MASTER", err)
 	}
 }
 

@@ -25,7 +25,9 @@
 // The hosts are one ensemble's servers (port 2181 by default); no path.
 // Parameters: prefix (Options.Prefix, default "/elector"),
 // disconnect_grace (Options.DisconnectGrace, default 0), drift_factor
-// (Options.DriftFactor, default 0.01). A user and password add digest
+// (Options.DriftFactor, default 0.01), tick_time and sync_limit
+// (Options.TickTime and SyncLimit, for an ensemble that does not answer
+// conf). A user and password add digest
 // authentication and an ACL for that user alone. For example:
 //
 //	zks://billing:secret@10.0.0.1,10.0.0.2,10.0.0.3:2281?prefix=/billing&ca=/etc/elect/ca.pem&cert=/etc/elect/client.pem&key=/etc/elect/client.key

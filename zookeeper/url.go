@@ -2,7 +2,9 @@ package zookeeper
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"math"
 	"net/url"
 
 	"github.com/go-zookeeper/zk"
@@ -35,13 +37,20 @@ func openURL(_ context.Context, u *url.URL) (backend.Backend, io.Closer, error) 
 		Prefix:          p.String("prefix"),
 		DriftFactor:     p.Float("drift_factor"),
 		DisconnectGrace: p.Duration("disconnect_grace"),
+		TickTime:        p.Duration("tick_time"),
 	}
+	syncLimit := p.Float("sync_limit")
 	if opts.TLS, err = p.TLS(u.Scheme == "zks", "zks"); err != nil {
 		return nil, nil, err
 	}
 	if err := p.Finish(); err != nil {
 		return nil, nil, err
 	}
+	// NaN fails the comparison with its own truncation.
+	if syncLimit < 0 || syncLimit != math.Trunc(syncLimit) || syncLimit > math.MaxInt32 {
+		return nil, nil, fmt.Errorf("query parameter sync_limit is %v; want a whole number of ticks, as zoo.cfg's syncLimit states it", syncLimit)
+	}
+	opts.SyncLimit = int(syncLimit)
 	if u.User != nil {
 		user := u.User.Username()
 		password, _ := u.User.Password()

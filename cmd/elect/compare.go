@@ -185,10 +185,16 @@ func compareMain(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	defer html.discard()
 	o := c.options()
+	// Refuse bad flags before any output or connection: Run checks its
+	// options before its targets, so with none it refuses only bad options.
+	if _, err := compare.Run(ctx, nil, o); err != nil && !strings.Contains(err.Error(), "no targets") {
+		return exitf(exitUsage, "%v", err)
+	}
 	warnFloors(ctx, stderr, targets, o.TTL)
 	o.Prefix = compare.NewPrefix()
 	fmt.Fprintf(stderr, "elect compare: elections under %s\n", o.Prefix)
-	o.Progress = progressPrinter(stderr)
+	pp := &progressPrinter{w: stderr}
+	o.Progress = pp.print
 	// A crashed holder's clients would log their failed dials and requests.
 	quietLibraries(newLogger(stderr, "info", "text"))
 	ctx, cancel := context.WithCancel(ctx)
@@ -198,9 +204,11 @@ func compareMain(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	stopSignals := onStopSignals(func(n int, s os.Signal) {
 		switch n {
 		case 1:
-			fmt.Fprintf(stderr, "elect compare: %v: stopping the trial under way, then removing what the run created under %s "+
-				"(at most %v once the trial stopped); %v again to stop at once and leave it\n", s, o.Prefix, compare.CleanupBound, s)
-			cancel()
+			pp.stop(func() {
+				fmt.Fprintf(stderr, "elect compare: %v: stopping the trial under way, then removing what the run created under %s "+
+					"(at most %v once the trial stopped); %v again to stop at once and leave it\n", s, o.Prefix, compare.CleanupBound, s)
+				cancel()
+			})
 		case 2:
 			fmt.Fprintf(stderr, "elect compare: %v again: stopping the cleanup now\n", s)
 			close(abort)
@@ -209,7 +217,7 @@ func compareMain(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	rep, err := compare.Run(ctx, targets, o)
 	stopSignals()
 	switch {
-	case rep == nil && errors.Is(err, backend.ErrInvalid):
+	case rep == nil && usageError(err):
 		return exitf(exitUsage, "%v", err)
 	case rep == nil && ctx.Err() != nil:
 		return exitf(exitInterrupted, "compare: interrupted while opening the backends")
@@ -349,18 +357,35 @@ func (c *compareConfig) write(rep *compare.Report, stdout io.Writer, html *htmlF
 	return nil
 }
 
-// progressPrinter prints a progress line on w at each new phase and at
-// most once a second within one.
-func progressPrinter(w io.Writer) func(compare.Progress) {
-	var (
-		phase string
-		last  time.Time
-	)
-	return func(p compare.Progress) {
-		if p.Phase == phase && time.Since(last) < time.Second && p.Done != p.Total {
-			return
-		}
-		phase, last = p.Phase, time.Now()
-		fmt.Fprintf(w, "elect compare: %s\n", p)
+// progressPrinter prints a progress line at each new phase and at most
+// once a second within one. Once stopped, it prints the cleanup's lines
+// only: the trial that was under way ends, and no other starts.
+type progressPrinter struct {
+	w       io.Writer
+	mu      sync.Mutex
+	phase   string
+	last    time.Time
+	stopped bool
+}
+
+func (pp *progressPrinter) print(p compare.Progress) {
+	pp.mu.Lock()
+	defer pp.mu.Unlock()
+	if pp.stopped && p.Phase != compare.PhaseCleanup {
+		return
 	}
+	if p.Phase == pp.phase && time.Since(pp.last) < time.Second && p.Done != p.Total {
+		return
+	}
+	pp.phase, pp.last = p.Phase, time.Now()
+	fmt.Fprintf(pp.w, "elect compare: %s\n", p)
+}
+
+// stop stops the printing of trials, and runs announce (which says so)
+// before any later line.
+func (pp *progressPrinter) stop(announce func()) {
+	pp.mu.Lock()
+	defer pp.mu.Unlock()
+	pp.stopped = true
+	announce()
 }

@@ -173,6 +173,13 @@ func TestCompareInterrupted(t *testing.T) {
 			if !strings.Contains(p.out.String(), "interrupted; removed what the run created under "+prefix) {
 				t.Errorf("no word of the cleanup on stderr:\n%s", p.out.String())
 			}
+			// After the word that the trial stops, only the cleanup reports.
+			_, after, _ := strings.Cut(p.out.String(), "stopping the trial under way")
+			for l := range strings.Lines(after) {
+				if strings.HasPrefix(l, "elect compare: ") && !strings.HasPrefix(l, "elect compare: cleanup: ") {
+					t.Errorf("after SIGINT, a progress line other than the cleanup's: %q", l)
+				}
+			}
 			assertNothingLeft(t, prefix)
 		})
 	}

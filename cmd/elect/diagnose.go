@@ -20,8 +20,13 @@ import (
 // diagnoseTimeout bounds each connection diagnose makes.
 const diagnoseTimeout = time.Second
 
-// defaultPorts are the ports a backend URL's hosts default to.
-var defaultPorts = map[string]string{"redis": "6379", "etcd": "2379", "zk": "2181"}
+// defaultPorts are the ports a backend URL's hosts default to, by scheme
+// ("redis" ends in an s and is no TLS scheme: each is listed).
+var defaultPorts = map[string]string{"redis": "6379", "etcd": "2379", "zk": "2181",
+	"rediss": "6379", "etcds": "2379", "zks": "2181"}
+
+// tlsSchemes are the schemes of defaultPorts that connect with TLS.
+var tlsSchemes = map[string]bool{"rediss": true, "etcds": true, "zks": true}
 
 // diagnose says why the servers of rawURL may not have answered in time,
 // as far as one TCP connection to each (and a TLS handshake, for a TLS
@@ -36,8 +41,8 @@ func diagnose(ctx context.Context, rawURL string) string {
 	if err != nil {
 		return ""
 	}
-	useTLS := strings.HasSuffix(u.Scheme, "s")
-	port, ok := defaultPorts[strings.TrimSuffix(u.Scheme, "s")]
+	useTLS := tlsSchemes[u.Scheme]
+	port, ok := defaultPorts[u.Scheme]
 	if !ok {
 		return ""
 	}

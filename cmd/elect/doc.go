@@ -70,10 +70,13 @@
 //	0    success; with --once, also when another replica ran (or runs) the command;
 //	     elect run stopped by SIGINT or SIGTERM (with --once, once COMMAND
 //	     has run: COMMAND's status)
-//	1    status: the election has no leader
-//	2    usage: bad flags, environment variables or backend URL
-//	3    the backend failed for good; --once: not elected within --wait and no
-//	     leader seen; status: the backend could not be reached
+//	1    no leader: status finds none, partitions an unowned partition;
+//	     --once: not elected within --wait while no replica leads
+//	2    what the user must change: bad flags, environment variables or
+//	     backend URL, a TTL the backend refuses, credentials or permissions
+//	     the server refuses at the first request
+//	3    the backend cannot be reached, or did not answer within --timeout
+//	     (or --wait)
 //	4    --once: leadership was lost while COMMAND ran; it was stopped
 //	125  elect itself failed
 //	126  COMMAND could not be started; 127 COMMAND was not found

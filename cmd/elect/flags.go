@@ -75,6 +75,17 @@ func (c *common) logger(stderr io.Writer) *slog.Logger {
 	return log
 }
 
+// quiet sends the client libraries' log lines to a logger of c's level
+// and format at level Debug (see quietLibraries), for the subcommands that
+// log nothing of their own: their output is their answer, not a log.
+func (c *common) quiet(stderr io.Writer) {
+	level, format := c.logLevel, c.logFormat
+	if level == "" {
+		level, format = "info", "text"
+	}
+	quietLibraries(newLogger(stderr, level, format))
+}
+
 // quietLibraries sends the log lines of the client libraries (go-redis,
 // and client-go through klog) to log at level Debug: elect reports what
 // fails itself.
@@ -120,11 +131,11 @@ func warnWeak(ctx context.Context, log *slog.Logger, b backend.Backend) {
 
 // open opens the backend. A URL that can never work (malformed, an unknown
 // scheme or parameter, refused options or credentials) is a usage error,
-// exit 2. A backend that cannot be reached yet (a refused connection, a
+// exit 2, even when ctx ended while it was opened. A backend that cannot be reached yet (a refused connection, a
 // name that does not resolve, no answer) is not: it is retried, with a
 // warning naming the cause at the first failure and then every
-// openWarnEvery, until ctx ends (exit 3, with the last error) or SIGINT or
-// SIGTERM stops elect (exit 0).
+// openWarnEvery, until ctx ends (exit 3, with the last error and what a
+// connection to each server says) or SIGINT or SIGTERM stops elect (exit 0).
 func (c *common) open(parent context.Context) (backend.Backend, io.Closer, error) {
 	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -142,7 +153,9 @@ func (c *common) open(parent context.Context) (backend.Backend, io.Closer, error
 		case err == nil:
 			warnWeak(ctx, log, b)
 			return b, closer, nil
-		case ctx.Err() == nil && !unreachable(err):
+		case !unreachable(err) && !errors.Is(err, context.Canceled):
+			// Malformed, refused options or credentials: however little
+			// time was left, the URL is what must change.
 			return nil, nil, exitf(exitUsage, "--backend: %v", err)
 		case ctx.Err() == nil:
 			last = err
@@ -160,6 +173,9 @@ func (c *common) open(parent context.Context) (backend.Backend, io.Closer, error
 		}
 		if parent.Err() == nil {
 			return nil, nil, &exitError{code: exitOK} // stopped by SIGINT or SIGTERM
+		}
+		if why := diagnose(context.WithoutCancel(ctx), c.backendURL); why != "" {
+			return nil, nil, exitf(exitBackend, "--backend: cannot reach the backend: %v; a connection to each server says: %s", last, why)
 		}
 		return nil, nil, exitf(exitBackend, "--backend: cannot reach the backend: %v", last)
 	}

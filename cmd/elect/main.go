@@ -16,9 +16,9 @@ import (
 // (128+N when it was killed by signal N).
 const (
 	exitOK        = 0   // success; or --once and another replica ran the command
-	exitNoLeader  = 1   // status: the election has no leader
-	exitUsage     = 2   // bad flags, environment variables or backend URL
-	exitBackend   = 3   // the backend failed for good, or --once was not elected within --wait
+	exitNoLeader  = 1   // no leader, or --once not elected while no replica leads
+	exitUsage     = 2   // what the user must change: flags, URL, a refused TTL or credentials
+	exitBackend   = 3   // the backend cannot be reached or did not answer in time
 	exitLost      = 4   // --once: the term ended while the command ran; it was stopped
 	exitInternal  = 125 // elect itself failed
 	exitCannotRun = 126 // the command was found but could not be started
@@ -61,7 +61,7 @@ ELECT_BACKEND, --metrics-addr by ELECT_METRICS_ADDR, and so on. Flags win.
 Backend URLs (rediss, etcds and zks are the same over TLS):
   redis://[user:pass@]h1:6379,h2:6379,h3:6379[/db][?prefix=..&request_timeout=50ms]
   etcd://[user:pass@]h1:2379,h2:2379[?prefix=..&request_timeout=3s]
-  zk://[user:pass@]h1:2181,h2:2181[?prefix=/elector&disconnect_grace=1s]
+  zk://[user:pass@]h1:2181,h2:2181[?prefix=/elector&tick_time=2s&sync_limit=5]
   kube://[?kubeconfig=PATH&context=NAME&namespace=NS]  (or kube://host:6443?token_file=..&ca=..)
   migrate+PHASE://?old=URL&new=URL  (each URL percent-encoded; PHASE old,
       both, new or done: 'elect migrate url' prints it; see 'elect help migrate')
@@ -71,9 +71,10 @@ Backend URLs (rediss, etcds and zks are the same over TLS):
 Exit codes:
   0    success; with --once, also when another replica ran the command;
        stopped by SIGINT or SIGTERM (with --once, once COMMAND ran: its status)
-  1    status: no leader
-  2    usage: bad flags, environment variables or backend URL
-  3    the backend failed for good (or --once was not elected within --wait)
+  1    no leader (status, partitions), or --once not elected while none leads
+  2    what you must change: flags, environment variables, the backend URL,
+       a TTL the backend refuses, credentials or permissions it refuses
+  3    the backend cannot be reached, or did not answer in time
   4    --once: leadership was lost while the command ran; it was stopped
   125  elect failed
   126  the command could not be started; 127 the command was not found

@@ -44,7 +44,7 @@ type migrateConfig struct {
 	timeout               time.Duration
 }
 
-func migrateMain(ctx context.Context, args []string, stdout, _ io.Writer) error {
+func migrateMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || (args[0] != "url" && args[0] != "cleanup") {
 		if len(args) > 0 && (args[0] == "--help" || args[0] == "-h" || args[0] == "-help") {
 			fmt.Fprint(stdout, migrateHead)
@@ -75,6 +75,10 @@ func migrateMain(ctx context.Context, args []string, stdout, _ io.Writer) error 
 	if err := c.check(); err != nil {
 		return exitf(exitUsage, "migrate cleanup: %v", err)
 	}
+	if err := checkTimeout(c.timeout); err != nil {
+		return exitf(exitUsage, "migrate cleanup: %v", err)
+	}
+	c.quiet(stderr)
 	return migrateCleanup(ctx, c, stdout)
 }
 
@@ -89,12 +93,13 @@ func migrateURL(c *migrateConfig, stdout io.Writer) error {
 	case c.oldURL == "" && p != migrate.PhaseDone:
 		return exitf(exitUsage, "migrate url: --old: want the old backend's URL in phase %v", p)
 	}
-	q := url.Values{}
+	// old before new, as the runbook reads (url.Values.Encode would sort
+	// them the other way).
+	query := "new=" + url.QueryEscape(c.newURL)
 	if c.oldURL != "" {
-		q.Set("old", c.oldURL)
+		query = "old=" + url.QueryEscape(c.oldURL) + "&" + query
 	}
-	q.Set("new", c.newURL)
-	u := fmt.Sprintf("%s%v://?%s", migrate.SchemePrefix, p, q.Encode())
+	u := fmt.Sprintf("%s%v://?%s", migrate.SchemePrefix, p, query)
 	if err := migrate.CheckURL(u); err != nil {
 		return exitf(exitUsage, "migrate url: %v", err)
 	}
@@ -119,8 +124,8 @@ func migrateCleanup(ctx context.Context, c *migrateConfig, stdout io.Writer) err
 	switch {
 	case errors.Is(err, migrate.ErrNotMarked):
 		return exitf(exitUsage, "migrate cleanup: %v; nothing was changed", err)
-	case errors.Is(err, backend.ErrInvalid):
-		return exitf(exitUsage, "migrate cleanup: %v", err)
+	case usageError(err):
+		return requestFailed(ctx, "migrate cleanup", err, 0, "")
 	case errors.Is(err, context.DeadlineExceeded):
 		return exitf(exitBackend, "migrate cleanup: no answer from the backends within --timeout %v: %v%s", c.timeout, err, partly(cl))
 	case err != nil:
@@ -202,6 +207,8 @@ func markerState(s migrate.Status, hasOld bool) string {
 func migrationStatus(ctx context.Context, w io.Writer, c *statusConfig, b *migrate.Backend) error {
 	s, err := b.Status(ctx, c.election)
 	switch {
+	case usageError(err):
+		return requestFailed(ctx, "status", err, 0, "")
 	case errors.Is(err, context.DeadlineExceeded):
 		return exitf(exitBackend, "status: no answer from the backends within --timeout %v: %v", c.timeout, err)
 	case err != nil:

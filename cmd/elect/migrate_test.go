@@ -21,12 +21,11 @@ import (
 // phaseURL is the migrate URL of phase over old and new, as `elect
 // migrate url` prints it.
 func phaseURL(phase, old, new string) string {
-	q := url.Values{}
+	q := "new=" + url.QueryEscape(new)
 	if old != "" {
-		q.Set("old", old)
+		q = "old=" + url.QueryEscape(old) + "&" + q
 	}
-	q.Set("new", new)
-	return migrate.SchemePrefix + phase + "://?" + q.Encode()
+	return migrate.SchemePrefix + phase + "://?" + q
 }
 
 // TestMigrateURLChecks: `elect migrate url` accepts a phase in any case,

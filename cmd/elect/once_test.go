@@ -58,7 +58,7 @@ func TestOnceLostWhileRunning(t *testing.T) {
 	if code := p.wait(10 * time.Second); code != exitLost {
 		t.Errorf("exit %d, want %d (lost while the command ran)", code, exitLost)
 	}
-	if out := p.out.String(); !strings.Contains(out, "lease lost") {
-		t.Errorf("output does not say the lease was lost:\n%s", out)
+	if out := p.out.String(); !strings.Contains(out, "lease lost") || !strings.Contains(out, "elect: run --once: leadership was lost") {
+		t.Errorf("output does not end saying that leadership was lost (a final elect: line):\n%s", out)
 	}
 }

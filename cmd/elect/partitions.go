@@ -73,27 +73,18 @@ func partitionsMain(ctx context.Context, args []string, stdout, stderr io.Writer
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	common := common{backendURL: c.backendURL}
+	common.quiet(stderr)
 	b, closer, err := common.open(ctx)
 	if err != nil {
-		if ee := (*exitError)(nil); errors.As(err, &ee) && ee.code == exitBackend && ctx.Err() != nil {
-			if why := diagnose(context.WithoutCancel(ctx), c.backendURL); why != "" {
-				return exitf(exitBackend, "partitions: %s; a connection to each server says: %s", ee.msg, why)
-			}
+		if ee := (*exitError)(nil); errors.As(err, &ee) && ee.code == exitBackend && ee.msg != "" {
+			return exitf(exitBackend, "partitions: %s", ee.msg)
 		}
 		return err
 	}
 	defer closer.Close()
 	t, err := partition.ReadTable(ctx, b, c.group, c.n)
-	switch {
-	case errors.Is(err, backend.ErrInvalid):
-		return exitf(exitUsage, "partitions: %v", err)
-	case errors.Is(err, context.DeadlineExceeded):
-		if why := diagnose(context.WithoutCancel(ctx), c.backendURL); why != "" {
-			return exitf(exitBackend, "partitions: no answer from the backend within --timeout %v; a connection to each server says: %s", c.timeout, why)
-		}
-		return exitf(exitBackend, "partitions: no answer from the backend within --timeout %v: %v", c.timeout, err)
-	case err != nil:
-		return exitf(exitBackend, "partitions: %v", err)
+	if err != nil {
+		return requestFailed(ctx, "partitions", err, c.timeout, c.backendURL)
 	}
 	warnPartitions(ctx, stderr, b, t, c.n)
 	unowned := printTable(stdout, t, c.json)

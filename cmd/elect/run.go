@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/leaderkit/elector"
+	"github.com/leaderkit/elector/backend"
 	"github.com/leaderkit/elector/promelector"
 )
 
@@ -157,10 +158,16 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		MinTerm:        c.minTerm,
 		OnElected:      r.onElected,
 		OnLeaderChange: r.onLeaderChange,
-		Observer:       metrics.Observe,
-		Logger:         log,
+		Observer: func(ev elector.Event) {
+			metrics.Observe(ev)
+			r.observe(ev)
+		},
+		Logger: log,
 	})
 	if err != nil {
+		return exitf(exitUsage, "run: %v", err)
+	}
+	if err := checkRate(b, r.e.Options()); err != nil {
 		return exitf(exitUsage, "run: %v", err)
 	}
 	metrics.Track(r.e)
@@ -172,4 +179,22 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		defer srv.close()
 	}
 	return r.run(ctx)
+}
+
+// checkRate refuses a client rate limit (a kube:// URL's qps) too low to
+// renew the lease: each renewal interval needs the renewal and room for
+// one more request (a retry, or a read of the leader), or every term is
+// lost to renewals waiting on the limiter.
+func checkRate(b backend.Backend, o elector.Options) error {
+	var rl interface{ RequestRate() float64 }
+	if !backend.As(b, &rl) {
+		return nil
+	}
+	rate := rl.RequestRate()
+	if need := 2 / o.RenewInterval.Seconds(); rate > 0 && rate < need {
+		return fmt.Errorf("the backend's client sends at most %g requests per second (the URL's qps), fewer than 2 per renewal interval of %v: "+
+			"renewals would wait on the limiter until every term is lost; raise the URL's qps to at least %g, or --renew-interval (or --ttl) to at least %v",
+			rate, o.RenewInterval, need, time.Duration(2/rate*float64(time.Second)).Round(time.Millisecond))
+	}
+	return nil
 }

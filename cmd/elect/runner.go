@@ -40,6 +40,9 @@ type runner struct {
 	stopping bool   // SIGINT or SIGTERM received
 	state    onceState
 	other    elector.Holder // --once: the replica that leads instead
+	lost     error          // --once: why the term was lost (exit 4)
+	served   bool           // a campaign succeeded
+	refused  error          // the backend refused access before any campaign succeeded
 }
 
 // run runs the elector until the command's outcome or a signal ends it,
@@ -61,18 +64,45 @@ func (r *runner) run(ctx context.Context) error {
 	}
 
 	err := r.e.Run(ctx)
-	if err != nil && !errors.Is(err, context.Canceled) {
-		return exitf(exitBackend, "run: %v", err)
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	switch {
+	case r.refused != nil:
+		return requestFailed(ctx, "run", r.refused, 0, "")
+	case err != nil && usageError(err): // such as a TTL the backend refuses
+		return exitf(exitUsage, "run: %v", err)
+	case err != nil && !errors.Is(err, context.Canceled):
+		return exitf(exitBackend, "run: %v", err)
+	}
 	if r.cfg.once && r.state != elected && !r.stopping {
 		return r.notElected()
+	}
+	if r.lost != nil {
+		return exitf(exitLost, "run --once: leadership was lost before the command finished (%v); the command was stopped", r.lost)
 	}
 	if r.code != 0 {
 		return &exitError{code: r.code}
 	}
 	return nil
+}
+
+// observe ends the run when the backend refuses elect's credentials or
+// permissions before any campaign succeeded: the user must change them
+// (exit 2), and retrying cannot help. Later refusals are retried, as
+// credentials rotated under a running elect may come back.
+func (r *runner) observe(ev elector.Event) {
+	if ev.Kind != elector.EventCampaign {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case ev.Err == nil:
+		r.served = true
+	case !r.served && r.refused == nil && refusedAccess(ev.Err):
+		r.refused = ev.Err
+		r.cancel()
+	}
 }
 
 // notElected explains why a --once run did not run the command.
@@ -84,7 +114,12 @@ func (r *runner) notElected() error {
 		ctx, cancel := context.WithTimeout(context.Background(), min(max(r.cfg.wait/10, 100*time.Millisecond), time.Second))
 		defer cancel()
 		var err error
-		if h, err = r.e.Leader(ctx); err != nil {
+		switch h, err = r.e.Leader(ctx); {
+		case errors.Is(err, elector.ErrNoLeader):
+			return exitf(exitNoLeader, "run --once: not elected within --wait %v, and no replica leads", r.cfg.wait)
+		case usageError(err):
+			return requestFailed(ctx, "run --once", err, 0, "")
+		case err != nil:
 			return exitf(exitBackend, "run --once: not elected within --wait %v, and no other leader seen: %v", r.cfg.wait, err)
 		}
 	}
@@ -211,15 +246,24 @@ func (r *runner) onElected(ctx context.Context, t elector.Term) {
 				code := ch.code()
 				if errors.Is(cause, elector.ErrLeaseLost) {
 					code = exitLost
+					r.setLost(cause)
 				}
 				r.finish(code)
 			}
 			return
 		}
 	}
-	if r.cfg.once && errors.Is(context.Cause(ctx), elector.ErrLeaseLost) {
-		r.finish(exitLost) // lost before the command could start
+	if cause := context.Cause(ctx); r.cfg.once && errors.Is(cause, elector.ErrLeaseLost) {
+		r.setLost(cause) // lost before the command could start
+		r.finish(exitLost)
 	}
+}
+
+// setLost records why a --once term was lost.
+func (r *runner) setLost(cause error) {
+	r.mu.Lock()
+	r.lost = cause
+	r.mu.Unlock()
 }
 
 // finish records the exit code and ends the run.

@@ -10,15 +10,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/leaderkit/elector/backend"
-	"github.com/leaderkit/elector/internal/wait"
 	"github.com/leaderkit/elector/migrate"
 )
 
@@ -31,14 +27,19 @@ aside. With a migrate+PHASE://
 URL, also the phase, whether the "migrated" marker is written, and the
 holder on each store (see 'elect help migrate'); the leader is the one a
 fence sees in every phase. Exit 0 when there is a leader, 1 when there is
-none, 3 when the backend (with a migrate URL: a store the leader depends on)
-cannot be reached.
+none, 2 for bad flags, a bad URL or credentials or permissions the
+backend refuses, 3 when the backend (with a migrate URL: a store the
+leader depends on) cannot be reached or does not answer within --timeout.
 `
 
 const watchHead = `Usage: elect watch [flags]
 
 Print the leader of the election, then a line each time it changes, until
-interrupted (SIGINT or SIGTERM; exit 0). Backend errors are retried.
+interrupted (SIGINT or SIGTERM; exit 0). Backend errors are retried; while
+the backend cannot be read (the leader is read at least once a second), a
+line says the leader is unknown and why ("unknown":true with --json), and
+the leader is printed again once it can. Exit 2 when the backend refuses
+elect's credentials or permissions at the first read.
 `
 
 // statusConfig holds the settings of elect status and elect watch.
@@ -66,6 +67,10 @@ type holderJSON struct {
 	Identity   string   `json:"identity,omitempty"`
 	Token      uint64   `json:"token,omitempty"`
 	TTLSeconds *float64 `json:"ttl_seconds,omitempty"`
+	// Unknown is set, with Error, on a line of elect watch while the
+	// backend cannot be read: Leader false then says nothing.
+	Unknown bool   `json:"unknown,omitempty"`
+	Error   string `json:"error,omitempty"`
 	// Candidates are the live candidates with a priority (elect status
 	// only, on a backend that keeps a registry).
 	Candidates []candidateJSON `json:"candidates,omitempty"`
@@ -76,6 +81,12 @@ type candidateJSON struct {
 	Identity string `json:"identity"`
 	Priority int    `json:"priority"`
 	Aside    bool   `json:"aside"`
+}
+
+// printJSON prints j on a line of its own.
+func printJSON(w io.Writer, j any) {
+	b, _ := json.Marshal(j)
+	fmt.Fprintf(w, "%s\n", b)
 }
 
 // printHolder prints h (the zero Holder for none) as text or JSON.
@@ -110,8 +121,7 @@ func printStatus(w io.Writer, c *statusConfig, h backend.Holder, cands []backend
 			s := h.TTL.Seconds()
 			j.TTLSeconds = &s
 		}
-		b, _ := json.Marshal(j)
-		fmt.Fprintf(w, "%s\n", b)
+		printJSON(w, j)
 		return
 	}
 	prefix := ""
@@ -140,14 +150,20 @@ func parseStatus(name, head string, args []string, stdout io.Writer) (*statusCon
 	if err := c.check(); err != nil {
 		return nil, exitf(exitUsage, "%s: %v", name, err)
 	}
+	if name == "status" {
+		if err := checkTimeout(c.timeout); err != nil {
+			return nil, exitf(exitUsage, "%s: %v", name, err)
+		}
+	}
 	return c, nil
 }
 
-func statusMain(ctx context.Context, args []string, stdout, _ io.Writer) error {
+func statusMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c, err := parseStatus("status", statusHead, args, stdout)
 	if err != nil {
 		return err
 	}
+	c.quiet(stderr)
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	b, closer, err := c.open(ctx)
@@ -173,10 +189,8 @@ func statusMain(ctx context.Context, args []string, stdout, _ io.Writer) error {
 			printFloor(ctx, stdout, f)
 		}
 		return &exitError{code: exitNoLeader}
-	case errors.Is(err, context.DeadlineExceeded):
-		return exitf(exitBackend, "status: no answer from the backend within --timeout %v: %v", c.timeout, err)
 	case err != nil:
-		return exitf(exitBackend, "status: %v", err)
+		return requestFailed(ctx, "status", err, c.timeout, c.backendURL)
 	}
 	printStatus(stdout, c, h, cands, false)
 	if f, ok := b.(backend.TTLFloor); ok && !c.json {
@@ -190,73 +204,5 @@ func statusMain(ctx context.Context, args []string, stdout, _ io.Writer) error {
 func printFloor(ctx context.Context, w io.Writer, f backend.TTLFloor) {
 	if floor, why, err := f.MinTTL(ctx); err == nil {
 		fmt.Fprintf(w, "store: %s: leases need a TTL of at least %v\n", why, floor)
-	}
-}
-
-func watchMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	c, err := parseStatus("watch", watchHead, args, stdout)
-	if err != nil {
-		return err
-	}
-	log := c.logger(stderr)
-	b, closer, err := c.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer closer.Close()
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	var (
-		last  backend.Holder
-		first = true
-	)
-	report := func(h backend.Holder) {
-		ttl := h.TTL
-		h.TTL = 0 // a changing TTL is not a change of leader
-		if first || h != last {
-			first, last = false, h
-			h.TTL = ttl
-			printHolder(stdout, c, h, true)
-		}
-	}
-	w, ok := b.(backend.Watcher)
-	for attempt := 0; ctx.Err() == nil; attempt++ {
-		if ok {
-			err = w.Watch(ctx, c.election, report)
-		} else {
-			err = poll(ctx, b, c.election, report)
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		if backend.IsPermanent(err) {
-			return exitf(exitBackend, "watch: %v", err)
-		}
-		delay := min(time.Duration(attempt+1)*250*time.Millisecond, 5*time.Second)
-		log.Warn("watch failed; retrying", "error", err, "retry_in", delay)
-		wait.Sleep(ctx, delay)
-	}
-	return nil
-}
-
-// poll reports the leader once a second, for a backend without Watch.
-func poll(ctx context.Context, b backend.Backend, election string, fn func(backend.Holder)) error {
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		h, err := b.Leader(ctx, election)
-		switch {
-		case errors.Is(err, backend.ErrNoLeader):
-			fn(backend.Holder{})
-		case err != nil:
-			return err
-		default:
-			fn(h)
-		}
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
 	}
 }

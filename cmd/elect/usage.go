@@ -39,6 +39,11 @@ var userNames = map[string]string{
 	"zookeeper.DriftFactor":     "query parameter drift_factor",
 	"zookeeper.DisconnectGrace": "query parameter disconnect_grace",
 	"zookeeper.Prefix":          "query parameter prefix",
+	"zookeeper.TickTime":        "query parameter tick_time",
+	"zookeeper.SyncLimit":       "query parameter sync_limit",
+	"kube.DriftFactor":          "query parameter drift_factor",
+	"kube.CleanupTimeout":       "query parameter cleanup_timeout",
+	"kube.RequestTimeout":       "query parameter request_timeout",
 	"migrate.Epoch":             "query parameter epoch",
 	"migrate.RenewInterval":     "query parameter renew_interval",
 	"migrate.NewName":           "query parameter new_name",
@@ -47,14 +52,31 @@ var userNames = map[string]string{
 var (
 	// optionField matches "pkg: Options.Field is " and "pkg: invalid
 	// request: Options.Field is ".
-	optionField = regexp.MustCompile(`\b(elector|compare|redlock|etcd|zookeeper|migrate): ((?:invalid request: )?)Options\.(\w+)( is)?`)
+	optionField = regexp.MustCompile(`\b(elector|compare|redlock|etcd|zookeeper|kube|migrate): ((?:invalid request: )?)Options\.(\w+)( is)?`)
 	// candidateTTL matches a driver's word for the TTL elect asked for.
 	candidateTTL = regexp.MustCompile(`Candidate\.TTL( is)?`)
 	// dialTimeout matches a driver's "within 372ms (dial_timeout)", a
 	// number the user may never have set.
 	dialTimeout = regexp.MustCompile(`within \S+ \(dial_timeout\)`)
+	// refusedTTL matches a driver's refusal of the TTL elect asked for
+	// ("invalid request: TTL 1s is below 1.75s").
+	refusedTTL = regexp.MustCompile(`\bTTL (\S+) is (below|above)`)
 	// singleDash matches the flag package's "-name" in its errors.
 	singleDash = regexp.MustCompile(`(flag provided but not defined: |for flag |for |flag needs an argument: )-(\w)`)
+)
+
+// fieldNames rewrites the Go names that the drivers' messages mention
+// beside others (not as "pkg: Options.Field is") to what the user of elect
+// sets. Longer names come first: a Replacer tries its pairs in order.
+var fieldNames = strings.NewReplacer(
+	"Options.TickTime and Options.SyncLimit", "query parameters tick_time and sync_limit",
+	"Options.TickTime", "query parameter tick_time",
+	"Options.SyncLimit", "query parameter sync_limit",
+	"set Options.ElectorOnly", "set query parameter elector_only=true",
+	"Options.ElectorOnly", "query parameter elector_only=true",
+	"(Options.RequestTimeout)", "(query parameter request_timeout)",
+	"within RequestTimeout", "within request_timeout",
+	"(raise RequestTimeout, request_timeout in a URL,", "(raise the URL's request_timeout",
 )
 
 // forUser rewrites an error message of elect so that it names what the
@@ -74,7 +96,8 @@ func forUser(msg string) string {
 		return s[1] + ": " + s[2] + name + s[4]
 	})
 	msg = candidateTTL.ReplaceAllStringFunc(msg, func(m string) string { return "--ttl" })
-	msg = strings.ReplaceAll(msg, "(Options.RequestTimeout)", "(the driver's request timeout)")
+	msg = refusedTTL.ReplaceAllString(msg, "--ttl $1 is $2")
+	msg = fieldNames.Replace(msg)
 	msg = dialTimeout.ReplaceAllString(msg, "before the connection was made (bounded by query parameter dial_timeout, or by what was left of elect's own time limit)")
 	return singleDash.ReplaceAllString(msg, "$1--$2")
 }

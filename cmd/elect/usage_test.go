@@ -60,6 +60,9 @@ func TestUsageErrors(t *testing.T) {
 		if strings.Contains(out, "s3cret") {
 			t.Errorf("elect %s: output shows the password:\n%s", tc.args, out)
 		}
+		if strings.HasPrefix(tc.args, "compare") && strings.Contains(out, "elections under") {
+			t.Errorf("elect %s: compare announced its run before refusing its flags:\n%s", tc.args, out)
+		}
 	}
 }
 

@@ -166,7 +166,7 @@ func (d *demo) stopLeader(first event) event {
 func (d *demo) crashLeader(second event) {
 	crash := d.members[second.who].crash
 	if crash == nil {
-		fmt.Println("\n(no crash step: this driver owns its connection)")
+		fmt.Println("\n(no crash step: zookeeper.New dials its own connections; to crash a member, give it an Options.Dialer whose connections the demo can close, or run with -etcd or -redis)")
 		return
 	}
 	fmt.Printf("\ncrashing %s (its connection is closed: no release, no renewal)\n", second.who)
