@@ -94,10 +94,11 @@
 //
 // # Timing
 //
-// A waiting Campaign reads the Lease and then watches it (one watch per
-// waiting Campaign, never polling): a release, a deletion or a new holder
-// is seen as soon as the apiserver sends the event, so a graceful hand-over
-// takes one watch event and one update. A holder that stops without
+// A waiting Campaign reads the Lease from the Backend's one watch of its
+// namespace's Leases (listed once, then watched and resumed from the last
+// version seen, as a client-go informer does; never polling): a release, a
+// deletion or a new holder is seen as soon as the apiserver sends the
+// event, so a graceful hand-over takes one watch event and one update. A holder that stops without
 // releasing is taken over when its Lease expires, as client-go judges it:
 // leaseDurationSeconds of the holder after the waiting candidate first saw
 // the record as it is now. A candidate that starts while the Lease is held
@@ -143,25 +144,17 @@
 // as a key with a TTL does in the other stores, which package partition's
 // membership relies on.
 //
-// Every request is bounded by [Options.RequestTimeout] (3 s by default).
-// Requests pass the client's rate limiter: client-go's default (QPS 5,
-// burst 10) is enough for a few elections renewed every few seconds; a
-// process that holds many elections, or hands them over often, should raise
-// it on its rest.Config. Each held election costs one update per renewal,
-// each waiting candidate one watch; a Backend holding any election keeps
-// one more watch, of every Lease of its namespace. [Backend.Leaders] reads
-// many elections with one List (package partition reads its members and
-// its partitions' holders so). A member of a partition group needs about
-// 1.5 × its partitions / TTL in seconds requests per second for its
-// renewals, plus its membership: the 64 partitions of a 3-member group at
-// TTL 2 s cost each member about 47 requests/s, nearly the default qps of
-// a kube:// URL; raise qps for larger shares or shorter TTLs. Recovery
-// needs more: every waiting candidate keeps a watch of its own, so after
-// an apiserver restart each reads its Lease and watches it again at once,
-// in the same rate limit as the renewals. At qps 50 a 64-partition group
-// of 5 members at TTL 2 s stayed safe under faults of the apiserver and
-// its etcd but left partitions without an owner for up to minutes
-// (docs/chaos.md); give a partition group several times its steady rate.
+// Every request is bounded by [Options.RequestTimeout] (3 s by default)
+// and passes the client's rate limiter. Each held election costs one
+// update per renewal; waiting Campaigns and Watches cost none, and nor do
+// Leader and [Backend.Leaders] while the Backend's watch runs, so an
+// apiserver restart costs each Backend one watch request. A Backend admits
+// campaigns only while its renewals stay within 90% of the client's qps,
+// about qps × the renewal interval elections; further ones wait, and
+// [Backend.Warnings] says so once, naming qps and burst. With a
+// [RateLimiter] (a kube:// URL's client has one) renewals and releases go
+// before every other request waiting in the limit. The arithmetic is in
+// docs/design/kube.md in the repository.
 //
 // # Errors
 //
