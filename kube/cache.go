@@ -172,9 +172,12 @@ func (c *leaseCache) setOpen(open bool) {
 func (c *leaseCache) apply(deleted bool, obj *coordinationv1.Lease, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if deleted {
+	switch e, ok := c.items[obj.Name]; {
+	case ok && rvAfter(e.obj.ResourceVersion, obj.ResourceVersion):
+		// This Backend's own later write is in already (see wrote).
+	case deleted:
 		delete(c.items, obj.Name)
-	} else {
+	default:
 		c.put(obj, now)
 	}
 	if ch, ok := c.changed[obj.Name]; ok {
