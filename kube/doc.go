@@ -101,10 +101,11 @@
 // event, so a graceful hand-over takes one watch event and one update. A holder that stops without
 // releasing is taken over when its Lease expires, as client-go judges it:
 // leaseDurationSeconds of the holder after the waiting candidate first saw
-// the record as it is now. A candidate that starts while the Lease is held
-// therefore waits a full duration from its first read, even if the holder
-// stopped long ago: a Lease carries no time a candidate could trust without
-// trusting the holder's clock.
+// the record as it is now (the Backend's watch first saw it). A candidate
+// of a Backend whose watch starts while the Lease is held therefore waits a
+// full duration from then, even if the holder stopped long ago: a Lease
+// carries no time a candidate could trust without trusting the holder's
+// clock.
 //
 // Deadline is the send time of an update plus the TTL less the drift
 // allowance ([Options.DriftFactor], [backend.LeaseDeadline]) — but not of
@@ -126,11 +127,10 @@
 // Renew is one update conditional on the
 // resourceVersion the lease last wrote; a conflict is read back, and only a
 // Lease that no longer names this lease (another holder, a release, a
-// deletion) makes Renew return an error wrapping [backend.ErrLost]. A
-// Backend that holds leases also keeps one watch of its namespace's Leases
-// (from the version of the write that won its first lease, resumed from
-// the last version it saw; it lists them only when the apiserver can no
-// longer resume it, after a long outage): a lease's Lost is closed as soon
+// deletion) makes Renew return an error wrapping [backend.ErrLost]. The
+// same watch of the namespace's Leases (which lists them again only when
+// the apiserver can no longer resume it, after a long outage) follows the
+// held ones: a lease's Lost is closed as soon
 // as the apiserver sends an event of a write, after the one that won it,
 // that does not name it (a client-go candidate or kubectl took it,
 // released it for it, or deleted it), not at the next renewal; and on
