@@ -82,7 +82,7 @@ func (b *Backend) admit(ctx context.Context, ttl time.Duration) (func(), bool, e
 			return nil, waited, backend.ErrClosed
 		}
 		demand, n := b.renewDemand()
-		if b.rate <= 0 || n == 0 || demand+r <= renewShare*b.rate {
+		if b.rate <= 0 || demand == 0 || demand+r <= renewShare*b.rate {
 			b.pending += r
 			b.mu.Unlock()
 			return func() {
