@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,8 +21,8 @@ import (
 
 // Backend runs elections on Lease objects of one namespace through a
 // client the caller configured (server, credentials, rate limits). It
-// implements [backend.Backend], [backend.Watcher] and
-// [backend.BatchReader]. Create it with [New].
+// implements [backend.Backend], [backend.Watcher], [backend.BatchReader]
+// and [backend.Warner]. Create it with [New].
 type Backend struct {
 	leases coordinationv1client.LeaseInterface
 	ns     string
@@ -39,9 +40,15 @@ type Backend struct {
 	mu     sync.Mutex
 	closed bool
 	held   map[string][]*lease // won and not yet finished, by Lease name
-	// following: follow runs, watching the namespace's Leases for
-	// foreign writes to held ones (from the first lease won until Close).
-	following bool
+	// caching: the watch of the namespace's Leases runs (see leaseCache),
+	// from the first Campaign, Watch or lease won until Close.
+	caching bool
+	cache   *leaseCache
+
+	limit    *RateLimiter  // the client's, when it is one; nil otherwise
+	pending  float64       // renewals per second of campaigns admitted and not yet won
+	room     chan struct{} // closed and replaced when held renewals shrink
+	overload string        // the warning of the first campaign held back; "" before
 }
 
 // seenRecords remembers, per Lease name, the latest holder record Leader
@@ -91,7 +98,8 @@ var (
 // The clientset's rest.Config carries client-go's client-side rate limit
 // (QPS 5, burst 10 by default), which every request of the Backend passes;
 // a process holding many elections or handing them over often should raise
-// it (see the package documentation, # Timing).
+// it, and set its RateLimiter to a [RateLimiter] so that renewals go first
+// (see the package documentation, # Timing).
 func New(client coordinationv1client.LeasesGetter, namespace string, opts *Options) (*Backend, error) {
 	if client == nil {
 		return nil, fmt.Errorf("kube: %w: client is nil", backend.ErrInvalid)
@@ -103,14 +111,18 @@ func New(client coordinationv1client.LeasesGetter, namespace string, opts *Optio
 	if err != nil {
 		return nil, err
 	}
-	return &Backend{
+	b := &Backend{
 		leases: client.Leases(namespace),
 		ns:     namespace,
 		cfg:    cfg,
 		rate:   clientRate(client),
+		limit:  clientLimiter(client),
 		done:   make(chan struct{}),
 		held:   make(map[string][]*lease),
-	}, nil
+		room:   make(chan struct{}),
+	}
+	b.cache = newLeaseCache(b)
+	return b, nil
 }
 
 // Namespace returns the namespace of the Backend's Leases.
@@ -216,11 +228,15 @@ func (b *Backend) Close() error {
 func (b *Backend) forget(l *lease) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	n := len(b.held[l.name])
 	ls := slices.DeleteFunc(b.held[l.name], func(x *lease) bool { return x == l })
 	if len(ls) == 0 {
 		delete(b.held, l.name)
 	} else {
 		b.held[l.name] = ls
+	}
+	if len(ls) < n {
+		b.roomMade()
 	}
 }
 
@@ -233,9 +249,9 @@ func (b *Backend) keep(l *lease) bool {
 		return false
 	}
 	b.held[l.name] = append(b.held[l.name], l)
-	if !b.following {
-		b.following = true
-		b.bg.Go(b.follow)
+	if !b.caching {
+		b.caching = true
+		b.bg.Go(b.cache.run)
 	}
 	return true
 }
@@ -246,7 +262,13 @@ func bounded[T any](b *Backend, ctx context.Context, f func(context.Context) (T,
 	defer cancel()
 	b.requests.Add(1)
 	v, err := f(ctx)
-	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && !apierrors.IsConflict(err) {
+	var limited *LimitError
+	switch {
+	case err == nil, errors.As(err, &limited):
+	case strings.Contains(err.Error(), "client rate limiter"):
+		// client-go's own limiter, which names no setting.
+		err = fmt.Errorf("the client's rate limit (qps %g) held the request until its deadline: %w", b.rate, err)
+	case errors.Is(ctx.Err(), context.DeadlineExceeded) && !apierrors.IsConflict(err):
 		err = fmt.Errorf("no answer within %v (Options.RequestTimeout): %w", b.cfg.request, err)
 	}
 	return v, err
@@ -259,32 +281,23 @@ func (b *Backend) get(ctx context.Context, name string) (*coordinationv1.Lease, 
 }
 
 func (b *Backend) create(ctx context.Context, l *coordinationv1.Lease) (*coordinationv1.Lease, error) {
-	return bounded(b, ctx, func(ctx context.Context) (*coordinationv1.Lease, error) {
+	got, err := bounded(b, ctx, func(ctx context.Context) (*coordinationv1.Lease, error) {
 		return b.leases.Create(ctx, l, metav1.CreateOptions{})
 	})
+	if err == nil {
+		b.cache.wrote(got)
+	}
+	return got, err
 }
 
 func (b *Backend) update(ctx context.Context, l *coordinationv1.Lease) (*coordinationv1.Lease, error) {
-	return bounded(b, ctx, func(ctx context.Context) (*coordinationv1.Lease, error) {
+	got, err := bounded(b, ctx, func(ctx context.Context) (*coordinationv1.Lease, error) {
 		return b.leases.Update(ctx, l, metav1.UpdateOptions{})
 	})
-}
-
-// list reads the election's Lease (nil when there is none) and the
-// resourceVersion to watch it from.
-func (b *Backend) list(ctx context.Context, name string) (*coordinationv1.Lease, string, error) {
-	ll, err := bounded(b, ctx, func(ctx context.Context) (*coordinationv1.LeaseList, error) {
-		return b.leases.List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
-	})
-	if err != nil {
-		return nil, "", err
+	if err == nil {
+		b.cache.wrote(got)
 	}
-	for i := range ll.Items {
-		if ll.Items[i].Name == name {
-			return &ll.Items[i], ll.ResourceVersion, nil
-		}
-	}
-	return nil, ll.ResourceVersion, nil
+	return got, err
 }
 
 // permanent wraps err in [backend.ErrInvalid] when the apiserver refused the

@@ -45,13 +45,24 @@ func (b *Backend) Campaign(ctx context.Context, c backend.Candidate) (backend.Le
 		return nil, err
 	}
 	w := &waiter{b: b, name: name}
-	defer w.stop()
 	if err := w.refresh(ctx); err != nil {
 		return nil, b.campaignErr(ctx, c.Election, err)
 	}
 	for {
 		if w.free(time.Now()) {
+			done, waited, err := b.admit(ctx, c.TTL)
+			if err != nil {
+				return nil, b.campaignErr(ctx, c.Election, err)
+			}
+			if waited {
+				w.load() // as it is now, after the wait
+				if !w.free(time.Now()) {
+					done()
+					continue
+				}
+			}
 			l, err := b.take(ctx, c, name, secs, w.obj)
+			done()
 			if !errors.Is(err, errRace) {
 				return l, err
 			}

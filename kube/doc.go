@@ -57,26 +57,32 @@
 //
 // # Timing
 //
-// A waiting Campaign reads the Lease and then watches it: a graceful
-// hand-over takes one watch event and one update. A holder that stops
-// without releasing is taken over when its Lease expires as client-go
-// judges it: leaseDurationSeconds after the waiting candidate first saw the
-// record as it is now (so a candidate that starts while the Lease is held
-// waits a full duration). Deadline is the send time of an update plus the
-// TTL less the drift allowance ([backend.LeaseDeadline]), counted by
-// default from the first update of the current second of renewTime, since
-// client-go compares records at whole seconds: hence TTLs from [MinTTL]
-// (3 s), or from 1 s with [Options.ElectorOnly] (no client-go candidate).
+// A waiting Campaign reads the Lease from the Backend's one watch of its
+// namespace's Leases (listed once, then resumed from the last version seen,
+// as a client-go informer does): a graceful hand-over takes one watch event
+// and one update. A holder that stops without releasing is taken over when
+// its Lease expires as client-go judges it: leaseDurationSeconds after the
+// Backend's watch first saw the record as it is now (so a candidate that
+// starts while the Lease is held waits a full duration). Deadline is the
+// send time of an update plus the TTL less the drift allowance
+// ([backend.LeaseDeadline]), counted by default from the first update of
+// the current second of renewTime, since client-go compares records at
+// whole seconds: hence TTLs from [MinTTL] (3 s), or from 1 s with
+// [Options.ElectorOnly] (no client-go candidate).
 //
 // Renew is one conditional update, failing with [backend.ErrLost] only
-// when the Lease no longer names the lease; a Backend holding leases
-// watches its namespace's Leases, so another party's write ends a lease at
-// once. Leader and Watch report a holder gone once its Lease has expired
-// as a waiting candidate judges it. Requests are bounded by
-// [Options.RequestTimeout] (3 s) and pass the client's rate limiter, one
-// update per held election per renewal: a Backend keeps about qps × the
-// renewal interval elections ([Backend.RequestRate]); a partition group
-// needs several times its steady rate to recover fast from apiserver faults.
+// when the Lease no longer names the lease; the same watch follows held
+// leases, so another party's write ends a lease at once. Leader and Watch
+// report a holder gone once its Lease has expired as a waiting candidate
+// judges it. Requests are bounded by [Options.RequestTimeout] (3 s) and
+// pass the client's rate limiter. A held election costs one update per
+// renewal; waiting Campaigns, Watches and [Backend.Leaders] cost none while
+// the watch runs, so an apiserver restart costs a Backend one watch
+// request. A Backend admits campaigns while its renewals stay within 90% of
+// the client's qps (about qps × the renewal interval elections); further
+// ones wait, and [Backend.Warnings] says so once, naming qps and burst.
+// With a [RateLimiter] (a kube:// URL's client has one) renewals and
+// releases go before every other request.
 //
 // # Safety
 //

@@ -49,17 +49,16 @@ func awaitLost(t *testing.T, l *lease, d time.Duration, what string) {
 	}
 }
 
-// The watch a holder keeps of its namespace's Leases starts from the write
-// that won its lease: it does not read every Lease of the namespace, which
-// may be thousands, and which the process would decode while it renews.
-func TestFollowStartsWithoutListing(t *testing.T) {
+// The Backend's watch of its namespace's Leases, which its waiting
+// Campaigns and its held leases share, lists them once, when it starts.
+func TestFollowListsOnce(t *testing.T) {
 	s := testServer(t)
 	p := testproxy.New(t, s.addr())
 	b, log := loggedBackend(t, s, p)
 	l := mustCampaign(t, b, cand(testName(t), "holder"))
 	log.awaitWatch(t, 5*time.Second)
-	if n := log.namespaceLists(); n != 0 {
-		t.Errorf("the holder's watch started after %d lists of the namespace's Leases; want 0: it starts from the version of the winning write", n)
+	if n := log.namespaceLists(); n != 1 {
+		t.Errorf("the Backend's watch started after %d lists of the namespace's Leases; want 1", n)
 	}
 	takeOver(t, s, l.name)
 	awaitLost(t, l, testTTL/3, "the Lease was taken over")
@@ -83,12 +82,12 @@ func TestFollowResumesAfterCut(t *testing.T) {
 	}
 	p.Heal()
 	healed := time.Now()
-	// follow watches again within followRetry; client-go retries a watch
+	// The watch starts again within followRetry; client-go retries a watch
 	// request that met a closed connection a second later.
 	awaitLost(t, l, followRetry+2*time.Second, "the apiserver became reachable again")
 	t.Logf("Lost closed %v after the apiserver became reachable again", time.Since(healed).Round(time.Millisecond))
-	if n := log.namespaceLists(); n != 0 {
-		t.Errorf("the holder's watch was started again after %d lists of the namespace's Leases; want 0: it resumes from the last version it saw", n)
+	if n := log.namespaceLists(); n != 1 {
+		t.Errorf("the holder's watch was started again after %d lists of the namespace's Leases; want 1, the first: it resumes from the last version it saw", n)
 	}
 }
 
@@ -100,22 +99,25 @@ func TestFollowListsWhenVersionExpired(t *testing.T) {
 	s := testServer(t)
 	b := testBackend(t, s, nil)
 	b.mu.Lock()
-	b.following = true // this test runs follow's steps itself
+	b.caching = true // this test runs the watch's steps itself
 	b.mu.Unlock()
+	if _, err := b.cache.relist(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
 	l := mustCampaign(t, b, cand(testName(t), "holder"))
 	takeOver(t, s, l.name)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if rv := b.followOnce(ctx, "1"); rv != "" {
-		t.Fatalf(`followOnce from resourceVersion 1 (compacted away) returned %q; want "": list again`, rv)
+	if rv, _ := b.cache.once(ctx, "1"); rv != "" {
+		t.Fatalf(`once from resourceVersion 1 (compacted away) returned %q; want "": list again`, rv)
 	}
 	if ctx.Err() != nil {
-		t.Fatal("followOnce from a compacted version waited for its ctx; want it to return at the apiserver's 410")
+		t.Fatal("once from a compacted version waited for its ctx; want it to return at the apiserver's 410")
 	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		b.followOnce(ctx, "")
+		b.cache.once(ctx, "")
 	}()
 	awaitLost(t, l, 5*time.Second, "the list showed the Lease taken over")
 	cancel()

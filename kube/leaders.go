@@ -30,7 +30,9 @@ var _ backend.BatchReader = (*Backend)(nil)
 // request of the client's rate limit instead of one per election. A List
 // reads every Lease of the namespace: when the last one found more than 32
 // Leases per election asked, Leaders reads each election with a Get instead
-// (a partition group in a namespace crowded with other Leases). It
+// (a partition group in a namespace crowded with other Leases). While the
+// Backend's watch of its namespace runs (from its first Campaign, Watch or
+// lease won), Leaders reads the elections from it and sends no request. It
 // implements [backend.BatchReader].
 func (b *Backend) Leaders(ctx context.Context, elections []string) ([]backend.Holder, []error) {
 	holders, errs := make([]backend.Holder, len(elections)), make([]error, len(elections))
@@ -47,6 +49,16 @@ func (b *Backend) Leaders(ctx context.Context, elections []string) ([]backend.Ho
 		}
 		names[i] = name
 		at = append(at, i)
+	}
+	valid, validNames := make([]string, len(at)), make([]string, len(at))
+	for j, i := range at {
+		valid[j], validNames[j] = elections[i], names[i]
+	}
+	if hs, es, ok := b.cachedHolders(valid, validNames); ok {
+		for j, i := range at {
+			holders[i], errs[i] = hs[j], es[j]
+		}
+		return holders, errs
 	}
 	if n := b.listed.Load(); len(at) < 2 || n > int64(listPerElection*len(at)) {
 		for _, i := range at {

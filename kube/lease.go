@@ -47,6 +47,12 @@ type lease struct {
 	// client-go may have seen the record it wrote first.
 	unknownSent time.Time
 
+	// every is the interval between its renewals (nanoseconds; 0 before
+	// the second), lastRenew when the last one started (under mu): the
+	// Backend sizes its campaigns to the renewals it sends (see admit).
+	every     atomic.Int64
+	lastRenew time.Time
+
 	ended    atomic.Bool // Lost is closed: released, lost, or the Backend closed
 	lost     chan struct{}
 	lostOnce sync.Once
@@ -83,6 +89,8 @@ func (l *lease) Renew(ctx context.Context) error {
 	if l.ended.Load() || l.gone {
 		return fmt.Errorf("kube: renew %q: %w", l.election, backend.ErrLost)
 	}
+	l.renewed(time.Now())
+	ctx = renewal(ctx) // before the other requests in the client's limit
 	if late := time.Since(l.deadline); late >= 0 {
 		// Not known to be taken: a Release still clears it if it is ours.
 		l.finish()
@@ -143,7 +151,7 @@ func (l *lease) Release(ctx context.Context) error {
 		l.mu.Unlock()
 		return nil
 	}
-	err := l.clearLocked(ctx)
+	err := l.clearLocked(renewal(ctx))
 	l.mu.Unlock()
 	switch {
 	case err == nil:
@@ -173,7 +181,7 @@ func (l *lease) clearLocked(ctx context.Context) error {
 // clear releases the Lease if it is still ours, bounded by
 // Options.CleanupTimeout: after a failed Release, and in Close.
 func (l *lease) clear() {
-	ctx, cancel := context.WithTimeout(context.Background(), l.b.cfg.cleanup)
+	ctx, cancel := context.WithTimeout(renewal(context.Background()), l.b.cfg.cleanup)
 	defer cancel()
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -45,6 +45,8 @@ func openURL(ctx context.Context, u *url.URL) (backend.Backend, io.Closer, error
 	// connections: nothing of the client outlives it.
 	conns := &connSet{conns: make(map[net.Conn]struct{})}
 	cfg.Dial = conns.dial
+	// Renewals of held Leases go before the other requests in the limit.
+	cfg.RateLimiter = NewRateLimiter(cfg.QPS, cfg.Burst)
 	cli, err := coordinationv1client.NewForConfig(cfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("kube client: %w", err)

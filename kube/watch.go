@@ -6,47 +6,25 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/leaderkit/elector/backend"
 )
 
-// watchSeconds is how long the apiserver keeps one watch of a Lease open;
-// the waiter then reads the Lease and watches again.
+// watchSeconds is how long the apiserver keeps one watch of the
+// namespace open; the Backend then watches again from where it was.
 const watchSeconds = 300
 
-// waiter follows one Lease: its current state, read once and then kept up
-// to date by a watch, and when its record (the fields client-go compares)
-// was first seen as it is now. A Campaign and a Watch each use one.
+// waiter follows one Lease on the Backend's watch of its namespace (see
+// leaseCache): its current state, and when its record (the fields
+// client-go compares) was first seen as it is now. A Campaign and a Watch
+// each use one; it sends no request of its own.
 type waiter struct {
 	b    *Backend
 	name string
 
-	obj *coordinationv1.Lease // nil: there is no such Lease
-	rv  string                // resourceVersion to watch from
-	key specKey
-	has bool      // key holds obj's record
-	at  time.Time // when the record in key was first seen
-
-	w watch.Interface // nil until wait starts it
-}
-
-// observe records obj (nil: absent) as the Lease's current state. A record
-// that differs from the previous one restarts the holder's expiry from now:
-// the holder sent it no later than now, so the holder's Deadline, counted
-// from when it sent the update, ends first (see section Safety of
-// docs/design/kube.md).
-func (w *waiter) observe(obj *coordinationv1.Lease) {
-	w.obj = obj
-	if obj == nil {
-		w.has = false
-		return
-	}
-	if k := keyOf(obj); !w.has || k != w.key {
-		w.key, w.has, w.at = k, true, time.Now()
-	}
+	obj     *coordinationv1.Lease // nil: there is no such Lease
+	at      time.Time             // when obj's record was first seen
+	changed <-chan struct{}       // closed at the Lease's next change
 }
 
 // free reports whether the Lease may be taken at now: absent, naming no
@@ -59,38 +37,29 @@ func (w *waiter) free(now time.Time) bool {
 // the record was first seen plus the holder's leaseDurationSeconds.
 func (w *waiter) expiry() time.Time { return w.at.Add(durationOf(w.obj)) }
 
-// refresh reads the Lease (a quorum read) and restarts the watch from it.
+// refresh starts the Backend's watch unless it runs, waits for its first
+// List, and loads the Lease from it.
 func (w *waiter) refresh(ctx context.Context) error {
-	w.stopWatch()
-	obj, rv, err := w.b.list(ctx, w.name)
-	if err != nil {
-		return fmt.Errorf("reading lease %s/%s: %w", w.b.ns, w.name, err)
+	if err := w.b.startCache().awaitSynced(ctx); err != nil {
+		return err
 	}
-	w.observe(obj)
-	w.rv = rv
+	w.load()
 	return nil
 }
 
-// wait returns after one change of the Lease (applied to w), at until (the
-// zero time: never), when ctx ends (ctx.Err()), or when the Backend is
-// closed (an error wrapping [backend.ErrClosed]). A watch that ends is
-// replaced after reading the Lease again.
-func (w *waiter) wait(ctx context.Context, until time.Time) error {
-	if w.w == nil {
-		w.b.requests.Add(1)
-		wi, err := w.b.leases.Watch(ctx, metav1.ListOptions{
-			FieldSelector:   "metadata.name=" + w.name,
-			ResourceVersion: w.rv,
-			TimeoutSeconds:  new(int64(watchSeconds)),
-		})
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			return fmt.Errorf("watching lease %s/%s: %w", w.b.ns, w.name, err)
-		}
-		w.w = wi
+// load reads the Lease's entry from the Backend's watch.
+func (w *waiter) load() {
+	e, ok, ch := w.b.cache.get(w.name)
+	w.obj, w.at, w.changed = nil, time.Time{}, ch
+	if ok {
+		w.obj, w.at = e.obj, e.at
 	}
+}
+
+// wait returns after one change of the Lease (loaded into w), at until
+// (the zero time: never), when ctx ends (ctx.Err()), or when the Backend
+// is closed (an error wrapping [backend.ErrClosed]).
+func (w *waiter) wait(ctx context.Context, until time.Time) error {
 	var timeout <-chan time.Time
 	if !until.IsZero() {
 		t := time.NewTimer(time.Until(until))
@@ -104,47 +73,11 @@ func (w *waiter) wait(ctx context.Context, until time.Time) error {
 		return backend.ErrClosed
 	case <-timeout:
 		return nil
-	case ev, ok := <-w.w.ResultChan():
-		if !ok {
-			return w.refresh(ctx)
-		}
-		return w.apply(ctx, ev)
+	case <-w.changed:
+		w.load()
+		return nil
 	}
 }
-
-// apply applies one watch event.
-func (w *waiter) apply(ctx context.Context, ev watch.Event) error {
-	switch ev.Type {
-	case watch.Added, watch.Modified:
-		if obj, ok := ev.Object.(*coordinationv1.Lease); ok {
-			w.observe(obj)
-			w.rv = obj.ResourceVersion
-		}
-	case watch.Deleted:
-		w.observe(nil)
-		if m, err := meta.Accessor(ev.Object); err == nil {
-			w.rv = m.GetResourceVersion()
-		}
-	case watch.Bookmark:
-		if m, err := meta.Accessor(ev.Object); err == nil {
-			w.rv = m.GetResourceVersion()
-		}
-	case watch.Error:
-		// Typically 410 Gone: the resourceVersion is too old to watch
-		// from. Whatever it is, read the Lease again and watch from there.
-		return w.refresh(ctx)
-	}
-	return nil
-}
-
-func (w *waiter) stopWatch() {
-	if w.w != nil {
-		w.w.Stop()
-		w.w = nil
-	}
-}
-
-func (w *waiter) stop() { w.stopWatch() }
 
 // Watch calls fn with the election's holder (the zero Holder when the Lease
 // names none, or has expired), then on every change of holder or token,
@@ -164,7 +97,6 @@ func (b *Backend) Watch(ctx context.Context, election string, fn func(backend.Ho
 		return err
 	}
 	w := &waiter{b: b, name: name}
-	defer w.stop()
 	if err := w.refresh(ctx); err != nil {
 		return b.watchErr(ctx, election, err)
 	}

@@ -1,0 +1,114 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	"k8s.io/client-go/rest"
+
+	"github.com/leaderkit/elector"
+	"github.com/leaderkit/elector/internal/testproxy"
+)
+
+// limitedClient returns a client behind a proxy of its own with the
+// client-side rate limit of a kube:// URL by default (qps 50, burst 100),
+// and its limiter.
+func (s server) limitedClient(t testing.TB) (*coordinationv1client.CoordinationV1Client, *RateLimiter) {
+	t.Helper()
+	p := testproxy.New(t, s.addr())
+	cfg := rest.CopyConfig(s.cfg)
+	cfg.Host = "https://" + p.Addr()
+	rl := NewRateLimiter(defaultQPS, defaultBurst)
+	cfg.RateLimiter = rl
+	cli, err := coordinationv1client.NewForConfig(cfg)
+	if err != nil {
+		t.Fatalf("kube client: %v", err)
+	}
+	return cli, rl
+}
+
+// One Backend at the default rate asked to hold four times its capacity
+// (qps × the renewal interval: 50 elections at TTL 3 s) keeps at least 80%
+// of the capacity held, none of its terms lost, its renewals never failing
+// at the limiter, and says so once in its Warnings, naming qps and burst.
+func TestOverloadKeepsCapacity(t *testing.T) {
+	s := testServer(t)
+	cli, rl := s.limitedClient(t)
+	b, err := New(cli, s.ns, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	capacity := int(defaultQPS * (testTTL / 3).Seconds())
+	n := 4 * capacity
+	var held, elected, revoked atomic.Int64
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
+	prefix := testName(t)
+	for i := range n {
+		e, err := elector.New(b, fmt.Sprintf("%s-%d", prefix, i), &elector.Options{
+			Identity: "overload",
+			TTL:      testTTL,
+			Logger:   slog.New(slog.DiscardHandler),
+			OnElected: func(ctx context.Context, _ elector.Term) {
+				held.Add(1)
+				elected.Add(1)
+				<-ctx.Done()
+				held.Add(-1)
+			},
+			OnRevoked: func(_ elector.Term, reason error) {
+				if ctx.Err() == nil {
+					revoked.Add(1)
+				}
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() { _ = e.Run(ctx) })
+	}
+	// Warm up for three TTLs, then watch the count for four.
+	warm := time.NewTimer(3 * testTTL)
+	<-warm.C
+	lowest, lostBefore := int64(n), revoked.Load()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	end := time.Now().Add(4 * testTTL)
+	for now := range tick.C {
+		lowest = min(lowest, held.Load())
+		if now.After(end) {
+			break
+		}
+	}
+	t.Logf("held at least %d of %d elections asked (capacity %d) over %v; %d terms won, %d lost, %d renewals late at the limiter",
+		lowest, n, capacity, 4*testTTL, elected.Load(), revoked.Load(), rl.LateRenewals())
+	if want := int64(capacity * 8 / 10); lowest < want {
+		t.Errorf("held as few as %d elections; want at least %d (80%% of the capacity %d)", lowest, want, capacity)
+	}
+	if lost := revoked.Load(); lost != 0 {
+		t.Errorf("%d terms lost (%d of them after the warm-up); want none: the Backend keeps what it renews", lost, lost-lostBefore)
+	}
+	if late := rl.LateRenewals(); late != 0 {
+		t.Errorf("%d renewals failed at the rate limiter; want none", late)
+	}
+	var warned []string
+	for _, w := range b.Warnings() {
+		if strings.Contains(w, "further campaigns wait") {
+			warned = append(warned, w)
+		}
+	}
+	if len(warned) != 1 || !strings.Contains(warned[0], "qps 50") || !strings.Contains(warned[0], "burst 100") {
+		t.Errorf("Warnings: %q; want one overload warning naming qps 50 and burst 100", warned)
+	}
+}
