@@ -136,12 +136,11 @@
 // Release and Close. A waiting candidate that conforms never writes a Lease it does
 // not hold before it expires, so the watch catches writers that do not.
 //
-// Leader and Watch report a holder as gone once its Lease has expired as
-// a waiting candidate judges it (its duration after the record was first
-// seen), although the Lease names it until another candidate takes it
-// over: a crashed holder drops out of Leader's answer within its duration,
-// as a key with a TTL does in the other stores, which package partition's
-// membership relies on.
+// Leader, Leaders and Watch report a holder as gone once its Lease has
+// expired (see # Readers), although the Lease names it until another
+// candidate takes it over: a crashed holder drops out of their answers
+// about its duration after its last write, as a key with a TTL does in the
+// other stores, which package partition's membership relies on.
 //
 // Every request is bounded by [Options.RequestTimeout] (3 s by default).
 // Requests pass the client's rate limiter: client-go's default (QPS 5,
@@ -199,6 +198,36 @@
 //
 // A process paused past its Deadline may still believe it leads: fence
 // writes with the token.
+//
+// # Readers
+//
+// A reader (Leader, Leaders, Watch; so elect status, elect run --once and
+// a partition reading) must tell a crashed holder from a live one without
+// watching the Lease for a duration first. It reports a holder as expired
+// when either of two judgments says so. On the apiserver's clock: the
+// apiserver stamps every write of a Lease that changes it in
+// metadata.managedFields[].time and every answer with a Date header, both
+// whole seconds of its own clock; the holder's last write is no later than
+// the greatest stamp plus a second, and the holder stops within its
+// leaseDurationSeconds of that write (its Deadline counts from the send
+// time); so once the apiserver's clock, read from the Date of GET /version
+// (at most every 10 s), shows more than that stamp plus a second, the
+// duration and a second of skew at the read's send time, the holder had
+// stopped when the Lease was read. Or as a waiting candidate judges it: the
+// duration after this Backend first read the record. The first judgment
+// assumes that the apiservers' clocks (and that of any proxy that writes
+// the Date header) are within a second of each other and step by no more
+// than that during one lease, and that no clock involved runs faster than
+// another by more than DriftFactor; it never trusts renewTime. A Lease
+// whose managedFields were cleared, or a client that does not expose its
+// *rest.RESTClient, leaves only the second judgment: a process that looks
+// once then reports a crashed holder for its full duration. The
+// derivation is in docs/design/kube.md in the repository.
+//
+// Readers only: a Campaign still takes a Lease over only after watching its
+// record for the holder's duration (see # Safety), so a candidate that
+// starts after a holder crashed waits a duration; elect run --once needs a
+// --wait longer than the TTL to take over a crashed holder's Lease.
 //
 // # Moving from client-go
 //
