@@ -34,9 +34,9 @@ const maxReadable = validation.DNS1123SubdomainMaxLength - 1 - hashLen
 // digits, and names that differ only in the characters replaced stay
 // distinct elections. A valid name of that shape (letters and digits in
 // runs joined by single '-', then '-' and 16 lowercase hex digits, or the
-// 16 hex digits alone, such as "jobs-eu-c45523737fddc3a1") is mapped the
-// same way, to itself, '-' and the hash of itself: so no two election
-// names share a Lease (but for a collision of 64 bits of SHA-256).
+// 16 hex digits alone, such as the name of the Lease of "Jobs/EU") is
+// mapped the same way, to itself, '-' and the hash of itself: so no two
+// election names share a Lease (but for a collision of 64 bits of SHA-256).
 func LeaseName(election string) string {
 	if len(validation.IsDNS1123Subdomain(election)) == 0 && !looksMapped(election) {
 		return election
