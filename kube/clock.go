@@ -90,9 +90,10 @@ type serverClock struct {
 	url     string
 	limiter flowcontrol.RateLimiter
 
-	mu   sync.Mutex
-	last clockSample
-	has  bool
+	mu     sync.Mutex
+	last   clockSample
+	has    bool
+	failed time.Time // when the last attempt failed: none again for clockMaxAge
 }
 
 // newServerClock returns the clock of the apiserver client talks to; it
@@ -111,25 +112,31 @@ func newServerClock(client any) *serverClock {
 
 // sample returns a sample of the apiserver's clock no older than
 // clockMaxAge, taking one if needed, and false when it cannot (no HTTP
-// client, no answer, no Date header).
+// client, no answer, no Date header; after a failure, for clockMaxAge).
 func (b *Backend) sample(ctx context.Context) (clockSample, bool) {
 	c := b.clock
 	if c.http == nil {
 		return clockSample{}, false
 	}
 	c.mu.Lock()
-	s, ok := c.last, c.has
+	s, ok, failed := c.last, c.has, c.failed
 	c.mu.Unlock()
-	if ok && time.Since(s.at) < clockMaxAge {
+	switch {
+	case ok && time.Since(s.at) < clockMaxAge:
 		return s, true
+	case !failed.IsZero() && time.Since(failed) < clockMaxAge:
+		return clockSample{}, false // a reader of many Leases does not ask again for each
 	}
 	s, err := bounded(b, ctx, c.take)
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if err != nil {
+		if ctx.Err() == nil {
+			c.failed = time.Now()
+		}
 		return clockSample{}, false
 	}
-	c.mu.Lock()
-	c.last, c.has = s, true
-	c.mu.Unlock()
+	c.last, c.has, c.failed = s, true, time.Time{}
 	return s, true
 }
 
