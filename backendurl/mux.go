@@ -31,6 +31,43 @@ func (f OpenerFunc) OpenBackend(ctx context.Context, u *url.URL) (backend.Backen
 	return f(ctx, u)
 }
 
+// StoreNamer is an optional ability of an [Opener], found by type
+// assertion: it names the store a URL of its scheme reaches, so that two
+// URLs written differently (other client parameters, another form of the
+// same server's address) are known to reach the same records. Package
+// migrate refuses an old and a new URL that name one store. [Mux.StoreName]
+// asks it.
+type StoreNamer interface {
+	// StoreName returns a name equal for every URL that reaches the
+	// records of the same elections, and different for URLs that do not.
+	// It may read files the URL names (a kubeconfig), but contacts no
+	// server.
+	StoreName(u *url.URL) (string, error)
+}
+
+// StoreName parses rawURL and returns the name the [Opener] of its scheme
+// gives the store it reaches ([StoreNamer]), and false when that Opener
+// names no stores (or the scheme is not registered). Errors never show the
+// URL's credentials.
+func (m *Mux) StoreName(rawURL string) (string, bool, error) {
+	u, err := m.parse(rawURL)
+	if err != nil {
+		return "", false, err
+	}
+	m.mu.RLock()
+	o, ok := m.openers[strings.ToLower(u.Scheme)]
+	m.mu.RUnlock()
+	n, ok := o.(StoreNamer)
+	if !ok {
+		return "", false, nil
+	}
+	name, err := n.StoreName(u)
+	if err != nil {
+		return "", true, hideNested(fmt.Errorf("backendurl: %q: %w", redacted(u), err), u)
+	}
+	return name, true, nil
+}
+
 // Mux maps URL schemes to [Opener]s. The zero value is an empty Mux, ready
 // to use. Its methods are safe for concurrent use.
 type Mux struct {

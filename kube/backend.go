@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	"k8s.io/client-go/rest"
 
 	"github.com/leaderkit/elector/backend"
 )
@@ -34,8 +35,12 @@ type Backend struct {
 	done chan struct{} // closed by Close
 	bg   sync.WaitGroup
 
-	seen   seenRecords  // when Leader first read each Lease's record
-	listed atomic.Int64 // the Leases of the namespace at Leaders' last List; 0 before it
+	seen  seenRecords    // when Leader first read each Lease's record
+	clock *serverClock   // the apiserver's clock, for readers
+	rest  rest.Interface // the client's REST client; nil when it does not expose one
+
+	nsExists atomic.Bool  // the namespace was seen to exist (checkNamespace)
+	listed   atomic.Int64 // the Leases of the namespace at Leaders' last List; 0 before it
 
 	mu     sync.Mutex
 	closed bool
@@ -117,6 +122,8 @@ func New(client coordinationv1client.LeasesGetter, namespace string, opts *Optio
 		cfg:    cfg,
 		rate:   clientRate(client),
 		limit:  clientLimiter(client),
+		clock:  newServerClock(client),
+		rest:   restOf(client),
 		done:   make(chan struct{}),
 		held:   make(map[string][]*lease),
 		room:   make(chan struct{}),
@@ -153,15 +160,19 @@ func (b *Backend) usable(op, election string) error {
 }
 
 // Leader reports the holder the election's Lease names: its identity, its
-// token (the Lease's leaseTransitions) and the time left until it expires
-// as a waiting candidate judges it: its leaseDurationSeconds after this
-// Backend first read its latest record. A Lease that names no holder
-// (released, or never held), has expired so, or does not exist is no
-// leader: a holder that stopped without releasing is reported gone within
-// its duration, as a key with a TTL is by the other drivers, although the
-// Lease names it until another candidate takes it over (as kubectl shows
-// it). The first Leader call on a held Lease reports the holder for a full
-// duration, however long ago it stopped.
+// token (the Lease's leaseTransitions) and the time left until it expires.
+// A Lease that names no holder (released, or never held), whose holder has
+// expired, or that does not exist is no leader: a holder that stopped
+// without releasing is reported gone about its duration after its last
+// write, as a key with a TTL is by the other drivers, although the Lease
+// names it until another candidate takes it over (as kubectl shows it).
+//
+// A holder has expired when either judgment says so (see the package
+// documentation, # Readers): on the apiserver's clock, its last write is
+// more than its leaseDurationSeconds plus two seconds of margin older than
+// the read; or, as a waiting candidate judges it, its duration has passed
+// since this Backend first read its latest record. The first judgment
+// needs one more request, GET /version, at most every 10 s.
 func (b *Backend) Leader(ctx context.Context, election string) (backend.Holder, error) {
 	name, err := leaseName(election)
 	if err != nil {
@@ -170,31 +181,48 @@ func (b *Backend) Leader(ctx context.Context, election string) (backend.Holder, 
 	if err := b.usable("leader", election); err != nil {
 		return backend.Holder{}, err
 	}
+	sent := time.Now()
 	l, err := b.get(ctx, name)
 	switch {
 	case ctx.Err() != nil:
 		return backend.Holder{}, ctx.Err()
 	case apierrors.IsNotFound(err):
+		if err := b.checkNamespace(ctx); err != nil {
+			return backend.Holder{}, fmt.Errorf("kube: leader %q: %w", election, err)
+		}
 		l = nil
 	case err != nil:
 		return backend.Holder{}, fmt.Errorf("kube: leader %q: %w", election, err)
 	}
-	return b.holderAt(election, name, l, time.Now())
+	return b.holderAt(election, name, l, sent, b.judge(ctx, l))
 }
 
-// holderAt reports the holder of election from its Lease l as read at now
-// (nil: there is none), as Leader does.
-func (b *Backend) holderAt(election, name string, l *coordinationv1.Lease, now time.Time) (backend.Holder, error) {
+// holderAt reports the holder of election from its Lease l (nil: there is
+// none), read by a request sent at sent, as Leader does; v is the verdict
+// of the apiserver's clock on l.
+func (b *Backend) holderAt(election, name string, l *coordinationv1.Lease, sent time.Time, v verdict) (backend.Holder, error) {
 	h := holder(election, l)
 	if h.IsZero() {
 		b.seen.forget(name)
 		return backend.Holder{}, fmt.Errorf("kube: leader %q: %w", election, backend.ErrNoLeader)
 	}
+	now := time.Now()
 	exp := b.seen.first(name, l, now).Add(durationOf(l))
 	if !now.Before(exp) {
 		return backend.Holder{}, fmt.Errorf("kube: leader %q: %w: the Lease of %q expired", election, backend.ErrNoLeader, h.Identity)
 	}
-	h.TTL = exp.Sub(now)
+	if v.on(l) {
+		// Judged at the read's send time: the holder may have renewed
+		// after the read, unseen.
+		if !sent.Before(v.exp) {
+			return backend.Holder{}, fmt.Errorf("kube: leader %q: %w: the Lease of %q expired (its last write is older than its duration by the apiserver's clock)",
+				election, backend.ErrNoLeader, h.Identity)
+		}
+		if v.exp.Before(exp) {
+			exp = v.exp
+		}
+	}
+	h.TTL = max(exp.Sub(now), time.Millisecond)
 	return h, nil
 }
 

@@ -72,9 +72,9 @@
 //
 // Renew is one conditional update, failing with [backend.ErrLost] only
 // when the Lease no longer names the lease; the same watch follows held
-// leases, so another party's write ends a lease at once. Leader and Watch
-// report a holder gone once its Lease has expired as a waiting candidate
-// judges it. Requests are bounded by [Options.RequestTimeout] (3 s) and
+// leases, so another party's write ends a lease at once. Leader, Leaders
+// and Watch report a holder gone once its Lease has expired (section
+// Readers). Requests are bounded by [Options.RequestTimeout] (3 s) and
 // pass the client's rate limiter. A held election costs one update per
 // renewal; waiting Campaigns, Watches and [Backend.Leaders] cost none while
 // the watch runs, so an apiserver restart costs a Backend one watch
@@ -102,8 +102,26 @@
 // [backend.ErrClosed]; a lease known to be gone wraps [backend.ErrLost];
 // Leader of an election whose Lease names no holder wraps
 // [backend.ErrNoLeader]. Context errors are returned unwrapped. Every other
-// error (an unreachable apiserver, missing rights, no such namespace) is
-// transient.
+// error (an unreachable apiserver, missing rights) is transient; a reader
+// that finds no Lease in a namespace that does not exist names the
+// namespace.
+//
+// # Readers
+//
+// Leader, Leaders and Watch (so elect status, elect run --once and a
+// partition reading) tell a crashed holder from a live one at once, on the
+// apiserver's clock: the apiserver stamps every write of a Lease in
+// metadata.managedFields[].time and every answer with a Date header, whole
+// seconds of its own clock, and the holder stops within its
+// leaseDurationSeconds of its last write. So once the Date of GET /version
+// (read at most every 10 s) is past the latest stamp plus the duration,
+// two seconds of rounding and skew and the drift allowance, the holder had
+// stopped when the Lease was read. This assumes that the apiservers' clocks
+// (and that of any proxy that writes Date) agree within a second; it never
+// trusts renewTime. Without managedFields, readers fall back to the
+// duration after this Backend first saw the record. A Campaign still takes
+// a Lease over only after watching its record for the holder's duration
+// (# Safety); the derivation is in docs/design/kube.md in the repository.
 //
 // # Migrating
 //

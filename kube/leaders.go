@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -66,8 +67,11 @@ func (b *Backend) Leaders(ctx context.Context, elections []string) ([]backend.Ho
 		}
 		return holders, errs
 	}
+	sent := time.Now()
 	leases, err := b.listAll(ctx)
-	now := time.Now()
+	if err == nil && !slices.ContainsFunc(at, func(i int) bool { return leases[names[i]] != nil }) {
+		err = b.checkNamespace(ctx) // none of them: is there a namespace?
+	}
 	for _, i := range at {
 		switch {
 		case err != nil && ctx.Err() != nil:
@@ -75,7 +79,8 @@ func (b *Backend) Leaders(ctx context.Context, elections []string) ([]backend.Ho
 		case err != nil:
 			errs[i] = fmt.Errorf("kube: leader %q: %w", elections[i], err)
 		default:
-			holders[i], errs[i] = b.holderAt(elections[i], names[i], leases[names[i]], now)
+			l := leases[names[i]]
+			holders[i], errs[i] = b.holderAt(elections[i], names[i], l, sent, b.judge(ctx, l))
 		}
 	}
 	return holders, errs

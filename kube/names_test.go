@@ -35,3 +35,29 @@ func TestLeaseName(t *testing.T) {
 		t.Errorf("LeaseName(%q) = %q, want jobs-eu- and %d hex digits", "jobs/EU", got, hashLen)
 	}
 }
+
+// TestLeaseNameNoCollision: a valid name shaped like another name's mapped
+// Lease name does not share that Lease. Mapped names are kept as they were
+// (existing Leases stay where they are), and so are the plain names that
+// do not have the mapped shape (client-go's LeaseLock names).
+func TestLeaseNameNoCollision(t *testing.T) {
+	mapped := LeaseName("Jobs/EU")
+	if mapped != "jobs-eu-c45523737fddc3a1" {
+		t.Fatalf("LeaseName(%q) = %q; want jobs-eu-c45523737fddc3a1, the name existing Leases have", "Jobs/EU", mapped)
+	}
+	for _, e := range []string{mapped, "c45523737fddc3a1", LeaseName("名前"), "a-b-0123456789abcdef"} {
+		got := LeaseName(e)
+		if got == mapped || got == e || len(validation.IsDNS1123Subdomain(got)) > 0 {
+			t.Errorf("LeaseName(%q) = %q; want a valid Lease name of its own, not %q nor itself", e, got, mapped)
+		}
+		if LeaseName(got) == got {
+			t.Errorf("LeaseName(%q) = %q, which is its own Lease name too", e, got)
+		}
+	}
+	// Plain names keep their Lease: not the mapped shape.
+	for _, e := range []string{"a-b-0123456789abcdeg", "a.b-0123456789abcdef", "a--b-0123456789abcdef", "0123456789abcde", "x0123456789abcdef", "my-controller-1"} {
+		if got := LeaseName(e); got != e {
+			t.Errorf("LeaseName(%q) = %q; want itself: it does not have the mapped shape", e, got)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"time"
@@ -108,3 +109,16 @@ func (s config) ttlSeconds(ttl time.Duration) (int32, error) {
 // section Timing of docs/design/kube.md); a lease must outlive a second plus a
 // renewal interval and a safety margin to be kept by regular renewals.
 const MinTTL = 3 * time.Second
+
+var _ backend.TTLFloor = (*Backend)(nil)
+
+// MinTTL returns the shortest [backend.Candidate.TTL] a Campaign of the
+// Backend accepts ([MinTTL], or 1 s with [Options.ElectorOnly]) and why
+// (it implements [backend.TTLFloor], so that tools such as elect compare
+// pick a TTL the Backend accepts). It asks nothing of the apiserver.
+func (b *Backend) MinTTL(context.Context) (time.Duration, string, error) {
+	if b.cfg.electorOnly {
+		return time.Second, "leaseDurationSeconds is whole seconds", nil
+	}
+	return MinTTL, "client-go candidates may share the Leases (elector_only is not set)", nil
+}

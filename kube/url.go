@@ -8,6 +8,7 @@ import (
 	"math"
 	"net"
 	"net/url"
+	"strings"
 	"sync"
 
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
@@ -30,7 +31,45 @@ const (
 )
 
 func init() {
-	backendurl.Register("kube", backendurl.OpenerFunc(openURL))
+	backendurl.Register("kube", opener{})
+}
+
+// opener opens kube:// URLs and names the store they reach.
+type opener struct{}
+
+func (opener) OpenBackend(ctx context.Context, u *url.URL) (backend.Backend, io.Closer, error) {
+	return openURL(ctx, u)
+}
+
+// StoreName names the Leases a kube:// URL reaches: the apiserver's
+// address (scheme, host and default port, lowercase; from the kubeconfig
+// for a URL without a host) and the namespace. The client's parameters
+// (qps, burst, credentials, timeouts) do not change which Leases it
+// reaches. It implements backendurl.StoreNamer.
+func (opener) StoreName(u *url.URL) (string, error) {
+	cfg, ns, _, err := parseURL(u)
+	if err != nil {
+		return "", err
+	}
+	return storeName(cfg.Host, ns), nil
+}
+
+// storeName returns the name of the store of the Leases of namespace ns on
+// the apiserver at host (a URL, or host[:port] for https).
+func storeName(host, ns string) string {
+	if !strings.Contains(host, "://") {
+		host = "https://" + host
+	}
+	h, err := url.Parse(host)
+	if err != nil {
+		return strings.ToLower(host) + " namespace " + ns
+	}
+	scheme := strings.ToLower(h.Scheme)
+	port := h.Port()
+	if port == "" {
+		port = map[string]string{"https": "443", "http": "80"}[scheme]
+	}
+	return scheme + "://" + net.JoinHostPort(strings.ToLower(h.Hostname()), port) + strings.TrimSuffix(h.Path, "/") + " namespace " + ns
 }
 
 // openURL opens kube:// URLs for package backendurl: the forms and

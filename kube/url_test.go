@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"errors"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/leaderkit/elector/backend"
 	"github.com/leaderkit/elector/backendurl"
+	"github.com/leaderkit/elector/migrate"
 )
 
 func TestParseURL(t *testing.T) {
@@ -137,5 +139,29 @@ func TestOpenURLRealServer(t *testing.T) {
 		if err := closer.Close(); err != nil {
 			t.Errorf("Close: %v", err)
 		}
+	}
+}
+
+// TestMigrateURLSameLeases: a migrate URL whose old and new kube:// URLs
+// reach the same Leases, written differently (a client parameter more, or
+// the kubeconfig form of the same apiserver and namespace), is refused: a
+// candidate would hold the old lease and wait for ever behind its own
+// Lease on the new side. Another namespace is another store.
+func TestMigrateURLSameLeases(t *testing.T) {
+	host := testenvKubeURL(t)
+	kc := "kube://?kubeconfig=" + url.QueryEscape(testenvKubeconfig(t))
+	check := func(old, new string) error {
+		return migrate.CheckURL("migrate+both://?old=" + url.QueryEscape(old) + "&new=" + url.QueryEscape(new))
+	}
+	for _, pair := range [][2]string{{host, host + "&qps=60"}, {kc, host}, {host + "&burst=7", kc + "&namespace=default"}} {
+		if err := check(pair[0], pair[1]); !errors.Is(err, backend.ErrInvalid) || !strings.Contains(err.Error(), "same store") {
+			t.Errorf("old %s, new %s: got %v; want them refused as the same store", pair[0], pair[1], err)
+		}
+	}
+	if !strings.Contains(host, "namespace=default") {
+		t.Fatalf("ELECTOR_KUBE_URL %q: want namespace=default in it", host)
+	}
+	if err := check(host, strings.Replace(host, "namespace=default", "namespace=elector-other", 1)); err != nil {
+		t.Errorf("two namespaces of one apiserver: got %v; want them accepted", err)
 	}
 }

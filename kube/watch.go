@@ -82,10 +82,11 @@ func (w *waiter) wait(ctx context.Context, until time.Time) error {
 // Watch calls fn with the election's holder (the zero Holder when the Lease
 // names none, or has expired), then on every change of holder or token,
 // from a watch of the Lease, and with the zero Holder when the holder's
-// Lease expires as a waiting candidate judges it: the holder's
-// leaseDurationSeconds after this watch first saw its latest record. A
-// holder that crashed is therefore reported gone within its duration, as
-// a key with a TTL is by the other drivers, although no write marks it. It returns ctx.Err() when ctx ends, an error wrapping
+// Lease expires as [Backend.Leader] judges it: on the apiserver's clock,
+// or the holder's leaseDurationSeconds after this watch first saw its
+// latest record. A holder that crashed is therefore reported gone about
+// its duration after its last write, as a key with a TTL is by the other
+// drivers, although no write marks it. It returns ctx.Err() when ctx ends, an error wrapping
 // [backend.ErrClosed] when the Backend is closed, or the error that ended
 // the watch.
 func (b *Backend) Watch(ctx context.Context, election string, fn func(backend.Holder)) error {
@@ -97,20 +98,26 @@ func (b *Backend) Watch(ctx context.Context, election string, fn func(backend.Ho
 		return err
 	}
 	w := &waiter{b: b, name: name}
+	sent := time.Now()
 	if err := w.refresh(ctx); err != nil {
 		return b.watchErr(ctx, election, err)
 	}
-	last := w.holder(election, time.Now())
+	v := b.judge(ctx, w.obj) // on the apiserver's clock; see # Readers
+	last := w.judged(election, v, sent, time.Now())
 	fn(last)
 	for {
 		var until time.Time // a held Lease's expiry, when fn is to hear of it
 		if !last.IsZero() {
 			until = w.expiry()
+			if v.on(w.obj) && v.exp.Before(until) {
+				until = v.exp
+			}
 		}
 		if err := w.wait(ctx, until); err != nil {
 			return b.watchErr(ctx, election, err)
 		}
-		if h := w.holder(election, time.Now()); h.Identity != last.Identity || h.Token != last.Token {
+		now := time.Now()
+		if h := w.judged(election, v, now, now); h.Identity != last.Identity || h.Token != last.Token {
 			last = h
 			fn(h)
 		}
@@ -127,6 +134,21 @@ func (w *waiter) holder(election string, now time.Time) backend.Holder {
 	}
 	h := holder(election, w.obj)
 	h.TTL = w.expiry().Sub(now)
+	return h
+}
+
+// judged is holder, also judged by v, the verdict of the apiserver's clock
+// on the record read by a request sent at sent: the zero Holder when v
+// judges the record w holds now and its holder had stopped by then.
+func (w *waiter) judged(election string, v verdict, sent, now time.Time) backend.Holder {
+	h := w.holder(election, now)
+	if h.IsZero() || !v.on(w.obj) {
+		return h
+	}
+	if !sent.Before(v.exp) {
+		return backend.Holder{}
+	}
+	h.TTL = min(h.TTL, max(v.exp.Sub(now), time.Millisecond))
 	return h
 }
 

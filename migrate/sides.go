@@ -64,9 +64,17 @@ func parseInner(name, raw string) (storeOf, error) {
 	case "zk", "zks":
 		s.kind, port = "zk", "2181"
 	}
-	if port == "" { // another driver's scheme: compare the URLs as written
-		s.hosts[strings.ToLower(hostList)] = true
-		s.space = u.Path + "?" + u.RawQuery
+	if port == "" { // another driver's scheme: as its Opener names the store, else as written
+		store, ok, err := backendurl.DefaultMux().StoreName(raw)
+		switch {
+		case err != nil:
+			return storeOf{}, fmt.Errorf("%w: %s: %w", backend.ErrInvalid, name, err)
+		case ok:
+			s.hosts[store] = true
+		default:
+			s.hosts[strings.ToLower(hostList)] = true
+			s.space = u.Path + "?" + u.RawQuery
+		}
 		return s, nil
 	}
 	hosts, err := backendurl.Hosts(u, port)

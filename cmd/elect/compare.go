@@ -71,6 +71,7 @@ func (l *urlList) Set(v string) error {
 type compareConfig struct {
 	backends                                  urlList
 	ttl, duration                             time.Duration
+	ttlSet                                    bool // --ttl was given
 	short, json, markdown                     bool
 	html                                      string
 	trials, failoverTrials, concurrency, held int
@@ -81,7 +82,7 @@ type compareConfig struct {
 func compareFlags(c *compareConfig) *flag.FlagSet {
 	fs := newFlagSet("compare")
 	fs.Var(&c.backends, "backend", "backend `URL` to compare; repeat for each backend (required)")
-	fs.DurationVar(&c.ttl, "ttl", 2*time.Second, "lease TTL of every workload")
+	fs.DurationVar(&c.ttl, "ttl", 2*time.Second, "lease TTL of every workload (raised, unless given, to the shortest every backend accepts)")
 	fs.BoolVar(&c.short, "short", false, "a quick run with few samples (seconds per backend)")
 	fs.DurationVar(&c.duration, "duration", 0, "length of each throughput trial (default 1s; --short 300ms)")
 	fs.IntVar(&c.trials, "trials", 0, "acquire+release and hand-over trials per backend (default 200; --short 10)")
@@ -154,6 +155,7 @@ func parseCompare(args []string, stdout io.Writer) (*compareConfig, error) {
 	if err := parse(fs, args, stdout, compareHead); err != nil {
 		return nil, err
 	}
+	fs.Visit(func(f *flag.Flag) { c.ttlSet = c.ttlSet || f.Name == "ttl" })
 	switch {
 	case fs.NArg() > 0:
 		return nil, exitf(exitUsage, "compare: unexpected argument %q", fs.Arg(0))
@@ -190,7 +192,7 @@ func compareMain(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if _, err := compare.Run(ctx, nil, o); err != nil && !strings.Contains(err.Error(), "no targets") {
 		return exitf(exitUsage, "%v", err)
 	}
-	warnFloors(ctx, stderr, targets, o.TTL)
+	o.TTL = ttlFloors(ctx, stderr, targets, o.TTL, c.ttlSet)
 	o.Prefix = compare.NewPrefix()
 	fmt.Fprintf(stderr, "elect compare: elections under %s\n", o.Prefix)
 	pp := &progressPrinter{w: stderr}
@@ -239,26 +241,45 @@ func compareMain(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	return nil
 }
 
-// warnFloors prints, for each target whose backend reports the shortest
-// TTL its store's configuration allows (backend.TTLFloor), that TTL and
-// why, and a warning when ttl is below it: the backend refuses such
-// Campaigns.
-func warnFloors(ctx context.Context, w io.Writer, targets []compare.Target, ttl time.Duration) {
+// ttlFloors prints, for each target whose backend reports the shortest
+// TTL it accepts (backend.TTLFloor), that TTL and why, and returns the TTL
+// to run with: ttl, raised to the longest of those floors unless ttlSet
+// (--ttl given), so that the default runs on every backend; with --ttl
+// below a floor, a warning that the backend refuses every Campaign.
+func ttlFloors(ctx context.Context, w io.Writer, targets []compare.Target, ttl time.Duration, ttlSet bool) time.Duration {
+	type floor struct {
+		name string
+		d    time.Duration
+	}
+	var floors []floor
 	for _, t := range targets {
 		cl, err := t.Open(ctx)
 		if err != nil {
 			continue // Run reports it
 		}
 		if f, ok := cl.Backend.(backend.TTLFloor); ok {
-			if floor, why, err := f.MinTTL(ctx); err == nil {
-				fmt.Fprintf(w, "elect compare: %s: %s: leases need a TTL of at least %v\n", t.Name, why, floor)
-				if ttl < floor {
-					fmt.Fprintf(w, "elect compare: warning: --ttl %v is below it; %s refuses every Campaign\n", ttl, t.Name)
-				}
+			if d, why, err := f.MinTTL(ctx); err == nil {
+				fmt.Fprintf(w, "elect compare: %s: %s: leases need a TTL of at least %v\n", t.Name, why, d)
+				floors = append(floors, floor{t.Name, d})
 			}
 		}
 		cl.Closer.Close()
 	}
+	run := ttl
+	for _, f := range floors {
+		if !ttlSet && f.d > run {
+			run = f.d
+		}
+	}
+	if run != ttl {
+		fmt.Fprintf(w, "elect compare: TTL %v (not the default %v): the shortest every backend accepts; --ttl sets another\n", run, ttl)
+	}
+	for _, f := range floors {
+		if run < f.d {
+			fmt.Fprintf(w, "elect compare: warning: --ttl %v is below it; %s refuses every Campaign\n", run, f.name)
+		}
+	}
+	return run
 }
 
 // onStopSignals calls f with the count and the signal at each SIGINT or

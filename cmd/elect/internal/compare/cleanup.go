@@ -167,8 +167,8 @@ func (r *runner) leftover(ctx context.Context, b *bstate, names []string) []stri
 		// Leave the check time for the elections that could not be
 		// forgotten.
 		fctx, cancel := context.WithTimeout(ctx, forgetTimeout)
-		if left := forgetAll(fctx, f, names); len(left) > 0 && b.rep.CleanupError == "" {
-			b.rep.CleanupError = fmt.Sprintf("could not remove the records of %d elections: %q", len(left), left)
+		if left, why := forgetAll(fctx, f, names); len(left) > 0 && b.rep.CleanupError == "" {
+			b.rep.CleanupError = fmt.Sprintf("could not remove the records of %d elections %q: %v", len(left), left, why)
 		}
 		cancel()
 	}
@@ -197,10 +197,12 @@ func (r *runner) leftover(ctx context.Context, b *bstate, names []string) []stri
 // until ctx ends (a throttled or slow request succeeds later, and so does
 // the election of a cut-off holder once its lease expired), and returns
 // those it could not forget.
-func forgetAll(ctx context.Context, f forgetter, names []string) []string {
+// (a refused delete says so).
+func forgetAll(ctx context.Context, f forgetter, names []string) ([]string, error) {
 	var (
 		mu   sync.Mutex
 		left []string
+		why  = map[string]error{}
 	)
 	parallel(len(names), 16, func(i int) {
 		var err error
@@ -210,14 +212,21 @@ func forgetAll(ctx context.Context, f forgetter, names []string) []string {
 			}
 			sleep(ctx, retryPause(attempt))
 		}
-		if err != nil || ctx.Err() != nil {
+		if err == nil && ctx.Err() != nil {
+			err = ctx.Err()
+		}
+		if err != nil {
 			mu.Lock()
 			left = append(left, names[i])
+			why[names[i]] = err
 			mu.Unlock()
 		}
 	})
+	if len(left) == 0 {
+		return nil, nil
+	}
 	sort.Strings(left)
-	return left
+	return left, why[left[0]]
 }
 
 // aborted records in b's report what an aborted cleanup may have left.

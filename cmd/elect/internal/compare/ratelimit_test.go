@@ -3,6 +3,7 @@ package compare_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -111,6 +112,39 @@ func TestRenewHeldWithinRateLimit(t *testing.T) {
 		}
 		if want := "(15 held: client limit 30 req/s)"; !strings.Contains(md.String(), want) {
 			t.Errorf("Markdown lacks %q:\n%s", want, md.String())
+		}
+	})
+}
+
+// refusingMem is the in-memory backend with a Forget the store refuses, as
+// a Kubernetes role without delete on leases refuses it.
+type refusingMem struct{ slow }
+
+var errRefused = errors.New(`leases.coordination.k8s.io "x" is forbidden: User "limited" cannot delete resource "leases"`)
+
+func (refusingMem) Forget(context.Context, string) (bool, error) { return false, errRefused }
+
+// A backend that refuses to forget the run's elections is reported with
+// the refusal, not only with the count of the records left behind.
+func TestCleanupReportsRefusedForget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.New()
+		defer store.Close()
+		open := func(context.Context) (*compare.Client, error) {
+			p := store.Peer()
+			return &compare.Client{Backend: refusingMem{slow{p, nil, nil}}, Closer: p}, nil
+		}
+		o := compare.Short()
+		rep, err := compare.Run(t.Context(), []compare.Target{{Name: "refusing", Open: open}}, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := rep.Backends[0].CleanupError
+		if !strings.Contains(got, "could not remove the records of") || !strings.Contains(got, errRefused.Error()) {
+			t.Errorf("cleanup error %q; want the records not removed, and why: %v", got, errRefused)
+		}
+		if rep.Failed() == nil {
+			t.Error("Failed: nil; want the records left behind reported as a failure")
 		}
 	})
 }

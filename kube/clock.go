@@ -1,0 +1,195 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
+)
+
+// A reader (Leader, Leaders, Watch) judges a holder's expiry on the
+// apiserver's clock as well as by how long it has watched the record: the
+// apiserver stamps every write of a Lease in metadata.managedFields[].time
+// and every answer with a Date header, both from its own clock, so a
+// process that reads a Lease once can tell how long ago it was last
+// written without trusting the holder's clock (renewTime). The derivation
+// is in docs/design/kube.md; the constants below are its margins.
+const (
+	// stampGrain is the resolution of managedFields times and of the Date
+	// header: both are whole seconds, rounded down.
+	stampGrain = time.Second
+	// serverSkew is how far apart the clocks of the apiservers (and of a
+	// proxy that writes the Date header) may be, or how far one may step,
+	// during one lease.
+	serverSkew = time.Second
+	// clockMaxAge is how long a sample of the apiserver's clock is reused
+	// before it is taken again.
+	clockMaxAge = 10 * time.Second
+)
+
+// lastWrite returns the latest time the apiserver stamped on l (the
+// greatest managedFields time, or its creationTimestamp if later), on the
+// apiserver's clock in whole seconds, and false when l carries no
+// managedFields time (they were cleared): then no write time is known.
+//
+// Every write that changes a field of a Lease stamps the time of its
+// field manager with the apiserver's current time, whatever times the
+// writer sent; so the greatest stamp is no earlier than the holder's last
+// write. A writer can only push it later, which makes the holder look
+// live for longer.
+func lastWrite(l *coordinationv1.Lease) (time.Time, bool) {
+	var last time.Time
+	for _, f := range l.ManagedFields {
+		if f.Time != nil && f.Time.After(last) {
+			last = f.Time.Time
+		}
+	}
+	if last.IsZero() {
+		return time.Time{}, false
+	}
+	if c := l.CreationTimestamp.Time; c.After(last) {
+		last = c
+	}
+	return last, true
+}
+
+// clockSample relates this process's clock to the apiserver's: at the
+// local time at (a monotonic reading), the apiserver's clock read at
+// least server. (The Date header of an answer is written before the answer
+// arrives, and rounded down.)
+type clockSample struct {
+	server, at time.Time
+}
+
+// expiry returns the local time from which the holder of l, as read, has
+// stopped acting for certain, judged on the apiserver's clock: its last
+// write plus the resolution of the stamp, plus its leaseDurationSeconds
+// and serverSkew, carried over to this process's clock with an allowance
+// of drift for the two clocks' rates. false: l carries no write time.
+func (s clockSample) expiry(l *coordinationv1.Lease, drift float64) (time.Time, bool) {
+	w, ok := lastWrite(l)
+	if !ok {
+		return time.Time{}, false
+	}
+	end := w.Add(stampGrain + durationOf(l) + serverSkew) // on the apiserver's clock
+	span := end.Sub(s.server)
+	return s.at.Add(span + time.Duration(drift*float64(span.Abs()))), true
+}
+
+// serverClock samples the apiserver's clock from the Date header of GET
+// /version, sent through the client's own HTTP client (its credentials and
+// connections) and rate limiter, and keeps the sample for clockMaxAge.
+type serverClock struct {
+	http    *http.Client // nil: the client does not expose one; no samples
+	url     string
+	limiter flowcontrol.RateLimiter
+
+	mu     sync.Mutex
+	last   clockSample
+	has    bool
+	failed time.Time // when the last attempt failed: none again for clockMaxAge
+}
+
+// newServerClock returns the clock of the apiserver client talks to; it
+// takes no samples when client does not expose its *rest.RESTClient.
+func newServerClock(client any) *serverClock {
+	r, ok := restOf(client).(*rest.RESTClient)
+	if !ok {
+		return &serverClock{}
+	}
+	hc := r.Client
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	return &serverClock{http: hc, url: r.Get().AbsPath("/version").URL().String(), limiter: r.GetRateLimiter()}
+}
+
+// sample returns a sample of the apiserver's clock no older than
+// clockMaxAge, taking one if needed, and false when it cannot (no HTTP
+// client, no answer, no Date header; after a failure, for clockMaxAge).
+func (b *Backend) sample(ctx context.Context) (clockSample, bool) {
+	c := b.clock
+	if c.http == nil {
+		return clockSample{}, false
+	}
+	c.mu.Lock()
+	s, ok, failed := c.last, c.has, c.failed
+	c.mu.Unlock()
+	switch {
+	case ok && time.Since(s.at) < clockMaxAge:
+		return s, true
+	case !failed.IsZero() && time.Since(failed) < clockMaxAge:
+		return clockSample{}, false // a reader of many Leases does not ask again for each
+	}
+	s, err := bounded(b, ctx, c.take)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil {
+		if ctx.Err() == nil {
+			c.failed = time.Now()
+		}
+		return clockSample{}, false
+	}
+	c.last, c.has, c.failed = s, true, time.Time{}
+	return s, true
+}
+
+// take takes one sample.
+func (c *serverClock) take(ctx context.Context) (clockSample, error) {
+	if c.limiter != nil {
+		if err := c.limiter.Wait(ctx); err != nil {
+			return clockSample{}, err
+		}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url, nil)
+	if err != nil {
+		return clockSample{}, err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return clockSample{}, err
+	}
+	at := time.Now()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+	_ = resp.Body.Close()
+	d, err := http.ParseTime(resp.Header.Get("Date"))
+	if err != nil {
+		return clockSample{}, fmt.Errorf("GET /version answered %s without a valid Date header", resp.Status)
+	}
+	return clockSample{server: d, at: at}, nil
+}
+
+// verdict is the expiry, on this process's clock, of the holder of one
+// record of a Lease, judged on the apiserver's clock (see clockSample).
+type verdict struct {
+	key specKey
+	exp time.Time
+	ok  bool // false: no judgment (no write time, or no clock sample)
+}
+
+// judge returns the verdict on the record of l (nil: none), reading the
+// apiserver's clock if needed.
+func (b *Backend) judge(ctx context.Context, l *coordinationv1.Lease) verdict {
+	if l == nil || holderOf(l) == "" {
+		return verdict{}
+	}
+	if _, ok := lastWrite(l); !ok {
+		return verdict{}
+	}
+	s, ok := b.sample(ctx)
+	if !ok {
+		return verdict{}
+	}
+	exp, _ := s.expiry(l, b.cfg.drift)
+	return verdict{key: keyOf(l), exp: exp, ok: true}
+}
+
+// on reports whether v judges the record of l.
+func (v verdict) on(l *coordinationv1.Lease) bool { return v.ok && l != nil && keyOf(l) == v.key }

@@ -1,0 +1,230 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/leaderkit/elector/backend"
+)
+
+// TestClockExpiry checks the arithmetic of a judgment on the apiserver's
+// clock: the holder of a record last stamped at W, of duration d, has
+// stopped by W + 1 s (the stamp's resolution) + d + serverSkew on the
+// apiserver's clock, carried to this process's clock through a sample.
+func TestClockExpiry(t *testing.T) {
+	base := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	local := time.Now()
+	lease := func(secs int32, times ...time.Time) *coordinationv1.Lease {
+		l := &coordinationv1.Lease{}
+		l.CreationTimestamp = metav1.NewTime(base.Add(-time.Hour))
+		l.Spec.LeaseDurationSeconds = &secs
+		for _, at := range times {
+			l.ManagedFields = append(l.ManagedFields, metav1.ManagedFieldsEntry{Manager: "m", Time: new(metav1.NewTime(at))})
+		}
+		return l
+	}
+	for _, tc := range []struct {
+		name   string
+		l      *coordinationv1.Lease
+		server time.Time // the sample: the apiserver's clock at local
+		want   time.Duration
+		ok     bool
+	}{
+		{"sampled at the end", lease(3, base), base.Add(5 * time.Second), 0, true},
+		{"sampled at the write", lease(3, base), base, 5 * time.Second, true},
+		{"the latest stamp counts", lease(3, base, base.Add(2*time.Second), base.Add(time.Second)), base.Add(7 * time.Second), 0, true},
+		{"sampled later", lease(10, base), base.Add(20 * time.Second), -8 * time.Second, true},
+		{"no stamps", lease(3), base, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := clockSample{server: tc.server, at: local}
+			got, ok := s.expiry(tc.l, 0)
+			if ok != tc.ok || ok && got.Sub(local) != tc.want {
+				t.Fatalf("expiry: got %v after the sample (ok %v), want %v (ok %v)", got.Sub(local), ok, tc.want, tc.ok)
+			}
+		})
+	}
+	// The drift allowance only ever postpones the verdict.
+	s := clockSample{server: base, at: local}
+	got, _ := s.expiry(lease(3, base), 0.01)
+	if want := 5*time.Second + 50*time.Millisecond; got.Sub(local) != want {
+		t.Errorf("expiry with DriftFactor 0.01: got %v after the sample, want %v", got.Sub(local), want)
+	}
+}
+
+// writeHolder creates the Lease name naming holder for secs seconds, as a
+// holder that then crashes leaves it, and returns when the create was sent.
+func writeHolder(t *testing.T, s server, name, holder string, secs int32) time.Time {
+	t.Helper()
+	now := metav1.NewMicroTime(time.Now())
+	l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.ns}}
+	l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds = &holder, &secs
+	l.Spec.AcquireTime, l.Spec.RenewTime = &now, &now
+	l.Spec.LeaseTransitions = new(int32(1))
+	sent := time.Now()
+	if _, err := s.client(t).Leases(s.ns).Create(testCtx(t), l, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating lease %s: %v", name, err)
+	}
+	return sent
+}
+
+// TestOneLookSeesCrashedHolderExpire: a holder that stopped without
+// releasing is reported gone by a Backend that reads the Lease once (a new
+// process: elect status, run --once, a partition reading), about its
+// duration after its last write, and never before the duration has passed.
+// Each look uses a new Backend; before readers judged on the apiserver's
+// clock, every one of them reported the holder for a full duration from
+// its own first read, for ever.
+func TestOneLookSeesCrashedHolderExpire(t *testing.T) {
+	s := testServer(t)
+	name, other := testName(t), testName(t)
+	const secs = 3
+	d := secs * time.Second
+	sent := writeHolder(t, s, name, "crashed", secs)
+	cli := s.client(t)
+	// Stamps and Date headers are whole seconds, and a reader allows
+	// serverSkew: gone within d + 3 s of the write, plus the test's slack
+	// on a loaded machine.
+	bound := sent.Add(d + 3*time.Second + serverSkew)
+	var gone time.Time
+	looks := time.NewTicker(200 * time.Millisecond) // the looks of new processes
+	defer looks.Stop()
+	for gone.IsZero() {
+		b, err := New(cli, s.ns, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		look := time.Now()
+		h, err := b.Leader(testCtx(t), name)
+		_ = b.Close()
+		switch {
+		case errors.Is(err, backend.ErrNoLeader):
+			if look.Before(sent.Add(d)) {
+				t.Fatalf("a new Backend reported the holder gone %v after its write; want not before its duration %v", look.Sub(sent), d)
+			}
+			gone = look
+		case err != nil:
+			t.Fatalf("Leader: %v", err)
+		case h.Identity != "crashed":
+			t.Fatalf("Leader: got %+v, want the holder crashed", h)
+		case time.Now().After(bound.Add(5 * time.Second)):
+			t.Fatalf("a new Backend still reports the holder %v after its last write (duration %v): %+v", time.Since(sent).Round(time.Millisecond), d, h)
+		}
+		if gone.IsZero() {
+			<-looks.C
+		}
+	}
+	t.Logf("a new Backend first reported the crashed holder gone %v after its write (duration %v)", gone.Sub(sent).Round(time.Millisecond), d)
+	if gone.After(bound) {
+		t.Errorf("a new Backend first reported the holder gone %v after its write; want within %v", gone.Sub(sent).Round(time.Millisecond), bound.Sub(sent))
+	}
+
+	b := testBackend(t, s, nil)
+	hs, errs := b.Leaders(testCtx(t), []string{name, other})
+	for i, e := range []string{name, other} {
+		if !errors.Is(errs[i], backend.ErrNoLeader) {
+			t.Errorf("Leaders of a new Backend, %s: got %+v, %v; want no leader", e, hs[i], errs[i])
+		}
+	}
+	ctx, cancel := context.WithCancel(testCtx(t))
+	defer cancel()
+	first := make(chan backend.Holder, 1)
+	err := testBackend(t, s, nil).Watch(ctx, name, func(h backend.Holder) {
+		first <- h
+		cancel()
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Watch: got %v, want context.Canceled", err)
+	}
+	if h := <-first; !h.IsZero() {
+		t.Errorf("the first report of a new Backend's Watch: got %+v, want no holder", h)
+	}
+}
+
+// TestOneLookNeverDropsLiveHolder: a holder that keeps renewing is reported
+// by every new Backend that looks, however its renewals fall between the
+// whole seconds of the apiserver's stamps.
+func TestOneLookNeverDropsLiveHolder(t *testing.T) {
+	s := testServer(t)
+	name := testName(t)
+	holder := testBackend(t, s, nil)
+	l := mustCampaign(t, holder, cand(name, "live"))
+	ctx, cancel := context.WithCancel(testCtx(t))
+	defer cancel()
+	renewed := make(chan error, 1)
+	go func() {
+		tk := time.NewTicker(testTTL / 3)
+		defer tk.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				renewed <- nil
+				return
+			case <-tk.C:
+				if err := l.Renew(ctx); err != nil && ctx.Err() == nil {
+					renewed <- err
+					return
+				}
+			}
+		}
+	}()
+	cli := s.client(t)
+	end := time.Now().Add(3 * testTTL)
+	looks := 0
+	tk := time.NewTicker(100 * time.Millisecond) // the looks of new processes
+	defer tk.Stop()
+	for time.Now().Before(end) {
+		b, err := New(cli, s.ns, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := b.Leader(ctx, name)
+		_ = b.Close()
+		if err != nil || h.Identity != "live" {
+			if time.Now().Before(l.Deadline()) {
+				t.Fatalf("look %d: a new Backend reported %+v, %v while the holder's Deadline is %v away; want the holder live", looks, h, err, time.Until(l.Deadline()).Round(time.Millisecond))
+			}
+		}
+		looks++
+		<-tk.C
+	}
+	cancel()
+	if err := <-renewed; err != nil {
+		t.Fatalf("Renew: %v", err)
+	}
+	t.Logf("%d looks over %v", looks, 3*testTTL)
+}
+
+// TestMissingNamespace: Leader and Leaders in a namespace that does not
+// exist name it in their error, instead of reporting no leader as for an
+// election never held.
+func TestMissingNamespace(t *testing.T) {
+	s := testServer(t)
+	b, err := New(s.client(t), "elector-no-such-namespace", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	name := testName(t)
+	_, err = b.Leader(testCtx(t), name)
+	if err == nil || errors.Is(err, backend.ErrNoLeader) || !strings.Contains(err.Error(), `namespace "elector-no-such-namespace" does not exist`) {
+		t.Errorf("Leader: got %v; want an error naming the missing namespace", err)
+	}
+	_, errs := b.Leaders(testCtx(t), []string{name, name + "-2"})
+	for _, err := range errs {
+		if err == nil || errors.Is(err, backend.ErrNoLeader) || !strings.Contains(err.Error(), `namespace "elector-no-such-namespace" does not exist`) {
+			t.Errorf("Leaders: got %v; want an error naming the missing namespace", err)
+		}
+	}
+	// The namespace of the tests exists: an election never held has no
+	// leader there.
+	if _, err := testBackend(t, s, nil).Leader(testCtx(t), name); !errors.Is(err, backend.ErrNoLeader) {
+		t.Errorf("Leader in namespace %s: got %v; want no leader", s.ns, err)
+	}
+}
