@@ -7,11 +7,9 @@
 //	b, _ := kube.New(cli, "my-namespace", nil)
 //	e, _ := elector.New(b, "my-controller", &elector.Options{TTL: 15 * time.Second, OnElected: lead})
 //
-// The server, credentials and client-side rate limit are configured on the
-// client; the driver only uses it. The package is a module of its own
-// (github.com/leaderkit/elector/kube), so that programs that do not use
-// Kubernetes never download client-go. How expiry is judged without
-// trusting clocks, and the request rates a Backend needs, are explained in
+// The client carries the server, credentials and rate limit. The package
+// is a module of its own, so programs that do not use Kubernetes never
+// download client-go. Derivations:
 // https://github.com/leaderkit/elector/blob/main/docs/design/kube.md.
 //
 // # URLs
@@ -22,12 +20,10 @@
 //	kube://host[:port]?token_file=PATH&ca=PATH[&namespace=NS]...
 //	kube://[?kubeconfig=PATH][&context=NAME][&namespace=NS]...
 //
-// With a host, the client reaches https://host:port (port 6443) with the
-// bearer token in token_file (re-read as it changes) and/or the client
-// certificate cert and key, verifying the server with ca (or the system
-// roots), server_name and insecure_skip_verify. Without one it is set up as
-// kubectl is: the kubeconfig ($KUBECONFIG, then ~/.kube/config) and its
-// context (default the current one), or in a pod the service account.
+// With a host: https://host:port (port 6443), the bearer token in
+// token_file and/or the client certificate cert and key, verified with ca,
+// server_name, insecure_skip_verify. Without one, as kubectl: the
+// kubeconfig and its context, or in a pod the service account.
 // Other parameters: namespace (default the context's, in a pod the pod's,
 // else "default"); qps and burst, the client's rate limit (default 50 and
 // 100); drift_factor, cleanup_timeout, request_timeout, elector_only, the
@@ -50,10 +46,8 @@
 // incremented it on acquisition. client-go increments it on every change
 // of holder, nobody lowers it, and every write is conditional on the
 // resourceVersion read, so tokens strictly increase across terms, also
-// when interleaved with client-go holders. Deleting the Lease resets the
-// count: never delete the Lease of an election whose tokens a resource
-// checks. After 2^31−1 acquisitions Campaign returns an error wrapping
-// [backend.ErrInvalid].
+// with client-go holders. Deleting the Lease resets the count: never
+// delete the Lease of an election whose tokens a resource checks.
 //
 // # Timing
 //
@@ -81,8 +75,7 @@
 // request. A Backend admits campaigns while its renewals stay within 90% of
 // the client's qps (about qps × the renewal interval elections); further
 // ones wait, and [Backend.Warnings] says so once, naming qps and burst.
-// With a [RateLimiter] (a kube:// URL's client has one) renewals and
-// releases go before every other request.
+// A [RateLimiter] (kube:// URLs use one) sends renewals first.
 //
 // # Safety
 //
@@ -101,27 +94,21 @@
 // refuses as invalid, wrap [backend.ErrInvalid]; calls after Close wrap
 // [backend.ErrClosed]; a lease known to be gone wraps [backend.ErrLost];
 // Leader of an election whose Lease names no holder wraps
-// [backend.ErrNoLeader]. Context errors are returned unwrapped. Every other
-// error (an unreachable apiserver, missing rights) is transient; a reader
-// that finds no Lease in a namespace that does not exist names the
-// namespace.
+// [backend.ErrNoLeader]; in a namespace that does not exist, the error
+// names it. Context errors are returned unwrapped; others are transient.
 //
 // # Readers
 //
-// Leader, Leaders and Watch (so elect status, elect run --once and a
-// partition reading) tell a crashed holder from a live one at once, on the
-// apiserver's clock: the apiserver stamps every write of a Lease in
-// metadata.managedFields[].time and every answer with a Date header, whole
-// seconds of its own clock, and the holder stops within its
-// leaseDurationSeconds of its last write. So once the Date of GET /version
-// (read at most every 10 s) is past the latest stamp plus the duration,
-// two seconds of rounding and skew and the drift allowance, the holder had
-// stopped when the Lease was read. This assumes that the apiservers' clocks
-// (and that of any proxy that writes Date) agree within a second; it never
-// trusts renewTime. Without managedFields, readers fall back to the
-// duration after this Backend first saw the record. A Campaign still takes
-// a Lease over only after watching its record for the holder's duration
-// (# Safety); the derivation is in docs/design/kube.md in the repository.
+// Leader, Leaders and Watch (so elect status, run --once and partitions)
+// tell a crashed holder from a live one at once, on the apiserver's clock:
+// the holder stops within its duration of its last write, which the
+// apiserver stamps in managedFields; once the Date of an answer is past
+// that stamp plus the duration, two seconds of rounding and skew and the
+// drift allowance, the holder had stopped. This assumes the apiservers'
+// clocks agree within a second; renewTime is never trusted. Without
+// managedFields, readers wait the duration from their first read. A
+// Campaign still takes a Lease over only after watching its record for the
+// holder's duration (section Safety).
 //
 // # Migrating
 //
