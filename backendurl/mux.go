@@ -55,7 +55,7 @@ func (m *Mux) StoreName(rawURL string) (string, bool, error) {
 		return "", false, err
 	}
 	m.mu.RLock()
-	o, ok := m.openers[strings.ToLower(u.Scheme)]
+	o := m.openers[strings.ToLower(u.Scheme)]
 	m.mu.RUnlock()
 	n, ok := o.(StoreNamer)
 	if !ok {
