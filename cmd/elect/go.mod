@@ -4,10 +4,11 @@ go 1.26.0
 
 require (
 	github.com/go-zookeeper/zk v1.0.4
-	github.com/leaderkit/elector v0.0.0-20261205052305-9e2c3d45f303
-	github.com/leaderkit/elector/kube v0.0.0-20261205052305-9e2c3d45f303
+	github.com/leaderkit/elector v0.0.0-20261205063535-e83027384a4b
+	github.com/leaderkit/elector/kube v0.0.0-20261205063535-e83027384a4b
 	github.com/prometheus/client_golang v1.25.0
 	github.com/redis/go-redis/v9 v9.23.0
+	go.etcd.io/etcd/api/v3 v3.7.3
 	go.etcd.io/etcd/client/v3 v3.7.3
 	go.uber.org/goleak v1.3.0
 	golang.org/x/sys v0.49.0
@@ -52,7 +53,6 @@ require (
 	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/spf13/pflag v1.0.10 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
-	go.etcd.io/etcd/api/v3 v3.7.3 // indirect
 	go.etcd.io/etcd/client/pkg/v3 v3.7.3 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
 	go.uber.org/multierr v1.11.0 // indirect
