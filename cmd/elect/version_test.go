@@ -205,6 +205,9 @@ func copyModule(t *testing.T) string {
 			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
 		case !d.Type().IsRegular():
 			return nil
+		case rel == "go.work":
+			// The copy holds only these modules of the workspace.
+			return os.WriteFile(filepath.Join(dst, rel), []byte("go 1.26.0\n\nuse (\n\t.\n\t./cmd/elect\n\t./kube\n)\n"), 0o644)
 		}
 		data, err := os.ReadFile(path)
 		if err != nil {
