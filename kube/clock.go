@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -89,11 +90,13 @@ type serverClock struct {
 	http    *http.Client // nil: the client does not expose one; no samples
 	url     string
 	limiter flowcontrol.RateLimiter
+	taken   atomic.Int64 // samples asked of the apiserver (each one request)
 
-	mu     sync.Mutex
-	last   clockSample
-	has    bool
-	failed time.Time // when the last attempt failed: none again for clockMaxAge
+	mu       sync.Mutex
+	last     clockSample
+	has      bool
+	failed   time.Time     // when the last attempt failed: none again for clockMaxAge
+	inflight chan struct{} // non-nil while a sample is being taken; closed after
 }
 
 // newServerClock returns the clock of the apiserver client talks to; it
@@ -118,26 +121,46 @@ func (b *Backend) sample(ctx context.Context) (clockSample, bool) {
 	if c.http == nil {
 		return clockSample{}, false
 	}
-	c.mu.Lock()
-	s, ok, failed := c.last, c.has, c.failed
-	c.mu.Unlock()
-	switch {
-	case ok && time.Since(s.at) < clockMaxAge:
-		return s, true
-	case !failed.IsZero() && time.Since(failed) < clockMaxAge:
-		return clockSample{}, false // a reader of many Leases does not ask again for each
-	}
-	s, err := bounded(b, ctx, c.take)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err != nil {
-		if ctx.Err() == nil {
-			c.failed = time.Now()
+	for {
+		c.mu.Lock()
+		s, ok, failed, inflight := c.last, c.has, c.failed, c.inflight
+		switch {
+		case ok && time.Since(s.at) < clockMaxAge:
+			c.mu.Unlock()
+			return s, true
+		case !failed.IsZero() && time.Since(failed) < clockMaxAge:
+			c.mu.Unlock()
+			return clockSample{}, false // a reader of many Leases does not ask again for each
+		case inflight != nil:
+			// One sample at a time: readers that start together (every
+			// waiter after an apiserver restart) share it rather than
+			// fill the client's rate limit ahead of renewals.
+			c.mu.Unlock()
+			select {
+			case <-inflight:
+				continue
+			case <-ctx.Done():
+				return clockSample{}, false
+			}
 		}
-		return clockSample{}, false
+		done := make(chan struct{})
+		c.inflight = done
+		c.mu.Unlock()
+		c.taken.Add(1)
+		s, err := bounded(b, ctx, c.take)
+		c.mu.Lock()
+		c.inflight = nil
+		close(done)
+		defer c.mu.Unlock()
+		if err != nil {
+			if ctx.Err() == nil {
+				c.failed = time.Now()
+			}
+			return clockSample{}, false
+		}
+		c.last, c.has, c.failed = s, true, time.Time{}
+		return s, true
 	}
-	c.last, c.has, c.failed = s, true, time.Time{}
-	return s, true
 }
 
 // take takes one sample.

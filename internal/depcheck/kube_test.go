@@ -1,6 +1,7 @@
 package depcheck
 
 import (
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -11,7 +12,11 @@ import (
 // downloads, holds no Kubernetes module, so a program that uses Redis alone
 // neither downloads nor compiles client-go.
 func TestNoKubernetesModuleInTheGraph(t *testing.T) {
-	out, err := exec.Command("go", "list", "-m", "all").Output()
+	// GOWORK=off: the root module's own graph, not the workspace's, which
+	// holds kube's.
+	cmd := exec.Command("go", "list", "-m", "all")
+	cmd.Env = append(os.Environ(), "GOWORK=off")
+	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("go list -m all: %v", err)
 	}
@@ -30,8 +35,9 @@ func TestNoKubernetesModuleInTheGraph(t *testing.T) {
 // stays free of Kubernetes (above) while elect opens kube:// URLs.
 func TestElectIsAModuleWithTheKubeDriver(t *testing.T) {
 	dir := "../../cmd/elect"
-	cmd := exec.Command("go", "list", "-m")
+	cmd := exec.Command("go", "list", "-m") // GOWORK=off: the module of dir alone
 	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOWORK=off")
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("go list -m in %s: %v", dir, err)

@@ -9,6 +9,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/leaderkit/elector/cmd/elect/internal/compare"
@@ -77,7 +78,12 @@ func assertNoLeases(t *testing.T, prefix string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cli, err := kubernetes.NewForConfig(cfg)
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hc.CloseIdleConnections() // its connection's goroutines end with it (goleak)
+	cli, err := kubernetes.NewForConfigAndClient(cfg, hc)
 	if err != nil {
 		t.Fatal(err)
 	}
