@@ -168,7 +168,9 @@ func TestThreeNodesDown(t *testing.T) {
 	b, _ := newBackend(t, nil)
 	ctx := testCtx(t)
 	e := name(t)
-	la, err := a.Campaign(ctx, backend.Candidate{Election: e, Identity: "alice", TTL: 2 * time.Second})
+	// A TTL that outlasts killing three nodes on a busy machine, so that the
+	// Renew below runs before the lease's Deadline.
+	la, err := a.Campaign(ctx, backend.Candidate{Election: e, Identity: "alice", TTL: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
