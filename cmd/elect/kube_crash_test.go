@@ -84,7 +84,9 @@ func TestKubeOnceAfterKill9(t *testing.T) {
 	}
 	t.Logf("after the SIGKILL: status first reported no leader after %v, the command first ran from a firing started after %v (TTL %v)",
 		since(noLeader, crashed), ran.Sub(crashed).Round(time.Millisecond), ttl)
-	if noLeader.IsZero() || noLeader.After(bound) {
+	// A firing that took over before status looked again makes status
+	// report that firing, rightly; status must see no leader otherwise.
+	if (noLeader.IsZero() || noLeader.After(bound)) && (ran.IsZero() || ran.After(bound)) {
 		t.Errorf("status first reported no leader %v after the crash; want within %v", since(noLeader, crashed), bound.Sub(crashed))
 	}
 	if ran.After(bound) {
