@@ -39,6 +39,8 @@ type Backend struct {
 	clock *serverClock   // the apiserver's clock, for readers
 	rest  rest.Interface // the client's REST client; nil when it does not expose one
 
+	reach reachability // whether the apiserver answers; see bounded
+
 	nsExists atomic.Bool  // the namespace was seen to exist (checkNamespace)
 	listed   atomic.Int64 // the Leases of the namespace at Leaders' last List; 0 before it
 
@@ -284,12 +286,18 @@ func (b *Backend) keep(l *lease) bool {
 	return true
 }
 
-// bounded runs one request with ctx bounded by Options.RequestTimeout.
+// bounded runs one request with ctx bounded by Options.RequestTimeout,
+// unless the apiserver did not answer the last ones (see reachability).
 func bounded[T any](b *Backend, ctx context.Context, f func(context.Context) (T, error)) (T, error) {
+	if err := b.reach.enter(time.Now()); err != nil {
+		var zero T
+		return zero, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.request)
 	defer cancel()
 	b.requests.Add(1)
 	v, err := f(ctx)
+	b.reach.exit(time.Now(), err)
 	var limited *LimitError
 	switch {
 	case err == nil, errors.As(err, &limited):

@@ -75,7 +75,11 @@
 // request. A Backend admits campaigns while its renewals stay within 90% of
 // the client's qps (about qps × the renewal interval elections); further
 // ones wait, and [Backend.Warnings] says so once, naming qps and burst.
-// A [RateLimiter] (kube:// URLs use one) sends renewals first.
+// A [RateLimiter] (kube:// URLs use one) sends renewals first. While the
+// apiserver does not answer (connection refused or lost, as during its
+// restart), a Backend sends one request every 50 ms and fails the others
+// at once, so retries neither fill the rate limiter nor meet the apiserver
+// all together when it is back.
 //
 // # Safety
 //
