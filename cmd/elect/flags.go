@@ -15,6 +15,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -88,35 +90,76 @@ func (c *common) quiet(stderr io.Writer) {
 
 // quietLibraries sends the log lines of the client libraries (go-redis,
 // and client-go through klog) to log at level Debug: elect reports what
-// fails itself.
+// fails itself. The libraries' loggers are process globals, set once to
+// loggers that read libraryLog: an elect run in the same process (the
+// tests run many) changes where the lines go without writing a global
+// that another run's clients read.
 func quietLibraries(log *slog.Logger) {
-	redis.SetLogger(redisLogger{log})
-	klog.SetSlogLogger(slog.New(debugHandler{log.Handler()}).With("component", "client-go"))
+	libraryLog.Store(log)
+	setLibraryLoggers()
 }
 
-// debugHandler passes every record to its Handler at level Debug.
-type debugHandler struct{ h slog.Handler }
+var (
+	libraryLog        atomic.Pointer[slog.Logger]
+	setLibraryLoggers = sync.OnceFunc(func() {
+		redis.SetLogger(redisLogger{})
+		klog.SetSlogLogger(slog.New(debugHandler{}).With("component", "client-go"))
+	})
+)
+
+// debugHandler passes every record to the Handler of libraryLog at the
+// time, at level Debug, with the attributes and groups added to it.
+type debugHandler struct {
+	with func(slog.Handler) slog.Handler // WithAttrs and WithGroup, in order; nil for none
+}
+
+func (d debugHandler) handler() slog.Handler {
+	log := libraryLog.Load()
+	if log == nil {
+		return slog.DiscardHandler
+	}
+	if d.with == nil {
+		return log.Handler()
+	}
+	return d.with(log.Handler())
+}
 
 func (d debugHandler) Enabled(ctx context.Context, _ slog.Level) bool {
-	return d.h.Enabled(ctx, slog.LevelDebug)
+	return d.handler().Enabled(ctx, slog.LevelDebug)
 }
 
 func (d debugHandler) Handle(ctx context.Context, r slog.Record) error {
-	if !d.h.Enabled(ctx, slog.LevelDebug) {
+	h := d.handler()
+	if !h.Enabled(ctx, slog.LevelDebug) {
 		return nil // klog does not ask Enabled first
 	}
 	r.Level = slog.LevelDebug
-	return d.h.Handle(ctx, r)
+	return h.Handle(ctx, r)
 }
 
-func (d debugHandler) WithAttrs(as []slog.Attr) slog.Handler { return debugHandler{d.h.WithAttrs(as)} }
-func (d debugHandler) WithGroup(g string) slog.Handler       { return debugHandler{d.h.WithGroup(g)} }
+func (d debugHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return d.then(func(h slog.Handler) slog.Handler { return h.WithAttrs(as) })
+}
 
-// redisLogger sends go-redis's log lines to elect's logger at level Debug.
-type redisLogger struct{ log *slog.Logger }
+func (d debugHandler) WithGroup(g string) slog.Handler {
+	return d.then(func(h slog.Handler) slog.Handler { return h.WithGroup(g) })
+}
 
-func (l redisLogger) Printf(ctx context.Context, format string, args ...any) {
-	l.log.DebugContext(ctx, fmt.Sprintf(format, args...), "component", "go-redis")
+func (d debugHandler) then(f func(slog.Handler) slog.Handler) debugHandler {
+	prev := d.with
+	if prev == nil {
+		return debugHandler{f}
+	}
+	return debugHandler{func(h slog.Handler) slog.Handler { return f(prev(h)) }}
+}
+
+// redisLogger sends go-redis's log lines to libraryLog at level Debug.
+type redisLogger struct{}
+
+func (redisLogger) Printf(ctx context.Context, format string, args ...any) {
+	if log := libraryLog.Load(); log != nil {
+		log.DebugContext(ctx, fmt.Sprintf(format, args...), "component", "go-redis")
+	}
 }
 
 // warnWeak logs the advice of a backend whose configuration is valid but

@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"errors"
+	"io"
 	"strings"
+	"sync"
 	"testing"
 
 	"k8s.io/klog/v2"
@@ -14,7 +16,8 @@ import (
 // component, and never at the default level, where elect reports failures
 // itself.
 func TestLibrariesLogAtDebug(t *testing.T) {
-	t.Cleanup(func() { klog.ClearLogger() })
+	prev := libraryLog.Load()
+	t.Cleanup(func() { libraryLog.Store(prev) })
 	for _, level := range []string{"info", "debug"} {
 		var out bytes.Buffer
 		quietLibraries(newLogger(&out, level, "text"))
@@ -31,5 +34,43 @@ func TestLibrariesLogAtDebug(t *testing.T) {
 				t.Errorf("--log-level=debug: want client-go's line at DEBUG with its component, got:\n%s", got)
 			}
 		}
+	}
+}
+
+// TestQuietWhileClientsLog: an elect run that sets where the libraries'
+// lines go, while another run's clients in the same process log (as the
+// tests run many), writes no global those clients read (under -race).
+func TestQuietWhileClientsLog(t *testing.T) {
+	prev := libraryLog.Load()
+	t.Cleanup(func() { libraryLog.Store(prev) })
+	quietLibraries(newLogger(io.Discard, "debug", "text"))
+	stop, started := make(chan struct{}), make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := 0; ; i++ {
+			if i == 1 {
+				close(started)
+			}
+			select {
+			case <-stop:
+				return
+			default:
+				klog.Background().Error(errors.New("connection refused"), "Failed to watch")
+			}
+		}
+	})
+	<-started
+	var last *bytes.Buffer // each run logs to a buffer of its own
+	for i := range 100 {
+		last = new(bytes.Buffer)
+		level := []string{"info", "debug"}[i%2]
+		quietLibraries(newLogger(last, level, "text"))
+	}
+	close(stop)
+	wg.Wait()
+	klog.ErrorS(errors.New("connection refused"), "after the last run set the log")
+	klog.Flush()
+	if !strings.Contains(last.String(), "after the last run set the log") {
+		t.Errorf("the last run's log (debug) lacks client-go's line:\n%s", last.String())
 	}
 }
