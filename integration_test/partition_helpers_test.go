@@ -268,6 +268,24 @@ func settleBalanced(tb testing.TB, g *partLedger, group string, n int, ms []*par
 	return settleLeave(tb, g, group, n, ms, make([]string, n), limit)
 }
 
+// allOwned waits until each of partitions 0 to n-1 has an owner, looking
+// again at each change of an owner, and returns how long that took; it
+// fails tb after limit.
+func allOwned(tb testing.TB, g *partLedger, n int, limit time.Duration) time.Duration {
+	tb.Helper()
+	began := time.Now()
+	deadline := time.NewTimer(limit)
+	defer deadline.Stop()
+	for got, changed := g.ownersNext(n); slices.Contains(got, ""); got, changed = g.ownersNext(n) {
+		select {
+		case <-changed:
+		case <-deadline.C:
+			tb.Fatalf("partitions unowned %v later: %d of %d", limit, strings.Count(strings.Join(g.owners(n), ",")+",", ",,"), n)
+		}
+	}
+	return time.Since(began)
+}
+
 // settle waits until the ledger's owners equal want, looking again at each
 // change of an owner, and returns how long that took; it fails tb after limit.
 func settle(tb testing.TB, g *partLedger, want []string, limit time.Duration) time.Duration {
