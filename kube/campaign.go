@@ -19,13 +19,18 @@ import (
 var errRace = errors.New("the Lease changed meanwhile")
 
 // Campaign takes the election's Lease when it is free: absent (it is
-// created), naming no holder (released), or expired as client-go judges
-// it: leaseDurationSeconds of the holder have passed on this process's
-// clock since the Lease was last seen to change. Until then it waits on a
-// watch of the Lease, so a release or a change of holder is seen at once,
-// and on a timer for the expiry. Every take-over is an update conditional
-// on the resourceVersion read, so of candidates racing for a free Lease
-// exactly one wins; the others read it again.
+// created), naming no holder (released), or expired: as client-go judges
+// it, leaseDurationSeconds of the holder have passed on this process's
+// clock since the Lease was last seen to change, or, judged on the
+// apiserver's clock as a reader judges it (see # Readers), its holder's
+// last write is older than its duration plus the stamps' margins, so that
+// a process that starts after a holder crashed need not watch it for a
+// whole duration first. Until then it waits on a watch of the Lease, so a
+// release or a change of holder is seen at once, and on a timer for the
+// expiry. Every take-over is an update conditional on the resourceVersion
+// read, so of candidates racing for a free Lease exactly one wins; the
+// others read it again, and a record judged expired is taken only as it
+// was judged.
 func (b *Backend) Campaign(ctx context.Context, c backend.Candidate) (backend.Lease, error) {
 	name, err := leaseName(c.Election)
 	if err != nil {
@@ -48,15 +53,19 @@ func (b *Backend) Campaign(ctx context.Context, c backend.Candidate) (backend.Le
 	if err := w.refresh(ctx); err != nil {
 		return nil, b.campaignErr(ctx, c.Election, err)
 	}
+	var v verdict // on the apiserver's clock, of the record w holds
 	for {
-		if w.free(time.Now()) {
+		if !v.on(w.obj) {
+			v = b.judge(ctx, w.obj)
+		}
+		if w.freeBy(v, time.Now()) {
 			done, waited, err := b.admit(ctx, c.TTL)
 			if err != nil {
 				return nil, b.campaignErr(ctx, c.Election, err)
 			}
 			if waited {
 				w.load() // as it is now, after the wait
-				if !w.free(time.Now()) {
+				if !w.freeBy(v, time.Now()) {
 					done()
 					continue
 				}
@@ -73,7 +82,7 @@ func (b *Backend) Campaign(ctx context.Context, c backend.Candidate) (backend.Le
 			}
 			continue
 		}
-		if err := w.wait(ctx, w.expiry()); err != nil {
+		if err := w.wait(ctx, w.expiryBy(v)); err != nil {
 			return nil, b.campaignErr(ctx, c.Election, err)
 		}
 	}

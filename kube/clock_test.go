@@ -78,9 +78,7 @@ func writeHolder(t *testing.T, s server, name, holder string, secs int32) time.T
 // releasing is reported gone by a Backend that reads the Lease once (a new
 // process: elect status, run --once, a partition reading), about its
 // duration after its last write, and never before the duration has passed.
-// Each look uses a new Backend; before readers judged on the apiserver's
-// clock, every one of them reported the holder for a full duration from
-// its own first read, for ever.
+// Each look uses a new Backend, which reads the Lease once.
 func TestOneLookSeesCrashedHolderExpire(t *testing.T) {
 	s := testServer(t)
 	name, other := testName(t), testName(t)
@@ -148,8 +146,9 @@ func TestOneLookSeesCrashedHolderExpire(t *testing.T) {
 }
 
 // TestOneLookNeverDropsLiveHolder: a holder that keeps renewing is reported
-// by every new Backend that looks, however its renewals fall between the
-// whole seconds of the apiserver's stamps.
+// by every new Backend that looks, and taken by none that campaigns,
+// however its renewals fall between the whole seconds of the apiserver's
+// stamps.
 func TestOneLookNeverDropsLiveHolder(t *testing.T) {
 	s := testServer(t)
 	name := testName(t)
@@ -185,12 +184,18 @@ func TestOneLookNeverDropsLiveHolder(t *testing.T) {
 			t.Fatal(err)
 		}
 		h, err := b.Leader(ctx, name)
-		_ = b.Close()
 		if err != nil || h.Identity != "live" {
 			if time.Now().Before(l.Deadline()) {
 				t.Fatalf("look %d: a new Backend reported %+v, %v while the holder's Deadline is %v away; want the holder live", looks, h, err, time.Until(l.Deadline()).Round(time.Millisecond))
 			}
 		}
+		// A new process's Campaign, given as long as a look, never takes it.
+		cctx, ccancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		if _, err := b.Campaign(cctx, cand(name, "firing")); err == nil {
+			t.Fatalf("look %d: a new Backend's Campaign took the Lease of a holder renewing every %v", looks, testTTL/3)
+		}
+		ccancel()
+		_ = b.Close()
 		looks++
 		<-tk.C
 	}
@@ -226,5 +231,55 @@ func TestMissingNamespace(t *testing.T) {
 	// leader there.
 	if _, err := testBackend(t, s, nil).Leader(testCtx(t), name); !errors.Is(err, backend.ErrNoLeader) {
 		t.Errorf("Leader in namespace %s: got %v; want no leader", s.ns, err)
+	}
+}
+
+// TestOneCampaignTakesCrashedHolder: Campaigns of new processes, each
+// given 300 ms (a cron firing's short wait), take the Lease of a holder
+// that stopped writing once the apiserver's clock shows its duration
+// passed (within the stamps' margins), never before it, without one of
+// them watching the Lease for a whole duration.
+func TestOneCampaignTakesCrashedHolder(t *testing.T) {
+	s := testServer(t)
+	name := testName(t)
+	const secs = 3
+	d := secs * time.Second
+	sent := writeHolder(t, s, name, "crashed", secs)
+	cli := s.client(t)
+	bound := sent.Add(d + 3*time.Second + serverSkew) // as TestOneLookSeesCrashedHolderExpire
+	tries := time.NewTicker(200 * time.Millisecond)
+	defer tries.Stop()
+	for {
+		b, err := New(cli, s.ns, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		try := time.Now()
+		ctx, cancel := context.WithTimeout(testCtx(t), 300*time.Millisecond)
+		l, err := b.Campaign(ctx, cand(name, "firing"))
+		cancel()
+		if err == nil {
+			if try.Before(sent.Add(d)) {
+				t.Fatalf("a new Backend took the Lease %v after the holder's last write; want not before its duration %v", try.Sub(sent), d)
+			}
+			if tok := l.Token(); tok != 2 {
+				t.Errorf("token %d; want 2, one above the crashed holder's", tok)
+			}
+			_ = l.Release(testCtx(t))
+			_ = b.Close()
+			t.Logf("a Campaign of a new Backend took the Lease %v after the crashed holder's write (duration %v)", try.Sub(sent).Round(time.Millisecond), d)
+			if try.After(bound) {
+				t.Errorf("first taken by a Campaign started %v after the write; want within %v", try.Sub(sent).Round(time.Millisecond), bound.Sub(sent))
+			}
+			return
+		}
+		_ = b.Close()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Campaign: %v", err)
+		}
+		if time.Now().After(bound.Add(5 * time.Second)) {
+			t.Fatalf("no Campaign of a new Backend took the Lease within %v of the holder's last write (duration %v)", time.Since(sent).Round(time.Millisecond), d)
+		}
+		<-tries.C
 	}
 }

@@ -56,8 +56,9 @@
 // as a client-go informer does): a graceful hand-over takes one watch event
 // and one update. A holder that stops without releasing is taken over when
 // its Lease expires as client-go judges it: leaseDurationSeconds after the
-// Backend's watch first saw the record as it is now (so a candidate that
-// starts while the Lease is held waits a full duration). Deadline is the
+// Backend's watch first saw the record as it is now, or earlier on the
+// apiserver's clock for a candidate that started later (section Readers).
+// Deadline is the
 // send time of an update plus the TTL less the drift allowance
 // ([backend.LeaseDeadline]), counted by default from the first update of
 // the current second of renewTime, since client-go compares records at
@@ -85,12 +86,16 @@
 //
 // Mutual exclusion rests on the apiserver's optimistic concurrency (every
 // take-over, renewal and release is conditional on the resourceVersion
-// read) and on clock rate, not clock agreement: no candidate compares its
-// clock with another's or with a time stored in the Lease. The assumption:
-// a waiting candidate's clock does not run faster than the holder's
-// monotonic clock by more than DriftFactor over one duration. client-go
-// candidates judge expiry the same way. A process paused past its Deadline
-// may still believe it leads: fence writes with the token.
+// read) and on clocks: no candidate compares its clock with another's or
+// with a time the holder stored in the Lease (renewTime). A candidate
+// takes a Lease over once either judgment says the holder stopped: the
+// holder's duration watched on its own clock, as client-go candidates
+// judge, which assumes its clock does not run faster than the holder's
+// monotonic clock by more than DriftFactor over one duration; or the
+// apiserver's clock (section Readers), which assumes too that the
+// apiservers' clocks agree within a second and do not step by more than
+// that within a lease. A process paused past its Deadline may still
+// believe it leads: fence writes with the token.
 //
 // # Errors
 //
@@ -111,8 +116,10 @@
 // drift allowance, the holder had stopped. This assumes the apiservers'
 // clocks agree within a second; renewTime is never trusted. Without
 // managedFields, readers wait the duration from their first read. A
-// Campaign still takes a Lease over only after watching its record for the
-// holder's duration (section Safety).
+// Campaign judges the same way, so a process that starts after a holder
+// crashed (a cron firing of elect run --once) takes the Lease over about
+// two seconds after the holder's duration has passed since its last write,
+// without watching it for a duration first (section Safety).
 //
 // # Migrating
 //

@@ -37,6 +37,22 @@ func (w *waiter) free(now time.Time) bool {
 // the record was first seen plus the holder's leaseDurationSeconds.
 func (w *waiter) expiry() time.Time { return w.at.Add(durationOf(w.obj)) }
 
+// expiryBy is expiry, or v's judgment on the apiserver's clock when v is of
+// the record w holds and says earlier.
+func (w *waiter) expiryBy(v verdict) time.Time {
+	exp := w.expiry()
+	if v.on(w.obj) && v.exp.Before(exp) {
+		exp = v.exp
+	}
+	return exp
+}
+
+// freeBy reports whether the Lease may be taken at now, its expiry judged
+// by expiryBy.
+func (w *waiter) freeBy(v verdict, now time.Time) bool {
+	return w.obj == nil || holderOf(w.obj) == "" || !now.Before(w.expiryBy(v))
+}
+
 // refresh starts the Backend's watch unless it runs, waits for its first
 // List, and loads the Lease from it.
 func (w *waiter) refresh(ctx context.Context) error {
@@ -108,10 +124,7 @@ func (b *Backend) Watch(ctx context.Context, election string, fn func(backend.Ho
 	for {
 		var until time.Time // a held Lease's expiry, when fn is to hear of it
 		if !last.IsZero() {
-			until = w.expiry()
-			if v.on(w.obj) && v.exp.Before(until) {
-				until = v.exp
-			}
+			until = w.expiryBy(v)
 		}
 		if err := w.wait(ctx, until); err != nil {
 			return b.watchErr(ctx, election, err)
