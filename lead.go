@@ -176,14 +176,7 @@ func (e *Elector) renewed(ctx context.Context, t Term, r term.Renewal) {
 		}
 	case errors.Is(r.Err, backend.ErrLost):
 	default:
-		// Retries come ever sooner as the step-down nears: warn at the
-		// 1st, 2nd, 4th, 8th… failure of a run, and log the others at
-		// Debug, so that an outage reads as a few lines.
-		level := slog.LevelDebug
-		if r.Failures&(r.Failures-1) == 0 {
-			level = slog.LevelWarn
-		}
-		if e.log.Enabled(ctx, level) {
+		if level := term.RetryLevel(r.Failures); e.log.Enabled(ctx, level) {
 			e.log.LogAttrs(ctx, level, "renew failed; retrying before the deadline",
 				slog.Uint64("token", t.Token), slog.Int("failures", r.Failures), slog.Any("error", r.Err),
 				slog.Duration("step_down_in", r.StepDownIn), slog.Duration("retry_in", r.RetryIn))

@@ -434,7 +434,7 @@ func (l *loop) hold(ctx context.Context, p int, ls backend.Lease, deadline time.
 func (l *loop) renewed(ctx context.Context, pt *part, r term.Renewal) {
 	l.a.observe(pt.as.Partition, elector.Event{Kind: elector.EventRenew, Term: pt.term, Took: r.Took, Err: r.Err})
 	if r.Err != nil && !errors.Is(r.Err, backend.ErrLost) {
-		l.a.log.LogAttrs(ctx, slog.LevelWarn, "renewal failed; retrying", slog.Int("partition", pt.as.Partition),
+		l.a.log.LogAttrs(ctx, term.RetryLevel(r.Failures), "renewal failed; retrying", slog.Int("partition", pt.as.Partition),
 			slog.Int("failures", r.Failures), slog.Any("error", r.Err), slog.Duration("retry_in", r.RetryIn))
 	}
 }

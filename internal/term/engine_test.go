@@ -3,6 +3,8 @@ package term
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -147,4 +149,71 @@ func TestRenewedBeforeStepDown(t *testing.T) {
 			t.Errorf("term ended within 5s: %v; want it held while every renewal succeeds", ended)
 		}
 	})
+}
+
+// failing is a lease whose renewals fail with a transient error, counting
+// them.
+type failing struct {
+	backend.Lease
+	mu       sync.Mutex
+	attempts []time.Time
+}
+
+func (l *failing) Renew(context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.attempts = append(l.attempts, time.Now())
+	return errors.New("store unreachable")
+}
+
+// Renewals that keep failing are retried ever sooner as the step-down
+// point nears, but never sooner than RenewInterval/16 apart: an outage
+// costs a term a few attempts, not one a millisecond at the end.
+func TestRetriesKeepAFloor(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := memory.New()
+		defer b.Close()
+		tm := Timing{TTL: 2 * time.Second, RenewInterval: 667 * time.Millisecond, SafetyMargin: 400 * time.Millisecond}
+		l, err := b.Campaign(t.Context(), backend.Candidate{Election: "e", Identity: "x", TTL: tm.TTL})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lease := &failing{Lease: l}
+		tt := Start(b, context.Background(), lease, lease.Deadline(), tm, Hooks{Callback: "test"})
+		tt.Go(nil)
+		<-tt.Ended()
+		tt.End(errors.New("done"))
+		<-tt.Returned()
+		_ = tt.Release(t.Context())
+		lease.mu.Lock()
+		defer lease.mu.Unlock()
+		if len(lease.attempts) < 3 {
+			t.Fatalf("%d attempts before the step-down; want the failures retried", len(lease.attempts))
+		}
+		floor := tm.RenewInterval / 16
+		for i := 1; i < len(lease.attempts); i++ {
+			if gap := lease.attempts[i].Sub(lease.attempts[i-1]); gap < floor {
+				t.Errorf("attempt %d of %d came %v after the one before; want at least %v", i+1, len(lease.attempts), gap, floor)
+			}
+		}
+		if n := len(lease.attempts); n > 12 {
+			t.Errorf("%d attempts before the step-down (TTL %v); want at most 12", n, tm.TTL)
+		}
+	})
+}
+
+// A run of failed renewals logs at Warn at its 1st, 2nd, 4th, 8th…
+// failure and at Debug otherwise.
+func TestRetryLevel(t *testing.T) {
+	var warned []int
+	for n := 1; n <= 20; n++ {
+		if RetryLevel(n) == slog.LevelWarn {
+			warned = append(warned, n)
+		} else if RetryLevel(n) != slog.LevelDebug {
+			t.Errorf("RetryLevel(%d) = %v; want Warn or Debug", n, RetryLevel(n))
+		}
+	}
+	if want := []int{1, 2, 4, 8, 16}; !slices.Equal(warned, want) {
+		t.Errorf("failures logged at Warn: %v; want %v", warned, want)
+	}
 }

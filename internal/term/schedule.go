@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"sync/atomic"
 	"time"
@@ -54,6 +55,19 @@ func (t *Term) renew(a *attempt) {
 	took := time.Since(began)
 	t.e.record(t, a, began, took, err, t.l.Deadline())
 }
+
+// RetryLevel is the level at which to log the failures-th failure in a row
+// of a term's renewals: Warn at the 1st, 2nd, 4th, 8th…, Debug otherwise,
+// so that an outage reads as a few lines.
+func RetryLevel(failures int) slog.Level {
+	if failures&(failures-1) == 0 {
+		return slog.LevelWarn
+	}
+	return slog.LevelDebug
+}
+
+// retryFloor: renewal retries are at least RenewInterval/retryFloor apart.
+const retryFloor = 16
 
 // recordCheck records an attempt that found the renewal not due: the
 // Deadline moved, so the renewal is due RenewInterval after its proof.
@@ -107,9 +121,11 @@ func (e *Engine) record(t *Term, a *attempt, began time.Time, took time.Duration
 		st.failed++
 		st.lastErr = err
 		// Back off, but never past half the time left before the step-down
-		// point, so that a store that recovers in time is retried in time.
+		// point, so that a store that recovers in time is retried in time;
+		// and never sooner than retryFloor, so that the last stretch before
+		// the step-down point costs a few attempts, not one a millisecond.
 		left := t.tm.StepDownAt(st.deadline).Sub(now)
-		r.RetryIn = min(Backoff(st.failed, t.tm.RenewInterval/2), max(left/2, time.Millisecond))
+		r.RetryIn = max(min(Backoff(st.failed, t.tm.RenewInterval/2), left/2), t.tm.RenewInterval/retryFloor)
 		st.due = now.Add(r.RetryIn)
 	}
 	r.Failures = st.failed
