@@ -124,13 +124,17 @@ func (d debugHandler) handler() slog.Handler {
 	return d.with(log.Handler())
 }
 
-func (d debugHandler) Enabled(ctx context.Context, _ slog.Level) bool {
-	return d.handler().Enabled(ctx, slog.LevelDebug)
+// Enabled passes client-go's errors, warnings and unleveled lines (klog
+// V(0)), never its verbose ones: V(1) feature-gate states, V(6) request
+// URLs, V(8) request and response bodies (hex dumps of protobuf), which
+// go-logr hands to slog at level -V.
+func (d debugHandler) Enabled(ctx context.Context, level slog.Level) bool {
+	return level >= slog.LevelInfo && d.handler().Enabled(ctx, slog.LevelDebug)
 }
 
 func (d debugHandler) Handle(ctx context.Context, r slog.Record) error {
 	h := d.handler()
-	if !h.Enabled(ctx, slog.LevelDebug) {
+	if !d.Enabled(ctx, r.Level) {
 		return nil // klog does not ask Enabled first
 	}
 	r.Level = slog.LevelDebug

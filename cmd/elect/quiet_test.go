@@ -14,7 +14,7 @@ import (
 // TestLibrariesLogAtDebug: what client-go logs on its own (through klog)
 // reaches elect's log only at --log-level=debug, marked with its
 // component, and never at the default level, where elect reports failures
-// itself.
+// itself; its verbose lines (feature gates, request bodies) never do.
 func TestLibrariesLogAtDebug(t *testing.T) {
 	prev := libraryLog.Load()
 	t.Cleanup(func() { libraryLog.Store(prev) })
@@ -22,6 +22,8 @@ func TestLibrariesLogAtDebug(t *testing.T) {
 		var out bytes.Buffer
 		quietLibraries(newLogger(&out, level, "text"))
 		klog.ErrorS(errors.New("context deadline exceeded"), "Unexpected error when reading response body")
+		klog.Background().V(1).Info("Feature gate default state", "feature", "WatchListClient")
+		klog.Background().V(8).Info("Response Body", "body", "00000000  6b 38 73 00")
 		klog.Flush()
 		got := out.String()
 		switch level {
@@ -32,6 +34,9 @@ func TestLibrariesLogAtDebug(t *testing.T) {
 		case "debug":
 			if !strings.Contains(got, "Unexpected error when reading response body") || !strings.Contains(got, "component=client-go") || !strings.Contains(got, "level=DEBUG") {
 				t.Errorf("--log-level=debug: want client-go's line at DEBUG with its component, got:\n%s", got)
+			}
+			if strings.Contains(got, "Feature gate") || strings.Contains(got, "Response Body") {
+				t.Errorf("--log-level=debug: client-go's verbose lines (klog V(1), V(8)) reached the log:\n%s", got)
 			}
 		}
 	}
