@@ -107,6 +107,20 @@ func TestRenewalsCoalesce(t *testing.T) {
 	})
 }
 
+// shortLease returns a memory Backend (closed when t ends), a lease won on
+// it and the Timing of a 2 s TTL.
+func shortLease(t *testing.T) (*memory.Backend, backend.Lease, Timing) {
+	t.Helper()
+	b := memory.New()
+	t.Cleanup(func() { _ = b.Close() })
+	tm := Timing{TTL: 2 * time.Second, RenewInterval: 667 * time.Millisecond, SafetyMargin: 400 * time.Millisecond}
+	l, err := b.Campaign(t.Context(), backend.Candidate{Election: "e", Identity: "x", TTL: tm.TTL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, l, tm
+}
+
 // trailing is a lease whose Deadline trails its proof by lag, as a
 // ZooKeeper lease's trails by the ensemble's report lag.
 type trailing struct {
@@ -124,13 +138,7 @@ func (l trailing) DeadlineTrails() bool { return true }
 // attempt.
 func TestRenewedBeforeStepDown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := memory.New()
-		defer b.Close()
-		tm := Timing{TTL: 2 * time.Second, RenewInterval: 667 * time.Millisecond, SafetyMargin: 400 * time.Millisecond}
-		l, err := b.Campaign(t.Context(), backend.Candidate{Election: "e", Identity: "x", TTL: tm.TTL})
-		if err != nil {
-			t.Fatal(err)
-		}
+		b, l, tm := shortLease(t)
 		lease := trailing{l, 1100 * time.Millisecond} // 0.9 s left when won: step-down at 0.5 s
 		tt := Start(b, context.Background(), lease, lease.Deadline(), tm, Hooks{Callback: "test"})
 		tt.Go(nil)
@@ -171,13 +179,7 @@ func (l *failing) Renew(context.Context) error {
 // costs a term a few attempts, not one a millisecond at the end.
 func TestRetriesKeepAFloor(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := memory.New()
-		defer b.Close()
-		tm := Timing{TTL: 2 * time.Second, RenewInterval: 667 * time.Millisecond, SafetyMargin: 400 * time.Millisecond}
-		l, err := b.Campaign(t.Context(), backend.Candidate{Election: "e", Identity: "x", TTL: tm.TTL})
-		if err != nil {
-			t.Fatal(err)
-		}
+		b, l, tm := shortLease(t)
 		lease := &failing{Lease: l}
 		tt := Start(b, context.Background(), lease, lease.Deadline(), tm, Hooks{Callback: "test"})
 		tt.Go(nil)
