@@ -236,7 +236,7 @@ func TestCompareInterruptedPrompt(t *testing.T) {
 
 // TestCompareUnreachable: a backend that refuses connections, or accepts
 // them and never answers, is reported within seconds, naming its real
-// address, before any workload runs.
+// address and how long the first campaign tried, before any workload runs.
 func TestCompareUnreachable(t *testing.T) {
 	silent := testenv.SilentListener(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -252,13 +252,19 @@ func TestCompareUnreachable(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
+			began := time.Now()
 			p := startElect(t, "compare", nil, "compare", "--short", "--backend="+tc.url)
 			if code := p.wait(40 * time.Second); code != exitBackend {
 				t.Fatalf("exit %d; want %d\n%s", code, exitBackend, p.out.String())
 			}
+			took := time.Since(began)
 			out := p.out.String()
 			if !strings.Contains(out, "does not answer") || !strings.Contains(out, tc.addr) || strings.Contains(out, "rebalance") {
 				t.Errorf("want a report naming %s before any workload:\n%s", tc.addr, out)
+			}
+			// It says how long it tried: never "within 10s" before 10 s.
+			if took < 10*time.Second && strings.Contains(out, "within 10s") {
+				t.Errorf("reported %v after it started as not succeeding within 10s:\n%s", took.Round(time.Millisecond), out)
 			}
 		})
 	}

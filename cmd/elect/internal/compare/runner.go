@@ -112,7 +112,9 @@ func (r *runner) open(ctx context.Context, targets []Target) error {
 	for _, b := range r.bs {
 		for _, c := range []*Client{b.a, b.b} {
 			wctx, cancel := context.WithTimeout(ctx, reachTimeout)
+			began := time.Now()
 			l, err := r.campaign(wctx, b, c, r.name("warm-up"))
+			timedOut := wctx.Err() != nil
 			cancel()
 			switch {
 			case ctx.Err() != nil:
@@ -120,9 +122,12 @@ func (r *runner) open(ctx context.Context, targets []Target) error {
 			case errors.Is(err, backend.ErrInvalid):
 				b.unreachable = true
 				return fmt.Errorf("compare: %s refused a first campaign: %w", b.t.label(), err)
-			case err != nil:
+			case err != nil && timedOut:
 				b.unreachable = true
 				return fmt.Errorf("compare: %s does not answer: a first campaign did not succeed within %v: %w", b.t.label(), reachTimeout, err)
+			case err != nil:
+				b.unreachable = true
+				return fmt.Errorf("compare: %s does not answer: a first campaign failed after %v: %w", b.t.label(), time.Since(began).Round(10*time.Millisecond), err)
 			}
 			_ = r.release(ctx, b, l)
 		}
