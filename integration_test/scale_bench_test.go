@@ -23,7 +23,7 @@ package integration_test
 // strictly increase.
 //
 // BenchmarkScale runs 10,000 elections with a 15 s TTL (make bench;
-// -scale.n changes the number); TestScale runs 200 with a 3 s TTL and
+// -scale.n changes the number); TestScale runs 200 with a 6 s TTL and
 // asserts the request ceilings (make test).
 
 import (
@@ -218,12 +218,12 @@ func BenchmarkScale(b *testing.B) {
 	}
 }
 
-// TestScale holds 200 elections with a 3 s TTL on each backend, as
+// TestScale holds 200 elections with a 6 s TTL on each backend, as
 // Electors: none is lost, terms never overlap, tokens increase, and the
 // renewal traffic stays within scaleTargets, counted by the servers over
 // three renew intervals.
 func TestScale(t *testing.T) {
-	const n, ttl = 200, 3 * time.Second
+	const n, ttl = 200, 6 * time.Second
 	for _, c := range scaleCases() {
 		if !isElectorCase(c.name) {
 			continue

@@ -31,8 +31,10 @@ func clientLimiter(client any) *RateLimiter {
 }
 
 // renewRate returns how many renewals a second l takes, from the interval
-// between its last two renewals (TTL/3, the portable layer's default,
-// before it has two).
+// between its last two successful renewals (TTL/3, the portable layer's
+// default, before it has two): the retries of an outage would make the
+// held leases look several times as costly, and hold every campaign back
+// once the apiserver is back.
 func (l *lease) renewRate() float64 {
 	every := time.Duration(l.every.Load())
 	if every <= 0 {
@@ -41,7 +43,7 @@ func (l *lease) renewRate() float64 {
 	return 1 / every.Seconds()
 }
 
-// renewed records that a renewal of l started at now.
+// renewed records that a renewal of l that succeeded started at now.
 func (l *lease) renewed(now time.Time) {
 	if !l.lastRenew.IsZero() {
 		ttl := time.Duration(l.secs) * time.Second

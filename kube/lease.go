@@ -89,7 +89,7 @@ func (l *lease) Renew(ctx context.Context) error {
 	if l.ended.Load() || l.gone {
 		return fmt.Errorf("kube: renew %q: %w", l.election, backend.ErrLost)
 	}
-	l.renewed(time.Now())
+	began := time.Now()
 	ctx = renewal(ctx) // before the other requests in the client's limit
 	if late := time.Since(l.deadline); late >= 0 {
 		// Not known to be taken: a Release still clears it if it is ours.
@@ -105,6 +105,7 @@ func (l *lease) Renew(ctx context.Context) error {
 	switch {
 	case err == nil:
 		l.obj = got
+		l.renewed(began) // retries of failed ones are not the lease's rate
 		switch k := secondsKeyOf(got); {
 		case l.b.cfg.electorOnly:
 			l.seen, l.seenSent = k, sent

@@ -112,3 +112,35 @@ func TestOverloadKeepsCapacity(t *testing.T) {
 		t.Errorf("Warnings: %q; want one overload warning naming qps 50 and burst 100", warned)
 	}
 }
+
+// Renewals that fail while the apiserver is out of reach do not count
+// toward the rate of a held lease: after an outage the Backend does not
+// take its held leases for several times as costly as they are, and hold
+// every campaign back.
+func TestFailedRenewalsKeepTheRenewRate(t *testing.T) {
+	s := testServer(t)
+	p := testproxy.New(t, s.addr())
+	b, err := New(s.via(t, p.Addr()), s.ns, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	l := mustCampaign(t, b, cand(testName(t), "holder"))
+	before := l.renewRate()
+	p.Cut()
+	failed := 0
+	for range 10 {
+		ctx, cancel := context.WithTimeout(testCtx(t), 200*time.Millisecond)
+		if err := l.Renew(ctx); err != nil {
+			failed++
+		}
+		cancel()
+	}
+	p.Heal()
+	if failed == 0 {
+		t.Fatal("no renewal failed while the apiserver was cut off")
+	}
+	if got := l.renewRate(); got > 1.01*before {
+		t.Errorf("after %d failed renewals the lease counts %.2f renewals/s; want the %.2f of its schedule", failed, got, before)
+	}
+}
