@@ -240,3 +240,16 @@ func (r *requestLog) awaitWatch(t testing.TB, d time.Duration) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// proxiedBackend returns a Backend whose client reaches the apiserver
+// through a proxy of its own, closed when t ends, and the proxy.
+func proxiedBackend(t *testing.T, s server) (*Backend, *testproxy.Proxy) {
+	t.Helper()
+	p := testproxy.New(t, s.addr())
+	b, err := New(s.via(t, p.Addr()), s.ns, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	return b, p
+}

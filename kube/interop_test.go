@@ -216,12 +216,7 @@ func TestInteropClientGoExpires(t *testing.T) {
 // several times a second.
 func TestInteropElectorExpires(t *testing.T) {
 	s := testServer(t)
-	p := testproxy.New(t, s.addr())
-	b, err := New(s.via(t, p.Addr()), s.ns, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Close() })
+	b, p := proxiedBackend(t, s)
 	name := testName(t)
 	const ttl = MinTTL
 	l := mustCampaign(t, b, backendCand(name, "elector-a", ttl))

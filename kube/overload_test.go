@@ -119,12 +119,7 @@ func TestOverloadKeepsCapacity(t *testing.T) {
 // every campaign back.
 func TestFailedRenewalsKeepTheRenewRate(t *testing.T) {
 	s := testServer(t)
-	p := testproxy.New(t, s.addr())
-	b, err := New(s.via(t, p.Addr()), s.ns, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Close() })
+	b, p := proxiedBackend(t, s)
 	l := mustCampaign(t, b, cand(testName(t), "holder"))
 	before := l.renewRate()
 	p.Cut()
