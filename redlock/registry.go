@@ -18,7 +18,8 @@ import (
 
 // registrySuffix is appended to a lock key to name the election's registry
 // of candidates: a sorted set of "<entry id> <version> <entry>" members
-// scored by their expiry, in ms on the node's clock. No valid election name
+// (<entry> "-" for a withdrawn one) scored by their expiry, in ms on the
+// node's clock. No valid election name
 // contains "//", so it is no other election's key; redsync and node-redlock
 // never read it. Writes are announced on the pub/sub channel of the same
 // name.
@@ -42,7 +43,8 @@ local found
 for _, m in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
   if string.sub(m, 1, #p) == p then found = m end
 end
-if not found and ARGV[5] == 'update' then return -1 end
+local gone = found and string.match(found, '^%S+ %d+ %-$')
+if (not found or gone) and ARGV[5] == 'update' then return -1 end
 local member = p .. ARGV[2] .. ' ' .. ARGV[3]
 if found then
   local v = tonumber(string.match(found, '^%S+ (%d+) '))
@@ -56,14 +58,22 @@ redis.call('PUBLISH', KEYS[1], ARGV[1])
 return 1
 `)
 
-// withdrawEntryScript removes the member of entry ARGV[1], announcing it.
+// withdrawEntryScript replaces the member of entry ARGV[1] with its
+// tombstone "<entry id> <version ARGV[2]> -", expiring ARGV[3] ms from now
+// on the node's clock, and announces it. A node that missed the withdrawal
+// still holds the entry at a lower version, so a quorum read, which always
+// meets a tombstone, drops it; the tombstone outlives the entry it hides.
 var withdrawEntryScript = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local p = ARGV[1] .. ' '
-local n = 0
 for _, m in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
-  if string.sub(m, 1, #p) == p then n = n + redis.call('ZREM', KEYS[1], m) end
+  if string.sub(m, 1, #p) == p then redis.call('ZREM', KEYS[1], m) end
 end
-if n > 0 then redis.call('PUBLISH', KEYS[1], ARGV[1]) end
+local ttl = tonumber(ARGV[3])
+redis.call('ZADD', KEYS[1], now + ttl, p .. ARGV[2] .. ' -')
+if redis.call('PTTL', KEYS[1]) < ttl then redis.call('PEXPIRE', KEYS[1], ttl) end
+redis.call('PUBLISH', KEYS[1], ARGV[1])
 return 1
 `)
 
@@ -87,10 +97,12 @@ type nodeEntries struct {
 
 func (nodeEntries) status() status { return yes }
 
-// versioned is an entry with the version of its last write.
+// versioned is an entry with the version of its last write; gone for a
+// withdrawn one.
 type versioned struct {
 	backend.Entry
 	version uint64
+	gone    bool
 }
 
 // parseEntries parses a reply of listEntriesScript.
@@ -114,13 +126,15 @@ func parseEntries(v []any, err error) (nodeEntries, error) {
 		if err != nil {
 			continue
 		}
-		en, err := backend.DecodeEntry(f[2])
-		if err != nil {
-			continue
+		v := versioned{version: ver, gone: f[2] == "-"}
+		if !v.gone {
+			if v.Entry, err = backend.DecodeEntry(f[2]); err != nil {
+				continue
+			}
 		}
-		en.ID = f[0]
-		if old, ok := out.entries[en.ID]; !ok || ver > old.version {
-			out.entries[en.ID] = versioned{en, ver}
+		v.ID = f[0]
+		if old, ok := out.entries[v.ID]; !ok || ver > old.version {
+			out.entries[v.ID] = v
 		}
 		if left := time.Duration(math.Max(exp-now, 0)) * time.Millisecond; out.next == 0 || left < out.next {
 			out.next = max(left, time.Millisecond)
@@ -165,7 +179,7 @@ func (b *Backend) Register(ctx context.Context, c backend.Candidate, aside bool)
 }
 
 // Entries implements [backend.Registry]: a read of a quorum of the nodes,
-// each entry as its latest write there.
+// each entry as its latest write there, withdrawn if that is a tombstone.
 func (b *Backend) Entries(ctx context.Context, election string) ([]backend.Entry, error) {
 	list, _, err := b.entries(ctx, election)
 	return list, err
@@ -205,7 +219,9 @@ func (b *Backend) entries(ctx context.Context, election string) ([]backend.Entry
 	}
 	out := make([]backend.Entry, 0, len(all))
 	for _, v := range all {
-		out = append(out, v.Entry)
+		if !v.gone {
+			out = append(out, v.Entry)
+		}
 	}
 	return out, next, nil
 }
@@ -313,9 +329,10 @@ type registration struct {
 	c  backend.Candidate
 	id string
 
-	mu      sync.Mutex // serialises writes
-	version uint64
-	aside   bool
+	mu        sync.Mutex // serialises writes
+	version   uint64
+	aside     bool
+	withdrawn bool
 }
 
 func (r *registration) ID() string { return r.id }
@@ -332,6 +349,9 @@ func (r *registration) write(ctx context.Context, mode string, aside bool) error
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.withdrawn {
+		return fmt.Errorf("redlock: entry %s of %q: withdrawn: %w", r.id, c.Election, backend.ErrLost)
+	}
 	r.version++
 	args := []any{r.id, r.version, backend.EncodeEntry(backend.Entry{Identity: c.Identity, Priority: c.Priority, Aside: aside}), c.TTL.Milliseconds(), mode}
 	key := b.registryKey(c.Election)
@@ -371,15 +391,21 @@ func (r *registration) Withdraw(ctx context.Context) error {
 	return r.withdraw(ctx)
 }
 
-// withdraw removes the entry from every node, waiting for a quorum.
+// withdraw replaces the entry with its tombstone on every node, waiting for
+// a quorum. The registration writes nothing after it.
 func (r *registration) withdraw(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	r.mu.Lock()
+	r.withdrawn = true
+	r.version++
+	args := []any{r.id, r.version, r.c.TTL.Milliseconds()}
+	r.mu.Unlock()
 	b := r.b
 	key := b.registryKey(r.c.Election)
 	rd := startRound(ctx, b, nil, func(ctx context.Context, cl redis.UniversalClient, _ int) (answer, error) {
-		return answerOf(withdrawEntryScript.Run(ctx, cl, []string{key}, r.id).Int64())
+		return answerOf(withdrawEntryScript.Run(ctx, cl, []string{key}, args...).Int64())
 	})
 	_, t := rd.collect(ctx, func(t tally) bool { return t.yes >= b.quorum })
 	if t.yes >= b.quorum {
