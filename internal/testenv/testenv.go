@@ -3,6 +3,7 @@ package testenv
 import (
 	"bytes"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"strconv"
@@ -242,4 +243,18 @@ func (l *Logger) Printf(format string, args ...any) {
 	if !l.done {
 		l.t.Logf(format, args...)
 	}
+}
+
+// NewSlog returns a logger writing records at level and above to t's log
+// until t's cleanup runs, one line a record.
+func NewSlog(t testing.TB, level slog.Level) *slog.Logger {
+	return slog.New(slog.NewTextHandler(logWriter{NewLogger(t)}, &slog.HandlerOptions{Level: level}))
+}
+
+// logWriter writes each Write, one slog record, to a [Logger].
+type logWriter struct{ l *Logger }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.l.Printf("%s", bytes.TrimRight(p, "\n"))
+	return len(p), nil
 }
