@@ -676,6 +676,7 @@ zk_env() {
 KUBE_VERSION=v1.37.2
 KUBE_CACHE=${ELECTOR_KUBE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/elector}
 KUBE_TOKEN=elector-kube-token
+KUBE_NOBODY_TOKEN=elector-kube-nobody # a user no Role binds: every request is refused (403)
 KUBE_NAMESPACE=default
 KUBE_START_TIMEOUT=${ELECTOR_KUBE_START_TIMEOUT:-180} # a cold apiserver on a busy machine is slow
 
@@ -716,10 +717,11 @@ kube_binary() {
 	printf '%s' "$bin"
 }
 
-# kube_certs writes into the TLS dir, once: a CA, the serving certificate for
+# kube_certs writes into the TLS dir, once (the tokens at every start): a CA, the serving certificate for
 # 127.0.0.1/localhost and a client certificate (tls_set), the service-account
 # signing key pair, the static token file (the token's user is in
-# system:masters) and a kubeconfig holding the server, the CA and the token.
+# system:masters; a second token's user has no permission at all) and a
+# kubeconfig holding the server, the CA and the first token.
 kube_certs() {
 	local tls
 	tls=$(kube_tls_dir)
@@ -729,11 +731,11 @@ kube_certs() {
 		chmod 600 "$tls/sa.key"
 		openssl_in "$tls" pkey -in sa.key -pubout -out sa.pub
 	fi
-	if [[ ! -s $tls/token ]]; then
-		printf '%s\n' "$KUBE_TOKEN" >"$tls/token"
-		printf '%s,elector-admin,elector-admin,"system:masters"\n' "$KUBE_TOKEN" >"$tls/tokens.csv"
-		chmod 600 "$tls/token" "$tls/tokens.csv"
-	fi
+	printf '%s\n' "$KUBE_TOKEN" >"$tls/token"
+	printf '%s\n' "$KUBE_NOBODY_TOKEN" >"$tls/nobody-token"
+	printf '%s,elector-admin,elector-admin,"system:masters"\n%s,elector-nobody,elector-nobody\n' \
+		"$KUBE_TOKEN" "$KUBE_NOBODY_TOKEN" >"$tls/tokens.csv"
+	chmod 600 "$tls/token" "$tls/nobody-token" "$tls/tokens.csv"
 	cat >"$tls/kubeconfig" <<-KUBECONFIG
 		apiVersion: v1
 		kind: Config
@@ -803,11 +805,13 @@ kube_wait() { # kube_wait N...
 
 # kube_env exports the kube:// URL of the apiserver: its address, the CA that
 # signed its certificate, the file holding the bearer token and the
-# namespace; and the kubeconfig file holding the same.
+# namespace; the same URL with the token of a user without permissions; and
+# the kubeconfig file holding the first.
 kube_env() {
 	local tls
 	tls=$(kube_tls_dir)
 	env_line ELECTOR_KUBE_URL "kube://$HOST:$(kube_port 1)?namespace=$KUBE_NAMESPACE&ca=$tls/ca.crt&token_file=$tls/token"
+	env_line ELECTOR_KUBE_NOBODY_URL "kube://$HOST:$(kube_port 1)?namespace=$KUBE_NAMESPACE&ca=$tls/ca.crt&token_file=$tls/nobody-token"
 	env_line ELECTOR_KUBE_KUBECONFIG "$tls/kubeconfig"
 }
 

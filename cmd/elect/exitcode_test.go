@@ -5,6 +5,9 @@ package main
 import (
 	"encoding/json"
 	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -17,7 +20,8 @@ import (
 // TestExitCodeRule holds every subcommand to the one rule of docs/elect.md
 // (section Exit codes): 2 for what the user must change (flags, URLs, a TTL
 // the backend refuses, credentials the server refuses at the first
-// request), 3 for a backend that cannot be reached, 1 for no leader or not
+// request: a wrong password or token, a user no Role binds), 3 for a
+// backend that cannot be reached, 1 for no leader or not
 // elected. Each row runs a real elect against the real servers.
 func TestExitCodeRule(t *testing.T) {
 	// Redis's requests get 2s, not 100ms: a loaded machine answers late.
@@ -26,6 +30,14 @@ func TestExitCodeRule(t *testing.T) {
 	// The ACL user exists; its password is wrong: Redis answers WRONGPASS.
 	wrongPass := "redis://elector:wrong@" + testenv.RedisAuthAddr(t) + "?request_timeout=2s"
 	const down = "redis://127.0.0.1:1"
+	// The apiserver authenticates nobody and forbids it everything (403);
+	// it knows no user of badToken's token (401).
+	nobody := testenv.KubeNobodyURL(t) + "&elector_only=true"
+	badTokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(badTokenFile, []byte("no-such-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	badToken := regexp.MustCompile(`token_file=[^&]*`).ReplaceAllLiteralString(kubeURL(t), "token_file="+badTokenFile)
 	migrateDone := func(old string) string {
 		return "migrate+done://?old=" + url.QueryEscape(old) + "&new=" + url.QueryEscape(etcdURL)
 	}
@@ -52,6 +64,13 @@ func TestExitCodeRule(t *testing.T) {
 		{"partitions --group=g --partitions=2 --backend=" + wrongPass, exitUsage, "refuses elect's credentials"},
 		{"migrate cleanup --election=e --backend=" + migrateDone(wrongPass), exitUsage, "refuses elect's credentials"},
 		{"compare --short --backend=" + wrongPass, exitUsage, "WRONGPASS"},
+		{"run --backend=" + nobody + " --election=e -- true", exitUsage, "refuses elect's credentials"},
+		{"run --once --backend=" + nobody + " --election=e -- true", exitUsage, "refuses elect's credentials"},
+		{"status --backend=" + nobody + " --election=e", exitUsage, "forbidden"},
+		{"watch --backend=" + nobody + " --election=e", exitUsage, "refuses elect's credentials"},
+		{"partitions --group=g --partitions=2 --backend=" + nobody, exitUsage, "refuses elect's credentials"},
+		{"run --backend=" + badToken + " --election=e -- true", exitUsage, "refuses elect's credentials"},
+		{"status --backend=" + badToken + " --election=e", exitUsage, "Unauthorized"},
 		// 3: a backend that cannot be reached.
 		{"status --timeout=1s --backend=" + down + " --election=e", exitBackend, "connection refused"},
 		{"partitions --timeout=1s --group=g --partitions=2 --backend=" + down, exitBackend, "connection refused"},

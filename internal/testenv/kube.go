@@ -7,6 +7,7 @@ import "testing"
 const (
 	envKubeURL        = "ELECTOR_KUBE_URL"
 	envKubeKubeconfig = "ELECTOR_KUBE_KUBECONFIG"
+	envKubeNobodyURL  = "ELECTOR_KUBE_NOBODY_URL"
 )
 
 // KubeURL returns the kube:// URL of the test kube-apiserver (node 1 of
@@ -26,4 +27,11 @@ func KubeURL(t testing.TB) string {
 func KubeKubeconfig(t testing.TB) string {
 	t.Helper()
 	return lookup(t, envKubeKubeconfig)
+}
+
+// KubeNobodyURL returns [KubeURL] with the bearer token of a user no Role
+// binds: the apiserver authenticates it and forbids every request (403).
+func KubeNobodyURL(t testing.TB) string {
+	t.Helper()
+	return lookup(t, envKubeNobodyURL)
 }
