@@ -238,15 +238,17 @@ func (e *Elector) awaitSuccessor(ctx context.Context, token uint64) {
 // release gives l back with a fresh context bounded by
 // max(RenewInterval, 1s), even when ctx has ended, and returns the outcome.
 // A failure is a warning, except a lease found already gone (an error
-// wrapping backend.ErrLost, as etcd and ZooKeeper return after a loss).
+// wrapping backend.ErrLost, as etcd and ZooKeeper return after a loss) or
+// finished by the Backend's Close (backend.ErrClosed).
 func (e *Elector) release(ctx context.Context, l backend.Lease, t Term) error {
 	began := time.Now()
 	err := term.Release(ctx, l, e.timing())
 	e.observe(Event{Kind: EventRelease, Term: t, Took: time.Since(began), Err: err})
-	if err != nil && errors.Is(err, backend.ErrLost) {
-		// Gone already (the term ended on its loss, which was the warning):
-		// nothing lapses, nothing failed.
-		e.log.LogAttrs(ctx, slog.LevelDebug, "release: the lease was already gone",
+	if err != nil && (errors.Is(err, backend.ErrLost) || errors.Is(err, backend.ErrClosed)) {
+		// Gone already (the term ended on its loss, which was the warning),
+		// or finished by Close, which frees it or lets it lapse as its
+		// driver documents: nothing failed here.
+		e.log.LogAttrs(ctx, slog.LevelDebug, "release: the lease was already gone, or its Backend closed",
 			slog.Uint64("token", l.Token()), slog.Any("error", err))
 		return fmt.Errorf("elector: release %q: %w", e.election, err)
 	}

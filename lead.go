@@ -3,6 +3,7 @@ package elector
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -93,6 +94,11 @@ func (e *Elector) end(ctx context.Context, ts *termState, t *term.Term, resign *
 		e.prefs.resigned(ctx)
 	}
 	relErr := e.release(ctx, ts.lease, ts.term)
+	if errors.Is(relErr, backend.ErrClosed) && !errors.Is(reason, backend.ErrClosed) {
+		// Whatever the engine saw first, the Backend was closed under the
+		// term (by OnElected, or by another goroutine): that is the reason.
+		reason = fmt.Errorf("%w: the backend was closed: %w", ErrLeaseLost, backend.ErrClosed)
+	}
 	e.mu.Lock()
 	e.term = nil
 	e.mu.Unlock()

@@ -84,7 +84,8 @@ type Options struct {
 
 	// OnRevoked is called exactly once after each OnElected, once OnElected
 	// has returned and the lease has been released, with the reason the term
-	// ended: an error wrapping [ErrLeaseLost] (with its cause), wrapping
+	// ended: an error wrapping [ErrLeaseLost] (with its cause; also
+	// [backend.ErrClosed] when the Backend was closed under the term), wrapping
 	// [ErrResigned] or [ErrPreempted], or the ctx error of [Elector.Run] (context.Canceled)
 	// when Run stops. It runs on Run's goroutine, before the next campaign.
 	// Nil means no call.

@@ -66,3 +66,36 @@ func TestReleaseOfLostLeaseIsNoWarning(t *testing.T) {
 		assert.Contains(t, out, "release: the lease was already gone", "the release is still logged (debug)")
 	})
 }
+
+// TestCloseUnderTerm: a Backend closed from OnElected ends the term with a
+// reason that says so (wrapping backend.ErrClosed as well as ErrLeaseLost),
+// the release that finds the lease finished by Close is no warning, and Run
+// returns an error wrapping backend.ErrClosed.
+func TestCloseUnderTerm(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.New()
+		rec := newRecorder()
+		rec.hold = func(ctx context.Context, _ Term) {
+			_ = store.Close()
+			<-ctx.Done()
+		}
+		opts := rec.options("alice")
+		var logs testenv.Buffer
+		opts.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		e, err := New(store, "jobs", opts)
+		require.NoError(t, err)
+		r := run(t, e)
+		rec.next(t, "elected")
+		rv := rec.next(t, "revoked")
+		require.ErrorIs(t, rv.reason, backend.ErrClosed, "the reason names the Close")
+		require.ErrorIs(t, rv.reason, ErrLeaseLost)
+		select {
+		case err := <-r.done:
+			require.ErrorIs(t, err, backend.ErrClosed)
+		case <-time.After(time.Minute):
+			t.Fatal("Run still running a minute after its Backend was closed")
+		}
+		out := logs.String()
+		assert.NotContains(t, out, "release failed", "Close finished the lease; its release failed nothing:\n%s", out)
+	})
+}

@@ -154,7 +154,8 @@ type Lease interface {
 	// held until the driver removes the lease in the background, once the
 	// store answers, or the lease lapses, by its Deadline when the store
 	// does not answer. Release may be called again. Releasing a lease that is
-	// already gone returns nil or an error wrapping [ErrLost].
+	// already gone returns nil or an error wrapping [ErrLost]; after the
+	// Backend's Close, an error wrapping [ErrClosed].
 	Release(ctx context.Context) error
 }
 

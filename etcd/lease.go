@@ -111,6 +111,10 @@ func (l *lease) Release(ctx context.Context) error {
 	if released {
 		return nil
 	}
+	if err := l.b.usable("release", l.election); err != nil {
+		l.finish() // Close revoked its session, or the client is gone and the key lapses
+		return err
+	}
 	if err := l.gone("release"); err != nil {
 		l.finish()
 		return err

@@ -150,7 +150,7 @@ func (l *lease) Release(ctx context.Context) error {
 	l.b.forget(l)
 	if l.gone {
 		l.mu.Unlock()
-		return nil
+		return l.b.usable("release", l.election)
 	}
 	err := l.clearLocked(renewal(ctx))
 	l.mu.Unlock()

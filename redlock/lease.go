@@ -227,6 +227,9 @@ func (l *lease) Release(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.gone {
+		if l.b.isClosed() {
+			return fmt.Errorf("redlock: release %q: %w", l.election, backend.ErrClosed)
+		}
 		return nil
 	}
 	// A failed Release gives the lease up all the same (see

@@ -248,6 +248,9 @@ func (l *lease) Release(ctx context.Context) error {
 		return nil
 	case gone:
 		l.handOver() // the holder has stopped: its znode may go now
+		if l.b.isClosed() {
+			return fmt.Errorf("zookeeper: release %q: %w", l.election, backend.ErrClosed)
+		}
 		return fmt.Errorf("zookeeper: release %q: %w", l.election, backend.ErrLost)
 	}
 	// The delete's own event is of no interest: stop counting events

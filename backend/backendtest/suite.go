@@ -574,6 +574,9 @@ func testClose(e *env) {
 	if _, err := a.Leader(e.ctx, name); !errors.Is(err, backend.ErrClosed) {
 		e.Fatalf("Leader after Close: got %v, want an error wrapping ErrClosed", err)
 	}
+	if err := la.Release(e.ctx); !errors.Is(err, backend.ErrClosed) {
+		e.Fatalf("Release after Close: got %v, want an error wrapping ErrClosed: the holder learns why its lease ended", err)
+	}
 	if err := a.Close(); err != nil {
 		e.Fatalf("second Close: got %v, want nil: Close is idempotent", err)
 	}
