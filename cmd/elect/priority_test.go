@@ -12,7 +12,8 @@ import (
 
 // TestRunPriority: a replica run with a higher --priority takes the
 // election over from a lower one by a hand-over (the lower one's command
-// is stopped first), and status lists both candidates.
+// is stopped first), watch marks the new leader's line as a yield, and
+// status lists both candidates.
 func TestRunPriority(t *testing.T) {
 	for _, name := range backends {
 		t.Run(name, func(t *testing.T) {
@@ -25,6 +26,10 @@ func TestRunPriority(t *testing.T) {
 			if first.kind != "hello" || first.identity != "low" {
 				t.Fatalf("got %v, want hello from low", first)
 			}
+			w := startElectPipe(t, "watch", nil, "watch", "--json", "--backend="+url, "--election="+elec)
+			if got := w.nextLine(20 * time.Second); !strings.Contains(got, `"identity":"low"`) || strings.Contains(got, `"yield"`) {
+				t.Fatalf("watch's first line: got %q, want low, no yield", got)
+			}
 			high := startElect(t, "high", []string{h.childEnv()}, "run", "--ttl=2s", "--priority=5",
 				"--backend="+url, "--election="+elec, "--identity=high", "--", testBin(t))
 			if e := h.next(20*time.Second, "the low replica's command to stop"); e.kind != "bye" || e.identity != "low" {
@@ -34,6 +39,22 @@ func TestRunPriority(t *testing.T) {
 			if e.kind != "hello" || e.identity != "high" || e.token <= first.token {
 				t.Fatalf("got %v, want hello from high with a token above %d", e, first.token)
 			}
+			for {
+				line := w.nextLine(10 * time.Second)
+				var j holderJSON
+				if err := json.Unmarshal([]byte(line), &j); err != nil {
+					t.Fatalf("watch: %q is no JSON: %v", line, err)
+				}
+				if j.Identity != "high" {
+					continue // no leader between the release and the next term
+				}
+				if want := (yieldJSON{From: "low", FromPriority: 1, Priority: 5}); j.Yield == nil || *j.Yield != want {
+					t.Errorf("watch's line for high: got %q, want \"yield\" %+v", line, want)
+				}
+				break
+			}
+			w.signal(syscall.SIGINT)
+			w.wait(10 * time.Second)
 
 			code, out := runElect(t, nil, "status", "--backend="+url, "--election="+elec)
 			for _, want := range []string{"leader of", "high", "candidate: high (priority 5, campaigning)", "candidate: low (priority 1, standing aside)"} {

@@ -38,8 +38,11 @@ Print the leader of the election, then a line each time it changes, until
 interrupted (SIGINT or SIGTERM; exit 0). Backend errors are retried; while
 the backend cannot be read (the leader is read at least once a second), a
 line says the leader is unknown and why ("unknown":true with --json), and
-the leader is printed again once it can. Exit 2 when the backend refuses
-elect's credentials or permissions at the first read.
+the leader is printed again once it can. A new leader that a leader of a
+lower priority yielded to (elect run --priority) is marked so: the line
+ends "<old> (priority 1) yielded to priority 5" ("yield" with --json).
+Exit 2 when the backend refuses elect's credentials or permissions at the
+first read.
 `
 
 // statusConfig holds the settings of elect status and elect watch.
@@ -74,6 +77,16 @@ type holderJSON struct {
 	// Candidates are the live candidates with a priority (elect status
 	// only, on a backend that keeps a registry).
 	Candidates []candidateJSON `json:"candidates,omitempty"`
+	// Yield is set on a line of elect watch when the previous leader
+	// yielded to this one, of a higher priority.
+	Yield *yieldJSON `json:"yield,omitempty"`
+}
+
+// yieldJSON says which leader yielded to the one on the line.
+type yieldJSON struct {
+	From         string `json:"from"`          // the leader that yielded
+	FromPriority int    `json:"from_priority"` // its priority
+	Priority     int    `json:"priority"`      // the new leader's
 }
 
 // candidateJSON is the JSON form of a candidate with a priority.
@@ -91,12 +104,13 @@ func printJSON(w io.Writer, j any) {
 
 // printHolder prints h (the zero Holder for none) as text or JSON.
 func printHolder(w io.Writer, c *statusConfig, h backend.Holder, withTime bool) {
-	printStatus(w, c, h, nil, withTime)
+	printStatus(w, c, h, nil, nil, withTime)
 }
 
-// printStatus prints h (the zero Holder for none) and the candidates with
-// a priority, if any, as text or JSON.
-func printStatus(w io.Writer, c *statusConfig, h backend.Holder, cands []backend.Entry, withTime bool) {
+// printStatus prints h (the zero Holder for none), the yield that made it
+// leader if y is set, and the candidates with a priority, if any, as text
+// or JSON.
+func printStatus(w io.Writer, c *statusConfig, h backend.Holder, cands []backend.Entry, y *yieldJSON, withTime bool) {
 	now := time.Now()
 	slices.SortFunc(cands, func(a, b backend.Entry) int {
 		return cmp.Or(cmp.Compare(b.Priority, a.Priority), strings.Compare(a.Identity, b.Identity), strings.Compare(a.ID, b.ID))
@@ -113,7 +127,7 @@ func printStatus(w io.Writer, c *statusConfig, h backend.Holder, cands []backend
 		}()
 	}
 	if c.json {
-		j := holderJSON{Time: now.UTC().Format(time.RFC3339Nano), Election: c.election, Leader: !h.IsZero(), Identity: h.Identity, Token: h.Token}
+		j := holderJSON{Time: now.UTC().Format(time.RFC3339Nano), Election: c.election, Leader: !h.IsZero(), Identity: h.Identity, Token: h.Token, Yield: y}
 		for _, en := range cands {
 			j.Candidates = append(j.Candidates, candidateJSON{Identity: en.Identity, Priority: en.Priority, Aside: en.Aside})
 		}
@@ -124,17 +138,20 @@ func printStatus(w io.Writer, c *statusConfig, h backend.Holder, cands []backend
 		printJSON(w, j)
 		return
 	}
-	prefix := ""
+	prefix, suffix := "", ""
 	if withTime {
 		prefix = now.Format(time.RFC3339) + " "
+	}
+	if y != nil {
+		suffix = fmt.Sprintf(": %s (priority %d) yielded to priority %d", y.From, y.FromPriority, y.Priority)
 	}
 	switch {
 	case h.IsZero():
 		fmt.Fprintf(w, "%sno leader of %q\n", prefix, c.election)
 	case h.TTL > 0:
-		fmt.Fprintf(w, "%sleader of %q: %s (token %d, lease %v left)\n", prefix, c.election, h.Identity, h.Token, h.TTL.Round(time.Millisecond))
+		fmt.Fprintf(w, "%sleader of %q: %s (token %d, lease %v left)%s\n", prefix, c.election, h.Identity, h.Token, h.TTL.Round(time.Millisecond), suffix)
 	default:
-		fmt.Fprintf(w, "%sleader of %q: %s (token %d)\n", prefix, c.election, h.Identity, h.Token)
+		fmt.Fprintf(w, "%sleader of %q: %s (token %d)%s\n", prefix, c.election, h.Identity, h.Token, suffix)
 	}
 }
 
@@ -184,7 +201,7 @@ func statusMain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	switch {
 	case errors.Is(err, backend.ErrNoLeader):
-		printStatus(stdout, c, backend.Holder{}, cands, false)
+		printStatus(stdout, c, backend.Holder{}, cands, nil, false)
 		if f, ok := b.(backend.TTLFloor); ok && !c.json {
 			printFloor(ctx, stdout, f)
 		}
@@ -192,7 +209,7 @@ func statusMain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	case err != nil:
 		return requestFailed(ctx, "status", err, c.timeout, c.backendURL)
 	}
-	printStatus(stdout, c, h, cands, false)
+	printStatus(stdout, c, h, cands, nil, false)
 	if f, ok := b.(backend.TTLFloor); ok && !c.json {
 		printFloor(ctx, stdout, f)
 	}

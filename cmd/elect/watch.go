@@ -37,6 +37,7 @@ func watchMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	v := &view{w: stdout, c: c}
+	v.reg, _ = b.(backend.Registry)
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var wg sync.WaitGroup
@@ -75,17 +76,20 @@ func watchMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 // view is what elect watch has printed: the last leader, or that the
 // leader is unknown while the backend cannot be read.
 type view struct {
-	w io.Writer
-	c *statusConfig
+	w   io.Writer
+	c   *statusConfig
+	reg backend.Registry // the candidates' registry, to tell a yield; nil without one
 
 	mu    sync.Mutex
 	shown bool           // a line was printed
 	last  backend.Holder // the last leader printed, without its TTL
 	blind bool           // the last line said the leader is unknown
 	seen  bool           // some read succeeded
+	prev  backend.Holder // the last leader printed that was not "none"
 }
 
-// report prints h when it differs from what was printed last.
+// report prints h when it differs from what was printed last, saying so
+// when the previous leader yielded to it.
 func (v *view) report(h backend.Holder) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -96,8 +100,44 @@ func (v *view) report(h backend.Holder) {
 		return
 	}
 	v.shown, v.blind, v.last = true, false, h
+	var y *yieldJSON
+	if !h.IsZero() {
+		if !v.prev.IsZero() && v.prev.Identity != h.Identity {
+			y = v.yielded(v.prev.Identity, h.Identity)
+		}
+		v.prev = h
+	}
 	h.TTL = ttl
-	printHolder(v.w, v.c, h, true)
+	printStatus(v.w, v.c, h, nil, y, true)
+}
+
+// yielded reads the registry and reports whether from, the previous
+// leader, yielded to to: from's entry stands aside (as a leader that yields
+// or resigns marks it before its release) and to's priority is higher. It
+// returns nil when not, or when the registry cannot be read in time.
+func (v *view) yielded(from, to string) *yieldJSON {
+	if v.reg == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), probeEvery)
+	defer cancel()
+	list, err := v.reg.Entries(ctx, v.c.election)
+	if err != nil {
+		return nil
+	}
+	var a, b *backend.Entry
+	for i := range list {
+		switch en := &list[i]; en.Identity {
+		case from:
+			a = en
+		case to:
+			b = en
+		}
+	}
+	if a == nil || b == nil || !a.Aside || b.Priority <= a.Priority {
+		return nil
+	}
+	return &yieldJSON{From: a.Identity, FromPriority: a.Priority, Priority: b.Priority}
 }
 
 // failed records that a read or the watch failed with err: the leader is
