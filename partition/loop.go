@@ -66,6 +66,7 @@ type retry struct {
 // the loop's goroutine.
 type loop struct {
 	a       *Assigner
+	pl      planner
 	view    view // the last member list
 	settled bool // a member list has been read twice in a row since joining
 	placed  map[int]bool
@@ -95,6 +96,7 @@ type loop struct {
 func newLoop(a *Assigner) *loop {
 	return &loop{
 		a:       a,
+		pl:      planner{group: a.group, n: a.n, me: a.opts.Identity, poll: a.opts.PollInterval},
 		placed:  map[int]bool{},
 		parts:   map[int]*part{},
 		camps:   map[int]*camp{},
