@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/leaderkit/elector"
@@ -14,13 +17,16 @@ import (
 	"github.com/leaderkit/elector/internal/term"
 )
 
-// spareSlots is how many free membership slots past the highest one taken
-// are read at each poll: joiners take one of the lowest free slots, so they
-// appear there.
-const spareSlots = 16
+// joinChoices is how many of the lowest free slots a joiner picks from at
+// random, so that members starting together rarely race for one slot.
+const joinChoices = 8
 
-// scanParallelism bounds the concurrent Leader reads of one scan.
-const scanParallelism = 8
+// joinAttempts is how many free slots one join tries in turn.
+const joinAttempts = 3
+
+// joinProbe is how often a joiner reads the holder of the slot it
+// campaigns for.
+const joinProbe = 50 * time.Millisecond
 
 // view is one reading of the member list.
 type view struct {
@@ -197,67 +203,104 @@ func (m *membership) warnTwins(ctx context.Context) {
 	}
 }
 
-// scanSlots reads the membership slots of group in chunks of spareSlots
-// until a whole chunk is free (joiners take one of the lowest free slots, so
-// no member lies beyond), or maxMembers slots are read. The first read
-// covers every chunk up to the one holding the highest slot taken in prev,
-// and the chunk after it (two chunks when prev has none), so a scan of a
-// settled group is one read (one request per node, on a
-// [backend.BatchReader]); each read whose last chunk has a slot taken reads
-// one more chunk. A member past a run of more than spareSlots free slots
-// (members between them left) is seen when the run does not fill a whole
-// chunk: reading only spareSlots past the highest slot taken missed a
-// member 18 free slots further. It returns the holder of each slot
-// read, identity and weight (see parseSlot), the zero seat for a free one.
-// When strict, every failed read is an error; otherwise a slot whose read
-// fails transiently keeps its value in prev (free beyond it), and only a
-// permanent failure is an error; which slots were read is returned too.
-func scanSlots(ctx context.Context, b backend.Backend, group string, maxMembers int, prev []seat, strict bool) ([]seat, []bool, error) {
-	var out []seat
-	var read []bool
-	n := min((highestTaken(prev)/spareSlots+2)*spareSlots, maxMembers)
-	for lo := 0; lo < maxMembers; lo, n = lo+n, min(spareSlots, maxMembers-lo-n) {
-		ids, errs := readSlots(ctx, b, group, lo, n)
-		for k, err := range errs {
-			switch {
-			case err == nil:
-			case ctx.Err() != nil:
-				return nil, nil, ctx.Err()
-			case strict || backend.IsPermanent(err):
-				return nil, nil, fmt.Errorf("partition: read members of %q: %w", group, err)
-			case lo+k < len(prev):
-				ids[k] = prev[lo+k]
+// join campaigns for one of the lowest free slots, trying up to
+// joinAttempts of them in turn: a slot another joiner is seen holding is
+// given up at once (see campaignSlot), so that members starting together
+// all join within a few round trips rather than a poll apart.
+func (m *membership) join(ctx context.Context) error {
+	var free []int
+	for k, s := range m.slots {
+		if s.identity == "" && len(free) < joinChoices {
+			free = append(free, k)
+		}
+	}
+	if len(free) == 0 {
+		// Warn when the group becomes full, not at every poll while it stays so.
+		level := slog.LevelWarn
+		if m.full {
+			level = slog.LevelDebug
+		}
+		m.full = true
+		m.a.log.LogAttrs(ctx, level, "every membership slot is taken; waiting",
+			slog.Int("max_members", m.a.opts.MaxMembers))
+		return nil
+	}
+	if m.full {
+		m.full = false
+		m.a.log.LogAttrs(ctx, slog.LevelInfo, "a membership slot is free; joining")
+	}
+	for range joinAttempts {
+		if len(free) == 0 {
+			return nil
+		}
+		i := rand.N(len(free))
+		k := free[i]
+		free = slices.Delete(free, i, i+1)
+		l, err := m.campaignSlot(ctx, k)
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case errors.Is(err, backend.ErrInvalid) && m.fullTiming():
+			m.a.log.LogAttrs(ctx, slog.LevelDebug, "membership TTL refused; using the partitions' TTL", slog.Any("error", err))
+			return nil
+		case backend.IsPermanent(err):
+			return fmt.Errorf("partition: join %q: %w", m.a.group, err)
+		case err != nil:
+			m.a.log.LogAttrs(ctx, slog.LevelDebug, "join attempt failed", slog.Int("slot", k), slog.Any("error", err))
+			continue
+		}
+		won := l.Deadline()
+		if m.timing().PastStepDown(won) {
+			m.release(ctx, l)
+			return nil
+		}
+		m.slot = k
+		m.t = term.Start(m.a.b, ctx, l, won, m.timing(), term.Hooks{
+			Callback: "the membership",
+			Renewed: func(r term.Renewal) {
+				if r.Err != nil && !errors.Is(r.Err, backend.ErrLost) {
+					m.a.log.LogAttrs(ctx, slog.LevelWarn, "membership renewal failed; retrying", slog.Any("error", r.Err))
+				}
+			},
+		})
+		m.t.Go(nil) // nothing runs while the slot is held
+		m.slots[k] = m.self
+		m.a.log.LogAttrs(ctx, slog.LevelInfo, "joined", slog.Int("slot", k), slog.Int("weight", m.self.weight), slog.Uint64("token", l.Token()))
+		return nil
+	}
+	return nil
+}
+
+// campaignSlot campaigns for slot k for at most max(2 × PollInterval, 1 s),
+// reading the slot's holder every joinProbe meanwhile: when another member
+// holds it (a joiner that picked it too won), the campaign is given up at
+// once instead of waiting in it.
+func (m *membership) campaignSlot(ctx context.Context, k int) (backend.Lease, error) {
+	o := &m.a.opts
+	name := memberElection(m.a.group, k)
+	me := slotIdentity(m.self.identity, m.self.weight)
+	jctx, cancel := context.WithTimeout(ctx, max(2*o.PollInterval, time.Second))
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait() // after cancel: the probe ends with the campaign
+	wg.Go(func() {
+		t := time.NewTicker(joinProbe)
+		defer t.Stop()
+		for {
+			select {
+			case <-jctx.Done():
+				return
+			case <-t.C:
 			}
-			read = append(read, err == nil)
+			if h, err := m.a.b.Leader(jctx, name); err == nil && h.Identity != me {
+				cancel()
+				return
+			}
 		}
-		out = append(out, ids...)
-		if len(out)-(highestTaken(out)+1) >= spareSlots {
-			break
-		}
-	}
-	return out, read, nil
-}
-
-// highestTaken returns the index of the last slot in slots with a holder,
-// or -1 when none has one.
-func highestTaken(slots []seat) int {
-	for k := len(slots) - 1; k >= 0; k-- {
-		if slots[k].identity != "" {
-			return k
-		}
-	}
-	return -1
-}
-
-// readSlots reads the holders of slots [lo, lo+n) of group: identity and
-// weight, or the zero seat with a nil error when a slot is free.
-func readSlots(ctx context.Context, b backend.Backend, group string, lo, n int) ([]seat, []error) {
-	hs, errs := readHolders(ctx, b, n, scanParallelism, func(k int) string { return memberElection(group, lo+k) })
-	ids := make([]seat, n)
-	for k, h := range hs {
-		ids[k] = parseSlot(h.Identity)
-	}
-	return ids, errs
+	})
+	l, err := m.a.b.Campaign(jctx, backend.Candidate{Election: name, Identity: me, TTL: m.ttl})
+	cancel()
+	return l, err
 }
 
 // keep drops the slot when the term engine has ended its lease (lost, or

@@ -2,6 +2,8 @@ package partition
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"time"
 )
 
@@ -21,7 +23,7 @@ import (
 // as its own the partitions it is campaigning for that the reading shows
 // free (see planner.owners). In steady state every member holds its quota
 // and reads nothing. A member that has not campaigned yet first probes a few
-// partitions (see probe): a joiner into a running group reads every
+// partitions (see reader.probe): a joiner into a running group reads every
 // holder and places from that; members starting together find the
 // partitions free and place from nothing, reading none.
 type planState struct {
@@ -30,14 +32,13 @@ type planState struct {
 	// holds, as this member knows: their campaigns wait behind the
 	// holder, outside the window (see window).
 	elsewhere map[int]bool
-	seq       int              // member lists applied so far
-	owners    []string         // who owns what: a reading, or the last placement; nil for none
-	ownSeq    int              // seq of the member list when the last reading started
-	reading   bool             // a reading is in flight
-	readAt    time.Time        // when the last reading started
-	changedAt time.Time        // when the member list last changed
-	probed    bool             // the first reading (probe, then all holders) is in
-	read      chan holdersRead // a reading's outcome
+	seq       int       // member lists applied so far
+	owners    []string  // who owns what: a reading, or the last placement; nil for none
+	ownSeq    int       // seq of the member list when the last reading started
+	reading   bool      // a reading is in flight
+	readAt    time.Time // when the last reading started
+	changedAt time.Time // when the member list last changed
+	probed    bool      // the first reading (probe, then all holders) is in
 
 	// awaited holds, for each partition placed here but held by another
 	// identity as this member knows, that identity: a member expected to
@@ -54,8 +55,7 @@ type planState struct {
 	seen     map[int]uint64 // token of each awaited partition's expected holder, as first checked
 	checkAt  time.Time      // when the awaited partitions' holders are next read
 	checking bool           // such a reading is in flight
-	checked  chan partsRead
-	readNow  bool // a check found a wrong belief: read every holder at once
+	readNow  bool           // a check found a wrong belief: read every holder at once
 	// raceWon: a partition awaited from a departed member was won, so the
 	// departed member's leases are expiring. A member still short once it
 	// awaits no departed member reads every holder at once: its placement
@@ -76,7 +76,6 @@ type planState struct {
 	// way in the partition chaos on etcd).
 	lapsing   map[int]time.Time
 	lapseBusy bool // a reading of lapsing partitions is in flight
-	lapsed    chan partsRead
 }
 
 // replan recomputes l.placed when something it depends on changed, starts
@@ -222,4 +221,145 @@ func (l *loop) racingInFlight() bool {
 // isMember reports whether id is in the member list this member applied.
 func (l *loop) isMember(id string) bool {
 	return isMember(l.view.members, id)
+}
+
+// readHolders starts a reading of every partition's holder (see
+// reader.holders), first a probe when probe is set; the outcome comes back
+// on the reader's read channel.
+func (l *loop) readHolders(ctx context.Context, now time.Time, probe bool) {
+	ps := &l.plan
+	ps.reading, ps.readAt = true, now
+	// Once campaigns have failed, a reading keeps within the window too.
+	par := readParallelism
+	if !l.win.Cut().IsZero() {
+		par = min(par, l.win.Size())
+	}
+	l.rd.holders(ctx, ps.seq, par, probe)
+}
+
+// onHolders handles a reading of the holders.
+func (l *loop) onHolders(ctx context.Context, r holdersRead) {
+	ps := &l.plan
+	ps.reading, ps.probed = false, true
+	if r.failed {
+		l.win.Shrink(ps.readAt, time.Now())
+	}
+	switch {
+	case r.err == nil && r.owners == nil: // a probe found the group starting
+	case r.err == nil:
+		ps.owners, ps.ownSeq, ps.replan = r.owners, r.seq, true
+		ps.lapsing = l.pl.lapsing(l.view.members, r.owners, r.ttls, ps.readAt)
+		l.a.log.LogAttrs(ctx, slog.LevelDebug, "read the holders", slog.Int("held", len(l.parts)),
+			slog.Int("placed", len(l.placed)), slog.Int("campaigns", len(l.camps)), slog.Int("retries", len(l.retries)),
+			slog.Any("holders", r.owners))
+		// The probe found the group running: place from this reading at
+		// once. Requiring every partition held (as the probe's own
+		// check) made a joiner whose reading saw the others' first
+		// hand-overs to it wait for the next poll.
+		if !l.settled && l.view.joined && l.view.complete {
+			l.settle(ctx)
+		}
+	case ctx.Err() == nil:
+		l.stop(fmt.Errorf("partition: read the holders of %q: %w", l.a.group, r.err))
+	}
+}
+
+// check reads, in the background, the holders of the awaited partitions
+// this member is campaigning for; the outcome comes back on
+// the reader's checked channel.
+func (l *loop) check(ctx context.Context, now time.Time) {
+	ps := &l.plan
+	ps.checkAt = now.Add(l.a.opts.PollInterval)
+	var parts []int
+	for p := range ps.awaited {
+		if c := l.camps[p]; c != nil && !c.cancelled {
+			parts = append(parts, p)
+		}
+	}
+	if len(parts) == 0 {
+		return
+	}
+	ps.checking = true
+	l.rd.parts(ctx, parts, l.rd.checked)
+}
+
+// onCheck handles a reading of the awaited partitions' holders: when the
+// planner finds one that contradicts the belief (see planner.judge), what
+// this member's placement left to another member may be placed on nobody,
+// so it reads every holder at once and places again from that.
+func (l *loop) onCheck(ctx context.Context, r partsRead) {
+	ps := &l.plan
+	ps.checking = false
+	v := l.pl.judge(l.view.members, ps.awaited, ps.seen, r.parts, r.holders, r.errs)
+	ps.seen = v.seen
+	if v.wrong < 0 {
+		return
+	}
+	if v.again {
+		l.a.log.LogAttrs(ctx, slog.LevelDebug, "awaited partition won again by its holder; reading the holders",
+			slog.Int("partition", v.wrong), slog.String("holder", v.holder))
+	} else {
+		l.a.log.LogAttrs(ctx, slog.LevelDebug, "awaited partition held by another member; reading the holders",
+			slog.Int("partition", v.wrong), slog.String("holder", v.holder), slog.String("expected", ps.awaited[v.wrong]))
+	}
+	ps.readNow = true
+	delete(ps.awaited, v.wrong) // expected from the reading's holder from now on
+}
+
+// lapseCheck reads, in the background, the holders of the lapsing
+// partitions that are due and placed on another member (a campaign of this
+// member's waits for the others); the outcome comes back on
+// the reader's lapsed channel. It returns when the next one falls due.
+func (l *loop) lapseCheck(ctx context.Context, now time.Time) time.Time {
+	ps := &l.plan
+	wake := now.Add(time.Hour)
+	if ps.lapseBusy {
+		return wake
+	}
+	var parts []int
+	for p, at := range ps.lapsing {
+		switch {
+		case l.placed[p] || l.parts[p] != nil:
+			delete(ps.lapsing, p)
+		case now.Before(at):
+			wake = earliest(wake, at)
+		default:
+			parts = append(parts, p)
+		}
+	}
+	if len(parts) == 0 {
+		return wake
+	}
+	ps.lapseBusy = true
+	l.rd.parts(ctx, parts, l.rd.lapsed)
+	return wake
+}
+
+// onLapse handles a reading of lapsing partitions' holders. One found free
+// was left to a member that does not take it, as far as this member
+// knows: it reads every holder at once and places again from that.
+func (l *loop) onLapse(ctx context.Context, r partsRead) {
+	ps := &l.plan
+	ps.lapseBusy = false
+	now, me := time.Now(), l.a.opts.Identity
+	for i, p := range r.parts {
+		if _, ok := ps.lapsing[p]; !ok {
+			continue
+		}
+		h := r.holders[i]
+		switch {
+		case r.errs[i] != nil:
+			ps.lapsing[p] = now.Add(l.pl.lapseAfter(0))
+		case h.Identity == "":
+			delete(ps.lapsing, p)
+			if !ps.readNow {
+				l.a.log.LogAttrs(ctx, slog.LevelDebug, "a departed member's partition is free; reading the holders", slog.Int("partition", p))
+			}
+			ps.readNow = true
+		case h.Identity == me || l.isMember(h.Identity):
+			delete(ps.lapsing, p)
+		default:
+			ps.lapsing[p] = now.Add(l.pl.lapseAfter(h.TTL))
+		}
+	}
 }
