@@ -77,7 +77,7 @@ func (l *loop) run(ctx context.Context, views <-chan view, memberDone <-chan err
 	done := ctx.Done()
 	for {
 		wake := l.reconcile(ctx, time.Now())
-		if l.stopping && len(l.parts) == 0 && len(l.camps) == 0 && l.strays == 0 && !l.plan.reading && !l.plan.checking && !l.plan.lapseBusy {
+		if l.stopping && len(l.parts) == 0 && len(l.camps) == 0 && l.strays == 0 && !l.rd.busy {
 			return l.stopErr
 		}
 		timer.Reset(time.Until(wake))
@@ -93,10 +93,13 @@ func (l *loop) run(ctx context.Context, views <-chan view, memberDone <-chan err
 		case <-l.strayDone:
 			l.strays--
 		case r := <-l.rd.read:
+			l.rd.busy = false
 			l.onHolders(ctx, r)
 		case r := <-l.rd.checked:
+			l.rd.busy = false
 			l.onCheck(ctx, r)
 		case r := <-l.rd.lapsed:
+			l.rd.busy = false
 			l.onLapse(ctx, r)
 		case <-timer.C:
 		case <-done:

@@ -35,7 +35,6 @@ type planState struct {
 	seq       int       // member lists applied so far
 	owners    []string  // who owns what: a reading, or the last placement; nil for none
 	ownSeq    int       // seq of the member list when the last reading started
-	reading   bool      // a reading is in flight
 	readAt    time.Time // when the last reading started
 	changedAt time.Time // when the member list last changed
 	probed    bool      // the first reading (probe, then all holders) is in
@@ -51,11 +50,10 @@ type planState struct {
 	// holders of its awaited partitions every PollInterval (see check), and
 	// reads every holder at once when one turns out held by another member
 	// than the one expected, or newly won by the expected one.
-	awaited  map[int]string
-	seen     map[int]uint64 // token of each awaited partition's expected holder, as first checked
-	checkAt  time.Time      // when the awaited partitions' holders are next read
-	checking bool           // such a reading is in flight
-	readNow  bool           // a check found a wrong belief: read every holder at once
+	awaited map[int]string
+	seen    map[int]uint64 // token of each awaited partition's expected holder, as first checked
+	checkAt time.Time      // when the awaited partitions' holders are next read
+	readNow bool           // a check found a wrong belief: read every holder at once
 	// raceWon: a partition awaited from a departed member was won, so the
 	// departed member's leases are expiring. A member still short once it
 	// awaits no departed member reads every holder at once: its placement
@@ -74,16 +72,13 @@ type planState struct {
 	// Reading it at its lease's end rather than at the next poll saves up
 	// to a poll (a takeover missed its bound, TTL + 1 s, by 0.26 s that
 	// way in the partition chaos on etcd).
-	lapsing   map[int]time.Time
-	lapseBusy bool // a reading of lapsing partitions is in flight
+	lapsing map[int]time.Time
 }
 
 // replan recomputes l.placed when something it depends on changed, starts
 // a reading of the holders when one is due, and returns when it next has
 // something to do (a reading falling due). Its phases: outside the member
-// list (replanOutside), placing (place), following up on what the
-// placement awaits (followUp), and reading every holder when due
-// (readWhenDue).
+// list (replanOutside), placing (place), and reading holders (readNext).
 func (l *loop) replan(ctx context.Context, now time.Time) time.Time {
 	wake := now.Add(time.Hour)
 	ps := &l.plan
@@ -98,19 +93,13 @@ func (l *loop) replan(ctx context.Context, now time.Time) time.Time {
 		ps.replan = false
 		l.place(now, parts)
 	}
-	wake = earliest(wake, l.followUp(ctx, now, held, quota))
-	if ps.readNow && !ps.reading {
-		ps.readNow = false
-		l.readHolders(ctx, now, false)
-		return wake
+	if ps.raceWon && !l.racingInFlight() {
+		// No campaign races a departed member's lease any more: a member
+		// still short reads every holder.
+		ps.raceWon = false
+		ps.readNow = ps.readNow || held < quota
 	}
-	if held < quota && !ps.reading && l.a.n <= cheapReading {
-		wake = earliest(wake, l.lapseCheck(ctx, now))
-	}
-	if held >= quota || ps.reading {
-		return wake
-	}
-	return earliest(wake, l.readWhenDue(ctx, now))
+	return earliest(wake, l.readNext(ctx, now, held < quota))
 }
 
 // partsHeld returns the partitions with a lease here: true while owned,
@@ -128,7 +117,7 @@ func (l *loop) partsHeld() map[int]bool {
 // new (see planner.keep).
 func (l *loop) replanOutside(ctx context.Context, now time.Time, parts map[int]bool) {
 	ps := &l.plan
-	if !l.stopping && !ps.reading && ps.readAt.IsZero() {
+	if !l.stopping && !l.rd.busy && ps.readAt.IsZero() {
 		// A first reading tells a joiner whether the group runs
 		// already (see onView), and what it holds. It starts with a
 		// probe of a few partitions, so that members starting
@@ -169,26 +158,44 @@ func (l *loop) place(now time.Time, parts map[int]bool) {
 	}
 }
 
-// followUp reads the holders of the awaited partitions when due (see
-// check) and, once no campaign races a departed member's lease any more,
-// asks for a reading of every holder if this member is short. It returns
-// when the next check is due.
-func (l *loop) followUp(ctx context.Context, now time.Time, held, quota int) time.Time {
+// readNext starts the next reading of holders when the reader is idle,
+// the most urgent kind first: every holder, when a check found the belief
+// wrong or a race with a departed member ended (readNow); the awaited
+// partitions' holders, when due (see check); the lapsing partitions'
+// holders, when due, for a member short of its quota in a group of at most
+// cheapReading partitions (see lapseCheck); every holder, when due, for a
+// member short of its quota (see readWhenDue). It returns when one next
+// falls due; while a reading is in flight, its outcome wakes the loop.
+func (l *loop) readNext(ctx context.Context, now time.Time, short bool) time.Time {
 	ps := &l.plan
 	wake := now.Add(time.Hour)
-	if len(ps.awaited) > 0 && !ps.checking {
+	if l.rd.busy {
+		return wake
+	}
+	if ps.readNow {
+		ps.readNow = false
+		l.readHolders(ctx, now, false)
+		return wake
+	}
+	if len(ps.awaited) > 0 {
 		if !now.Before(ps.checkAt) {
 			l.check(ctx, now)
 		}
-		if !ps.checking {
-			wake = earliest(wake, ps.checkAt)
+		if l.rd.busy {
+			return wake
+		}
+		wake = earliest(wake, ps.checkAt)
+	}
+	if short && l.a.n <= cheapReading {
+		wake = earliest(wake, l.lapseCheck(ctx, now))
+		if l.rd.busy {
+			return wake
 		}
 	}
-	if ps.raceWon && !l.racingInFlight() {
-		ps.raceWon = false
-		ps.readNow = ps.readNow || held < quota
+	if !short {
+		return wake
 	}
-	return wake
+	return earliest(wake, l.readWhenDue(ctx, now))
 }
 
 // readWhenDue starts a reading of every holder, for a member short of its
@@ -228,7 +235,7 @@ func (l *loop) isMember(id string) bool {
 // on the reader's read channel.
 func (l *loop) readHolders(ctx context.Context, now time.Time, probe bool) {
 	ps := &l.plan
-	ps.reading, ps.readAt = true, now
+	ps.readAt = now
 	// Once campaigns have failed, a reading keeps within the window too.
 	par := readParallelism
 	if !l.win.Cut().IsZero() {
@@ -240,7 +247,7 @@ func (l *loop) readHolders(ctx context.Context, now time.Time, probe bool) {
 // onHolders handles a reading of the holders.
 func (l *loop) onHolders(ctx context.Context, r holdersRead) {
 	ps := &l.plan
-	ps.reading, ps.probed = false, true
+	ps.probed = true
 	if r.failed {
 		l.win.Shrink(ps.readAt, time.Now())
 	}
@@ -279,7 +286,6 @@ func (l *loop) check(ctx context.Context, now time.Time) {
 	if len(parts) == 0 {
 		return
 	}
-	ps.checking = true
 	l.rd.parts(ctx, parts, l.rd.checked)
 }
 
@@ -289,7 +295,6 @@ func (l *loop) check(ctx context.Context, now time.Time) {
 // so it reads every holder at once and places again from that.
 func (l *loop) onCheck(ctx context.Context, r partsRead) {
 	ps := &l.plan
-	ps.checking = false
 	v := l.pl.judge(l.view.members, ps.awaited, ps.seen, r.parts, r.holders, r.errs)
 	ps.seen = v.seen
 	if v.wrong < 0 {
@@ -313,9 +318,6 @@ func (l *loop) onCheck(ctx context.Context, r partsRead) {
 func (l *loop) lapseCheck(ctx context.Context, now time.Time) time.Time {
 	ps := &l.plan
 	wake := now.Add(time.Hour)
-	if ps.lapseBusy {
-		return wake
-	}
 	var parts []int
 	for p, at := range ps.lapsing {
 		switch {
@@ -330,7 +332,6 @@ func (l *loop) lapseCheck(ctx context.Context, now time.Time) time.Time {
 	if len(parts) == 0 {
 		return wake
 	}
-	ps.lapseBusy = true
 	l.rd.parts(ctx, parts, l.rd.lapsed)
 	return wake
 }
@@ -340,7 +341,6 @@ func (l *loop) lapseCheck(ctx context.Context, now time.Time) time.Time {
 // knows: it reads every holder at once and places again from that.
 func (l *loop) onLapse(ctx context.Context, r partsRead) {
 	ps := &l.plan
-	ps.lapseBusy = false
 	now, me := time.Now(), l.a.opts.Identity
 	for i, p := range r.parts {
 		if _, ok := ps.lapsing[p]; !ok {

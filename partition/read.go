@@ -33,10 +33,13 @@ type holdersRead struct {
 	failed bool // some reads failed transiently: the store is loaded
 }
 
-// reader reads partitions' holders in the background for the loop: each
-// reading runs in a goroutine of its own and its outcome comes back on a
-// channel of its kind, which the loop receives from. It knows nothing of
-// the loop: the loop decides when to read what, and what a reading means.
+// reader reads partitions' holders in the background for the loop, one
+// reading at a time: a reading runs in a goroutine of its own and its
+// outcome comes back on a channel of its kind, which the loop receives
+// from (then clears busy). It knows nothing of the loop: the loop decides
+// which reading comes first (see loop.readNext) and what a reading means.
+// One reading at a time bounds the Leader reads a member puts on the store
+// to one reading's, whatever the kinds due at once.
 type reader struct {
 	b     backend.Backend
 	group string
@@ -46,6 +49,7 @@ type reader struct {
 	read    chan holdersRead // readings of every holder (see holders)
 	checked chan partsRead   // readings of awaited partitions (see planState.awaited)
 	lapsed  chan partsRead   // readings of lapsing partitions (see planState.lapsing)
+	busy    bool             // a reading is in flight; set and cleared on the loop's goroutine
 }
 
 func newReader(b backend.Backend, group string, n int, me string) reader {
@@ -58,6 +62,7 @@ func newReader(b backend.Backend, group string, n int, me string) reader {
 // reads probeReads partitions spread over the n, and reads no further (the
 // outcome has no owners) unless each of them is held by another member.
 func (rd *reader) holders(ctx context.Context, seq, par int, probe bool) {
+	rd.busy = true
 	go func() {
 		r := holdersRead{seq: seq}
 		if probe && !rd.probe(ctx) {
@@ -100,6 +105,7 @@ func (rd *reader) probe(ctx context.Context) bool {
 
 // parts reads the holders of parts and sends the outcome on out.
 func (rd *reader) parts(ctx context.Context, parts []int, out chan<- partsRead) {
+	rd.busy = true
 	go func() {
 		hs, errs := readHolders(ctx, rd.b, len(parts), readParallelism, func(i int) string { return Election(rd.group, parts[i]) })
 		out <- partsRead{parts: parts, holders: hs, errs: errs}
