@@ -3,7 +3,6 @@ package partition
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"slices"
 	"time"
@@ -12,50 +11,6 @@ import (
 	"github.com/leaderkit/elector/backend"
 	"github.com/leaderkit/elector/internal/term"
 )
-
-// maxCampaigns bounds the campaigns one member has in flight. A member
-// campaigns only for partitions placed on it, at most its quota; up to this
-// bound they all wait at once, so that each is taken the moment its old
-// owner lets it go, and the backend sees one wave of requests per change.
-const maxCampaigns = 256
-
-// part is a partition this member owns, or owned and is handing over. Its
-// lease runs on the term engine (internal/term), which renews it, ends it at
-// its step-down point or on its loss, and runs OnAssigned.
-type part struct {
-	as       Assignment
-	term     elector.Term
-	t        *term.Term
-	reason   error // why ownership ended; nil while it lasts
-	returned bool  // OnAssigned has returned (or was not called: t.Late)
-	// releasing: the release (then OnRevoked) is under way.
-	releasing bool
-}
-
-// camp is a campaign in flight.
-type camp struct {
-	cancel    context.CancelFunc
-	cancelled bool
-	free      bool // counted in the window: no other member was known to hold the partition
-	// behind is the departed member whose lease the campaign waits out,
-	// "" for none; keepUntil, while the partition is placed on another
-	// member, when the campaign is cancelled after all (see keeps).
-	behind    string
-	keepUntil time.Time
-}
-
-type campResult struct {
-	p        int
-	lease    backend.Lease
-	deadline time.Time // the lease's Deadline when it was won
-	err      error
-	took     time.Duration
-}
-
-type retry struct {
-	at      time.Time
-	attempt int
-}
 
 // loop is the one goroutine that decides, for every partition, whether this
 // member campaigns, owns or hands over. Blocking work (campaigns, releases)
@@ -66,10 +21,12 @@ type retry struct {
 // the loop's goroutine.
 type loop struct {
 	a       *Assigner
+	pl      planner
 	view    view // the last member list
 	settled bool // a member list has been read twice in a row since joining
 	placed  map[int]bool
 	plan    planState
+	rd      reader
 	parts   map[int]*part
 	camps   map[int]*camp
 	retries map[int]retry
@@ -95,6 +52,7 @@ type loop struct {
 func newLoop(a *Assigner) *loop {
 	return &loop{
 		a:       a,
+		pl:      planner{group: a.group, n: a.n, me: a.opts.Identity, poll: a.opts.PollInterval},
 		placed:  map[int]bool{},
 		parts:   map[int]*part{},
 		camps:   map[int]*camp{},
@@ -105,7 +63,8 @@ func newLoop(a *Assigner) *loop {
 		released:   make(chan *part),
 		strayDone:  make(chan struct{}),
 		in:         inbox{kick: make(chan struct{}, 1)},
-		plan:       planState{read: make(chan holdersRead), checked: make(chan partsRead), lapsed: make(chan partsRead), replan: true},
+		rd:         newReader(a.b, a.group, a.n, a.opts.Identity),
+		plan:       planState{replan: true},
 	}
 }
 
@@ -118,7 +77,7 @@ func (l *loop) run(ctx context.Context, views <-chan view, memberDone <-chan err
 	done := ctx.Done()
 	for {
 		wake := l.reconcile(ctx, time.Now())
-		if l.stopping && len(l.parts) == 0 && len(l.camps) == 0 && l.strays == 0 && !l.plan.reading && !l.plan.checking && !l.plan.lapseBusy {
+		if l.stopping && len(l.parts) == 0 && len(l.camps) == 0 && l.strays == 0 && !l.rd.busy {
 			return l.stopErr
 		}
 		timer.Reset(time.Until(wake))
@@ -133,11 +92,14 @@ func (l *loop) run(ctx context.Context, views <-chan view, memberDone <-chan err
 			delete(l.parts, pt.as.Partition)
 		case <-l.strayDone:
 			l.strays--
-		case r := <-l.plan.read:
+		case r := <-l.rd.read:
+			l.rd.busy = false
 			l.onHolders(ctx, r)
-		case r := <-l.plan.checked:
+		case r := <-l.rd.checked:
+			l.rd.busy = false
 			l.onCheck(ctx, r)
-		case r := <-l.plan.lapsed:
+		case r := <-l.rd.lapsed:
+			l.rd.busy = false
 			l.onLapse(ctx, r)
 		case <-timer.C:
 		case <-done:
@@ -293,104 +255,6 @@ func (l *loop) settle(ctx context.Context) {
 		// once would only see the others' hand-overs to it under way.
 		ps.ownSeq = ps.seq
 	}
-}
-
-// campaign starts a campaign for partition p; free tells whether it counts
-// in the window.
-func (l *loop) campaign(ctx context.Context, p int, free bool) {
-	cctx, cancel := context.WithCancel(ctx)
-	behind := ""
-	if id, ok := l.plan.awaited[p]; ok && !l.isMember(id) {
-		behind = id
-	}
-	l.camps[p] = &camp{cancel: cancel, free: free, behind: behind}
-	if free {
-		l.win.active++
-	}
-	c := backend.Candidate{Election: Election(l.a.group, p), Identity: l.a.opts.Identity, TTL: l.a.opts.TTL}
-	l.a.log.LogAttrs(ctx, slog.LevelDebug, "campaigning", slog.Int("partition", p), slog.Bool("free", free))
-	go func() {
-		began := time.Now()
-		ls, err := l.a.b.Campaign(cctx, c)
-		r := campResult{p: p, lease: ls, err: err, took: time.Since(began)}
-		if err == nil {
-			r.deadline = ls.Deadline()
-		}
-		l.campaigned <- r
-	}()
-}
-
-// keeps reports whether campaign c, for a partition no longer placed on
-// this member, goes on: a campaign waiting out a departed member's lease
-// is kept until that lease must have ended (a TTL and a poll after the
-// partition was first placed elsewhere), unless this member stops or is
-// out of the member list. The member the partition is now placed on may
-// not campaign for it: its own view of the member list can place it on
-// yet another, or it is still joining; without the kept campaign nobody
-// would take the partition when the lease lapses, until some member short
-// of its quota read it free (takeovers 0.2 s over TTL + 1 s on etcd in the
-// partition chaos, amid a join and two leaves). When both campaign, the
-// first in line wins and, if the placement says so, hands it over: an
-// extra move, never an orphan.
-func (l *loop) keeps(c *camp, now time.Time) bool {
-	if c.behind == "" || l.stopping || !l.view.joined || l.isMember(c.behind) {
-		return false
-	}
-	if c.keepUntil.IsZero() {
-		c.keepUntil = now.Add(l.a.opts.TTL + l.a.opts.PollInterval)
-	}
-	return now.Before(c.keepUntil)
-}
-
-// onCampaign handles a campaign's outcome.
-func (l *loop) onCampaign(ctx context.Context, r campResult) {
-	c := l.camps[r.p]
-	delete(l.camps, r.p)
-	c.cancel()
-	if c.free {
-		l.win.active--
-	}
-	if !c.cancelled {
-		l.a.observe(r.p, elector.Event{Kind: elector.EventCampaign, Took: r.took, Err: r.err})
-	}
-	now := time.Now()
-	if r.err == nil && !c.cancelled && !l.placed[r.p] && !c.keepUntil.IsZero() {
-		// A kept campaign won: hold the partition, and place again with
-		// it counted as held. The placement is sticky: this member keeps
-		// it within its quota, and hands it over like any other beyond.
-		l.a.log.LogAttrs(ctx, slog.LevelDebug, "won a partition placed on another member, behind a departed member",
-			slog.Int("partition", r.p), slog.String("departed", c.behind))
-		l.placed[r.p] = true
-		l.plan.replan = true
-	}
-	switch {
-	case r.err == nil && (c.cancelled || !l.placed[r.p]):
-		l.releaseStray(ctx, r.lease)
-	case r.err == nil && l.a.timing().PastStepDown(r.deadline):
-		l.releaseStray(ctx, r.lease) // won too late to act safely
-		l.win.Shrink(now.Add(-r.took), now)
-		l.backoff(r.p)
-	case r.err == nil:
-		l.win.Grow()
-		l.hold(ctx, r.p, r.lease, r.deadline)
-	case c.cancelled:
-	case backend.IsPermanent(r.err):
-		l.stop(fmt.Errorf("partition: campaign %q: %w", Election(l.a.group, r.p), r.err))
-	default:
-		l.a.log.LogAttrs(ctx, slog.LevelWarn, "campaign failed; retrying",
-			slog.Int("partition", r.p), slog.Int("window", l.win.Size()), slog.Any("error", r.err))
-		l.win.Shrink(now.Add(-r.took), now)
-		l.backoff(r.p)
-	}
-}
-
-// backoff schedules partition p's next campaign after a jittered,
-// exponentially growing delay capped at RenewInterval.
-func (l *loop) backoff(p int) {
-	r := l.retries[p]
-	r.at = time.Now().Add(term.Backoff(r.attempt, l.a.opts.RenewInterval))
-	r.attempt++
-	l.retries[p] = r
 }
 
 // hold starts owning partition p under lease ls, won with the given

@@ -139,3 +139,74 @@ func readHolders(ctx context.Context, b backend.Backend, n, par int, name func(i
 	}
 	return hs, errs
 }
+
+// spareSlots is how many free membership slots past the highest one taken
+// are read at each poll: joiners take one of the lowest free slots, so they
+// appear there.
+const spareSlots = 16
+
+// scanParallelism bounds the concurrent Leader reads of one scan.
+const scanParallelism = 8
+
+// scanSlots reads the membership slots of group in chunks of spareSlots
+// until a whole chunk is free (joiners take one of the lowest free slots, so
+// no member lies beyond), or maxMembers slots are read. The first read
+// covers every chunk up to the one holding the highest slot taken in prev,
+// and the chunk after it (two chunks when prev has none), so a scan of a
+// settled group is one read (one request per node, on a
+// [backend.BatchReader]); each read whose last chunk has a slot taken reads
+// one more chunk. A member past a run of more than spareSlots free slots
+// (members between them left) is seen when the run does not fill a whole
+// chunk: reading only spareSlots past the highest slot taken missed a
+// member 18 free slots further. It returns the holder of each slot
+// read, identity and weight (see parseSlot), the zero seat for a free one.
+// When strict, every failed read is an error; otherwise a slot whose read
+// fails transiently keeps its value in prev (free beyond it), and only a
+// permanent failure is an error; which slots were read is returned too.
+func scanSlots(ctx context.Context, b backend.Backend, group string, maxMembers int, prev []seat, strict bool) ([]seat, []bool, error) {
+	var out []seat
+	var read []bool
+	n := min((highestTaken(prev)/spareSlots+2)*spareSlots, maxMembers)
+	for lo := 0; lo < maxMembers; lo, n = lo+n, min(spareSlots, maxMembers-lo-n) {
+		ids, errs := readSlots(ctx, b, group, lo, n)
+		for k, err := range errs {
+			switch {
+			case err == nil:
+			case ctx.Err() != nil:
+				return nil, nil, ctx.Err()
+			case strict || backend.IsPermanent(err):
+				return nil, nil, fmt.Errorf("partition: read members of %q: %w", group, err)
+			case lo+k < len(prev):
+				ids[k] = prev[lo+k]
+			}
+			read = append(read, err == nil)
+		}
+		out = append(out, ids...)
+		if len(out)-(highestTaken(out)+1) >= spareSlots {
+			break
+		}
+	}
+	return out, read, nil
+}
+
+// highestTaken returns the index of the last slot in slots with a holder,
+// or -1 when none has one.
+func highestTaken(slots []seat) int {
+	for k := len(slots) - 1; k >= 0; k-- {
+		if slots[k].identity != "" {
+			return k
+		}
+	}
+	return -1
+}
+
+// readSlots reads the holders of slots [lo, lo+n) of group: identity and
+// weight, or the zero seat with a nil error when a slot is free.
+func readSlots(ctx context.Context, b backend.Backend, group string, lo, n int) ([]seat, []error) {
+	hs, errs := readHolders(ctx, b, n, scanParallelism, func(k int) string { return memberElection(group, lo+k) })
+	ids := make([]seat, n)
+	for k, h := range hs {
+		ids[k] = parseSlot(h.Identity)
+	}
+	return ids, errs
+}
