@@ -102,11 +102,6 @@ func printJSON(w io.Writer, j any) {
 	fmt.Fprintf(w, "%s\n", b)
 }
 
-// printHolder prints h (the zero Holder for none) as text or JSON.
-func printHolder(w io.Writer, c *statusConfig, h backend.Holder, withTime bool) {
-	printStatus(w, c, h, nil, nil, withTime)
-}
-
 // printStatus prints h (the zero Holder for none), the yield that made it
 // leader if y is set, and the candidates with a priority, if any, as text
 // or JSON.
