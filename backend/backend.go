@@ -68,7 +68,7 @@
 //     (the kube driver's request count, rate limit and Forget).
 //   - [Registry], on a Backend, and the [Registration] it returns: the
 //     candidates of an election with their priorities. memory, redlock,
-//     etcd, zookeeper. Used by the Elector for preferred leaders
+//     etcd, zookeeper, kube. Used by the Elector for preferred leaders
 //     (Options.Priority). migrate does not forward it: a priority orders
 //     the candidates of one store, and a migrating election spans two, so
 //     an Elector on it refuses a priority.

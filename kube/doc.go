@@ -121,6 +121,23 @@
 // two seconds after the holder's duration has passed since its last write,
 // without watching it for a duration first (section Safety).
 //
+// # Candidates
+//
+// The Backend is a [backend.Registry], so candidates may campaign with a
+// priority (elector.Options.Priority). Each entry is one LeaseCandidate
+// (coordination.k8s.io/v1beta1, KEP-4355) in the Backend's namespace: named
+// after the election's Lease and a random ID, spec.leaseName the Lease's
+// name, [ElectionLabel] to list an election's entries, the entry in
+// [CandidateAnnotation] and its TTL in [TTLAnnotation], spec.renewTime
+// moved by each refresh. An entry is live until its TTL after its last
+// write, judged on the apiserver's clock as a holder is (section Readers).
+// Withdraw and Close delete it. The apiserver must serve the API: it needs
+// --runtime-config=coordination.k8s.io/v1beta1=true and
+// --feature-gates=CoordinatedLeaderElection=true; without them Register
+// fails with an error wrapping [backend.ErrInvalid] that says so. Entries
+// carry strategy [CandidateStrategy] and no emulationVersion, so
+// Kubernetes' Coordinated Leader Election never elects one.
+//
 // # Migrating
 //
 // A controller moves off client-go's LeaderElector by a rolling update
