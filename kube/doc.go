@@ -138,6 +138,22 @@
 // carry strategy [CandidateStrategy] and no emulationVersion, so
 // Kubernetes' Coordinated Leader Election never elects one.
 //
+// # Coordinated Leader Election
+//
+// When the apiserver's Coordinated Leader Election (KEP-4355) prefers a
+// client-go candidate (a LeaseCandidate of its own, a LeaderElector with
+// Coordinated) to an elector leader, it names it in the Lease's
+// spec.preferredHolder. The leader's lease then asks to yield
+// ([backend.Yielder]): the Elector ends the term with a reason wrapping
+// elector.ErrPreempted and releases the Lease once OnElected has returned,
+// so the controller makes the preferred candidate holder at once, where a
+// client-go holder stops renewing and leaves the election without a leader
+// until its Lease expires. A Campaign leaves a free Lease that names
+// another preferred holder to it for the candidate's TTL. The controller
+// makes a holder without incrementing leaseTransitions, so a token does
+// not rise across such a hand-over: do not fence with tokens in an
+// election that Coordinated Leader Election candidates share.
+//
 // # Migrating
 //
 // A controller moves off client-go's LeaderElector by a rolling update
