@@ -134,7 +134,9 @@
 // Withdraw and Close delete it. The apiserver must serve the API: it needs
 // --runtime-config=coordination.k8s.io/v1beta1=true and
 // --feature-gates=CoordinatedLeaderElection=true; without them Register
-// fails with an error wrapping [backend.ErrInvalid] that says so. Entries
+// fails with an error wrapping [backend.ErrInvalid] that says so. The
+// client's Role must allow create, get, list, watch, patch and delete on
+// coordination.k8s.io leasecandidates (a refusal is transient). Entries
 // carry strategy [CandidateStrategy] and no emulationVersion, so
 // Kubernetes' Coordinated Leader Election never elects one.
 //
@@ -150,9 +152,10 @@
 // client-go holder stops renewing and leaves the election without a leader
 // until its Lease expires. A Campaign leaves a free Lease that names
 // another preferred holder to it for the candidate's TTL. The controller
-// makes a holder without incrementing leaseTransitions, so a token does
-// not rise across such a hand-over: do not fence with tokens in an
-// election that Coordinated Leader Election candidates share.
+// makes a holder without incrementing leaseTransitions, so the client-go
+// holder after such a hand-over has the count of the elector term before
+// it; elector tokens still rise from term to term, but only elector
+// holders carry one (section Fencing).
 //
 // # Migrating
 //
