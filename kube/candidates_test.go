@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/leaderkit/elector"
 	"github.com/leaderkit/elector/backend"
 )
 
@@ -115,5 +116,22 @@ func TestCloseWithdrawsEntries(t *testing.T) {
 	list, err := b.cands.List(ctx, selector(LeaseName(name)))
 	if err != nil || len(list.Items) != 0 {
 		t.Fatalf("LeaseCandidates after Close: got (%d, %v), want none: Close withdraws its entries", len(list.Items), err)
+	}
+}
+
+// An Elector with a priority on an apiserver that does not serve the
+// LeaseCandidate API stops: Run returns the error naming the API rather
+// than campaigning without its priority.
+func TestPriorityRefusedWithoutCandidateAPI(t *testing.T) {
+	s := testServer(t)
+	b := testBackend(t, s, nil)
+	b.cands = candidateClient(b.rest, b.ns, "/apis/coordination.k8s.io/v1alpha9") // served by no apiserver
+	e, err := elector.New(b, testName(t), &elector.Options{TTL: testTTL, Priority: 3})
+	if err != nil {
+		t.Fatalf("elector.New: %v", err)
+	}
+	err = e.Run(testCtx(t))
+	if !errors.Is(err, backend.ErrInvalid) || !strings.Contains(err.Error(), "CoordinatedLeaderElection") {
+		t.Fatalf("Run: got %v, want an error wrapping backend.ErrInvalid that names the feature gate", err)
 	}
 }
