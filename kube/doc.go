@@ -138,7 +138,11 @@
 // client's Role must allow create, get, list, watch, patch and delete on
 // coordination.k8s.io leasecandidates (a refusal is transient). Entries
 // carry strategy [CandidateStrategy] and no emulationVersion, so
-// Kubernetes' Coordinated Leader Election never elects one.
+// Kubernetes' Coordinated Leader Election never elects one; but where the
+// apiserver runs it, its controller sees them, and while the election's
+// Lease is free it creates the Lease without a holder, or writes
+// spec.strategy onto it. Such a Lease is free to elector and client-go
+// candidates alike.
 //
 // # Coordinated Leader Election
 //
