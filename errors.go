@@ -21,7 +21,10 @@ var (
 
 	// ErrPreempted is the reason a term ended because a live candidate of
 	// a higher [Options.Priority] was campaigning and the term had lasted
-	// [Options.MinTerm]: the leader yielded so that it is elected next.
+	// [Options.MinTerm], or because the store asked the leader to hand over
+	// at once (on Kubernetes, Coordinated Leader Election named another
+	// preferred holder of the Lease; see [backend.Yielder]): the leader
+	// yielded so that the other is elected next.
 	ErrPreempted = errors.New("elector: preempted by a candidate of a higher priority")
 
 	// ErrNoLeader is returned by [Elector.Leader] when the election has no

@@ -132,20 +132,27 @@ func (e *Elector) awaitReturn(ctx context.Context, ts *termState, t *term.Term) 
 
 // serve waits until the term ends and returns why: ctx ended, the engine
 // ended it (the lease was lost or could not be renewed before the step-down
-// point, or OnElected could not start in time), or Resign was called (the
-// request is then returned too).
+// point, or OnElected could not start in time), Resign was called (the
+// request is then returned too), or the leader yields: to a candidate of a
+// higher priority, or because the lease's store asks it to
+// ([backend.Yielder]).
 func (e *Elector) serve(ctx context.Context, t *term.Term, ts *termState) (*resignRequest, error) {
 	returned := t.Returned()
-	var yield <-chan struct{}
+	var yield, asked <-chan struct{}
 	if e.prefs != nil {
 		y, stop := e.prefs.yieldWhen(ts.term.Start)
 		defer stop()
 		yield = y
 	}
+	if y, ok := ts.lease.(backend.Yielder); ok {
+		asked = y.Yield()
+	}
 	for {
 		select {
 		case <-yield:
 			return nil, ErrPreempted
+		case <-asked:
+			return nil, fmt.Errorf("%w: the backend asks the leader to yield (a preferred holder is named)", ErrPreempted)
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-t.Ended():

@@ -66,9 +66,13 @@
 //   - [Unwrapper], on a Backend: the Backends it wraps, through which [As]
 //     reaches a driver's own exported API. migrate. Used by elect compare
 //     (the kube driver's request count, rate limit and Forget).
+//   - [Yielder], on a Lease: the store asks the holder to hand over.
+//     kube (Coordinated Leader Election's preferredHolder); migrate's
+//     leases forward it. Used by the Elector, which yields as to a
+//     candidate of a higher priority.
 //   - [Registry], on a Backend, and the [Registration] it returns: the
 //     candidates of an election with their priorities. memory, redlock,
-//     etcd, zookeeper. Used by the Elector for preferred leaders
+//     etcd, zookeeper, kube. Used by the Elector for preferred leaders
 //     (Options.Priority). migrate does not forward it: a priority orders
 //     the candidates of one store, and a migrating election spans two, so
 //     an Elector on it refuses a priority.

@@ -239,3 +239,17 @@ type Registration interface {
 	// nil or an error wrapping [ErrLost].
 	Withdraw(ctx context.Context) error
 }
+
+// Yielder is an optional interface a [Lease] implements when its store can
+// ask the holder to hand over: the kube driver's, when Kubernetes'
+// Coordinated Leader Election (KEP-4355) names another identity in the
+// spec.preferredHolder of the holder's Lease. The portable layer then ends
+// the term as it ends one for a candidate of a higher priority: the
+// leader's work stops, the lease is renewed until OnElected has returned,
+// then released, so the preferred holder is elected at once rather than
+// after the lease expires.
+type Yielder interface {
+	// Yield returns a channel closed once the store asks the holder to
+	// yield the lease.
+	Yield() <-chan struct{}
+}

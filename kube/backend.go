@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	coordinationv1beta1client "k8s.io/client-go/kubernetes/typed/coordination/v1beta1"
 	"k8s.io/client-go/rest"
 
 	"github.com/leaderkit/elector/backend"
@@ -22,8 +23,8 @@ import (
 
 // Backend runs elections on Lease objects of one namespace through a
 // client the caller configured (server, credentials, rate limits). It
-// implements [backend.Backend], [backend.Watcher], [backend.BatchReader]
-// and [backend.Warner]. Create it with [New].
+// implements [backend.Backend], [backend.Watcher], [backend.BatchReader],
+// [backend.Warner] and [backend.Registry]. Create it with [New].
 type Backend struct {
 	leases coordinationv1client.LeaseInterface
 	ns     string
@@ -41,12 +42,17 @@ type Backend struct {
 
 	reach reachability // whether the apiserver answers; see bounded
 
+	// cands reaches the namespace's LeaseCandidates (the registry of
+	// candidates); nil when the client does not expose its REST client.
+	cands coordinationv1beta1client.LeaseCandidateInterface
+
 	nsExists atomic.Bool  // the namespace was seen to exist (checkNamespace)
 	listed   atomic.Int64 // the Leases of the namespace at Leaders' last List; 0 before it
 
 	mu     sync.Mutex
 	closed bool
-	held   map[string][]*lease // won and not yet finished, by Lease name
+	held   map[string][]*lease        // won and not yet finished, by Lease name
+	regs   map[*registration]struct{} // registered and not withdrawn
 	// caching: the watch of the namespace's Leases runs (see leaseCache),
 	// from the first Campaign, Watch or lease won until Close.
 	caching bool
@@ -126,6 +132,7 @@ func New(client coordinationv1client.LeasesGetter, namespace string, opts *Optio
 		limit:  clientLimiter(client),
 		clock:  newServerClock(client),
 		rest:   restOf(client),
+		cands:  candidateClient(restOf(client), namespace, candidatesPath),
 		done:   make(chan struct{}),
 		held:   make(map[string][]*lease),
 		room:   make(chan struct{}),
@@ -229,10 +236,12 @@ func (b *Backend) holderAt(election, name string, l *coordinationv1.Lease, sent 
 }
 
 // Close finishes every lease of the Backend (their Lost channels close),
-// makes waiting Campaigns and Watches return, and releases the Leases the
-// Backend holds, so successors are elected at once. Releasing is bounded by
-// [Options.CleanupTimeout]; a Lease it cannot release expires after its
-// holder's duration. Close does not close the client. It is idempotent.
+// makes waiting Campaigns and Watches return, releases the Leases the
+// Backend holds, so successors are elected at once, and withdraws its
+// registry entries (deletes their LeaseCandidates). Releasing and
+// withdrawing are bounded by [Options.CleanupTimeout]; a Lease it cannot
+// release expires after its holder's duration, an entry after its TTL.
+// Close does not close the client. It is idempotent.
 func (b *Backend) Close() error {
 	b.mu.Lock()
 	if b.closed {
@@ -249,6 +258,7 @@ func (b *Backend) Close() error {
 		}
 	}
 	b.held = nil
+	b.withdrawAllLocked()
 	b.mu.Unlock()
 	b.bg.Wait()
 	return nil

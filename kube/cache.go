@@ -155,7 +155,9 @@ func (c *leaseCache) once(ctx context.Context, rv string) (string, bool) {
 			}
 			if ev.Type == watch.Deleted || !l.o.owns(obj) {
 				l.foreign()
+				continue
 			}
+			l.checkPreferred(obj)
 		}
 	}
 	return rv, true
@@ -265,8 +267,12 @@ func (c *leaseCache) relist(ctx context.Context) (string, error) {
 	c.listed(nil)
 	c.b.listed.Store(int64(len(items)))
 	for _, l := range c.b.heldLeases() {
-		if obj, ok := present[l.name]; (!ok || !l.o.owns(obj)) && !l.newer(rv) {
+		obj, ok := present[l.name]
+		switch {
+		case (!ok || !l.o.owns(obj)) && !l.newer(rv):
 			l.foreign()
+		case ok:
+			l.checkPreferred(obj)
 		}
 	}
 	return rv, nil

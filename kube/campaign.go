@@ -30,7 +30,8 @@ var errRace = errors.New("the Lease changed meanwhile")
 // expiry. Every take-over is an update conditional on the resourceVersion
 // read, so of candidates racing for a free Lease exactly one wins; the
 // others read it again, and a record judged expired is taken only as it
-// was judged.
+// was judged. A free Lease whose spec.preferredHolder names another
+// identity (Coordinated Leader Election) is left to it for c.TTL.
 func (b *Backend) Campaign(ctx context.Context, c backend.Candidate) (backend.Lease, error) {
 	name, err := leaseName(c.Election)
 	if err != nil {
@@ -59,6 +60,12 @@ func (b *Backend) Campaign(ctx context.Context, c backend.Candidate) (backend.Le
 			v = b.judge(ctx, w.obj)
 		}
 		if w.freeBy(v, time.Now()) {
+			if until := w.reservedUntil(c); time.Now().Before(until) {
+				if err := w.wait(ctx, until); err != nil {
+					return nil, b.campaignErr(ctx, c.Election, err)
+				}
+				continue
+			}
 			done, waited, err := b.admit(ctx, c.TTL)
 			if err != nil {
 				return nil, b.campaignErr(ctx, c.Election, err)
@@ -86,6 +93,22 @@ func (b *Backend) Campaign(ctx context.Context, c backend.Candidate) (backend.Le
 			return nil, b.campaignErr(ctx, c.Election, err)
 		}
 	}
+}
+
+// reservedUntil returns until when a free Lease is left to the identity its
+// spec.preferredHolder names, when that is not c's: c.TTL after its record
+// was first seen, so that the holder Coordinated Leader Election prefers is
+// elected after an elector holder yielded to it, and a preferred holder
+// that does not take the Lease holds the election up for no longer. The
+// zero time when the Lease names no other preferred holder.
+func (w *waiter) reservedUntil(c backend.Candidate) time.Time {
+	if w.obj == nil {
+		return time.Time{}
+	}
+	if p := w.obj.Spec.PreferredHolder; p == nil || *p == "" || *p == c.Identity {
+		return time.Time{}
+	}
+	return w.at.Add(c.TTL)
 }
 
 // campaignErr returns ctx.Err() when ctx has ended, and err wrapped
@@ -144,7 +167,9 @@ func (b *Backend) take(ctx context.Context, c backend.Candidate, name string, se
 		seen: secondsKeyOf(got), seenSent: sent,
 		deadline: backend.LeaseDeadline(sent, time.Duration(secs)*time.Second, b.cfg.drift),
 		lost:     make(chan struct{}),
+		yield:    make(chan struct{}),
 	}
+	l.checkPreferred(got)
 	if !b.keep(l) {
 		l.finish()
 		l.clear()

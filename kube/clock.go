@@ -10,6 +10,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
 )
@@ -44,9 +45,12 @@ const (
 // writer sent; so the greatest stamp is no earlier than the holder's last
 // write. A writer can only push it later, which makes the holder look
 // live for longer.
-func lastWrite(l *coordinationv1.Lease) (time.Time, bool) {
+func lastWrite(l *coordinationv1.Lease) (time.Time, bool) { return lastStamp(&l.ObjectMeta) }
+
+// lastStamp is lastWrite for the metadata of any object.
+func lastStamp(m *metav1.ObjectMeta) (time.Time, bool) {
 	var last time.Time
-	for _, f := range l.ManagedFields {
+	for _, f := range m.ManagedFields {
 		if f.Time != nil && f.Time.After(last) {
 			last = f.Time.Time
 		}
@@ -54,7 +58,7 @@ func lastWrite(l *coordinationv1.Lease) (time.Time, bool) {
 	if last.IsZero() {
 		return time.Time{}, false
 	}
-	if c := l.CreationTimestamp.Time; c.After(last) {
+	if c := m.CreationTimestamp.Time; c.After(last) {
 		last = c
 	}
 	return last, true
@@ -78,9 +82,15 @@ func (s clockSample) expiry(l *coordinationv1.Lease, drift float64) (time.Time, 
 	if !ok {
 		return time.Time{}, false
 	}
-	end := w.Add(stampGrain + durationOf(l) + serverSkew) // on the apiserver's clock
+	return s.expiryAt(w, durationOf(l), drift), true
+}
+
+// expiryAt is expiry for a writer that stops within d of its last write,
+// stamped w on the apiserver's clock.
+func (s clockSample) expiryAt(w time.Time, d time.Duration, drift float64) time.Time {
+	end := w.Add(stampGrain + d + serverSkew) // on the apiserver's clock
 	span := end.Sub(s.server)
-	return s.at.Add(span + time.Duration(drift*float64(span.Abs()))), true
+	return s.at.Add(span + time.Duration(drift*float64(span.Abs())))
 }
 
 // serverClock samples the apiserver's clock from the Date header of GET

@@ -121,6 +121,46 @@
 // two seconds after the holder's duration has passed since its last write,
 // without watching it for a duration first (section Safety).
 //
+// # Candidates
+//
+// The Backend is a [backend.Registry], so candidates may campaign with a
+// priority (elector.Options.Priority). Each entry is one LeaseCandidate
+// (coordination.k8s.io/v1beta1, KEP-4355) in the Backend's namespace: named
+// after the election's Lease and a random ID, spec.leaseName the Lease's
+// name, [ElectionLabel] to list an election's entries, the entry in
+// [CandidateAnnotation] and its TTL in [TTLAnnotation], spec.renewTime
+// moved by each refresh. An entry is live until its TTL after its last
+// write, judged on the apiserver's clock as a holder is (section Readers).
+// Withdraw and Close delete it. The apiserver must serve the API: it needs
+// --runtime-config=coordination.k8s.io/v1beta1=true and
+// --feature-gates=CoordinatedLeaderElection=true; without them Register
+// fails with an error wrapping [backend.ErrInvalid] that says so. The
+// client's Role must allow create, get, list, watch, patch and delete on
+// coordination.k8s.io leasecandidates (a refusal is transient). Entries
+// carry strategy [CandidateStrategy] and no emulationVersion, so
+// Kubernetes' Coordinated Leader Election never elects one; but where the
+// apiserver runs it, its controller sees them, and while the election's
+// Lease is free it creates the Lease without a holder, or writes
+// spec.strategy onto it. Such a Lease is free to elector and client-go
+// candidates alike.
+//
+// # Coordinated Leader Election
+//
+// When the apiserver's Coordinated Leader Election (KEP-4355) prefers a
+// client-go candidate (a LeaseCandidate of its own, a LeaderElector with
+// Coordinated) to an elector leader, it names it in the Lease's
+// spec.preferredHolder. The leader's lease then asks to yield
+// ([backend.Yielder]): the Elector ends the term with a reason wrapping
+// elector.ErrPreempted and releases the Lease once OnElected has returned,
+// so the controller makes the preferred candidate holder at once, where a
+// client-go holder stops renewing and leaves the election without a leader
+// until its Lease expires. A Campaign leaves a free Lease that names
+// another preferred holder to it for the candidate's TTL. The controller
+// makes a holder without incrementing leaseTransitions, so the client-go
+// holder after such a hand-over has the count of the elector term before
+// it; elector tokens still rise from term to term, but only elector
+// holders carry one (section Fencing).
+//
 // # Migrating
 //
 // A controller moves off client-go's LeaderElector by a rolling update

@@ -56,6 +56,25 @@ type lease struct {
 	ended    atomic.Bool // Lost is closed: released, lost, or the Backend closed
 	lost     chan struct{}
 	lostOnce sync.Once
+
+	yield     chan struct{} // closed once the Lease names another preferredHolder
+	yieldOnce sync.Once
+}
+
+var _ backend.Yielder = (*lease)(nil)
+
+// Yield implements [backend.Yielder]: the channel closes once the Lease,
+// still held by this lease, names another identity in spec.preferredHolder
+// (Kubernetes' Coordinated Leader Election asks the holder to hand over,
+// KEP-4355). The lease stays renewable until it is released.
+func (l *lease) Yield() <-chan struct{} { return l.yield }
+
+// checkPreferred closes Yield if obj, a version of the Lease held by l,
+// names another preferred holder.
+func (l *lease) checkPreferred(obj *coordinationv1.Lease) {
+	if p := obj.Spec.PreferredHolder; p != nil && *p != "" && *p != l.o.identity && l.o.owns(obj) {
+		l.yieldOnce.Do(func() { close(l.yield) })
+	}
 }
 
 func (l *lease) Token() uint64 { return uint64(l.o.token) }
@@ -105,6 +124,7 @@ func (l *lease) Renew(ctx context.Context) error {
 	switch {
 	case err == nil:
 		l.obj = got
+		l.checkPreferred(got)
 		l.renewed(began) // retries of failed ones are not the lease's rate
 		switch k := secondsKeyOf(got); {
 		case l.b.cfg.electorOnly:

@@ -19,6 +19,9 @@ type lease struct {
 	lost     chan struct{}
 	lostOnce sync.Once
 
+	yield     chan struct{} // made by the first Yield
+	yieldOnce sync.Once
+
 	mu               sync.Mutex // serialises Renew and Release
 	oldGone, newGone bool       // released or known lost
 	released         bool
@@ -64,6 +67,40 @@ func (l *lease) watch() {
 		case <-l.lost:
 		}
 		l.closeLost()
+	}()
+}
+
+// Yield implements [backend.Yielder]: the channel closes once the store of
+// either side asks its holder to yield (never, when neither side is a
+// [backend.Yielder]).
+func (l *lease) Yield() <-chan struct{} {
+	l.yieldOnce.Do(l.followYield)
+	return l.yield
+}
+
+// followYield makes l.yield and closes it when a side's Yield closes, until
+// l is lost or released.
+func (l *lease) followYield() {
+	l.yield = make(chan struct{})
+	var asked [2]<-chan struct{}
+	n := 0
+	for _, s := range l.sides() {
+		if y, ok := s.(backend.Yielder); ok {
+			asked[n] = y.Yield()
+			n++
+		}
+	}
+	if n == 0 {
+		return
+	}
+	go func() {
+		select {
+		case <-asked[0]:
+		case <-asked[1]:
+		case <-l.lost:
+			return
+		}
+		close(l.yield)
 	}()
 }
 

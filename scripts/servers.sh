@@ -773,7 +773,9 @@ kube_launch() { # kube_launch 1
 	# Loopback only (so no endpoint reconciler: it refuses a loopback
 	# address); its own etcd prefix, so that nothing else in the test
 	# cluster is read as Kubernetes objects; no priority and fairness, whose
-	# queueing would throttle a test's bursts of Lease updates.
+	# queueing would throttle a test's bursts of Lease updates. Coordinated
+	# Leader Election (KEP-4355) and the LeaseCandidate API it uses, for the
+	# kube driver's registry of candidates and its interop tests.
 	spawn kube "$n" "$bin" --bind-address "$HOST" --advertise-address "$HOST" --secure-port "$port" \
 		--endpoint-reconciler-type none \
 		--cert-dir "$dir/certs" --tls-cert-file "$tls/server.crt" --tls-private-key-file "$tls/server.key" \
@@ -782,7 +784,8 @@ kube_launch() { # kube_launch 1
 		--service-account-issuer "$(kube_url "$n")" --service-account-key-file "$tls/sa.pub" \
 		--service-account-signing-key-file "$tls/sa.key" --service-cluster-ip-range 10.0.0.0/24 \
 		--etcd-servers "$etcds" --etcd-prefix /elector-kube \
-		--enable-priority-and-fairness=false --profiling=false
+		--enable-priority-and-fairness=false --profiling=false \
+		--feature-gates=CoordinatedLeaderElection=true --runtime-config=coordination.k8s.io/v1beta1=true
 }
 
 # kube_get PATH prints what the apiserver answers to GET PATH (2 s at most).

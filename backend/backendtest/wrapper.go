@@ -73,6 +73,7 @@ var abilities = []ability{
 	{"Warner", checkWarner},
 	{"TrailingLease", checkTrailingLease},
 	{"SinceRenewer", checkSinceRenewer},
+	{"Yielder", checkYielder},
 	{"Unwrapper", checkUnwrapper},
 	{"Registry", checkRegistry},
 	{"Registration", checkRegistration},
@@ -163,6 +164,19 @@ func checkTrailingLease(ctx context.Context, t *testing.T, b backend.Backend) {
 	}
 	if !tl.DeadlineTrails() {
 		t.Errorf("DeadlineTrails: got false, want true: every lease it wraps trails")
+	}
+}
+
+func checkYielder(ctx context.Context, t *testing.T, b backend.Backend) {
+	l := campaign(ctx, t, b, "wrapper/yield")
+	y, ok := l.(backend.Yielder)
+	if !ok {
+		t.Fatalf("lease %T: got no Yield method, want backend.Yielder", l)
+	}
+	select {
+	case <-y.Yield():
+	case <-ctx.Done():
+		t.Errorf("Yield: the channel never closed, want it closed once a wrapped lease's is (the stub's always is)")
 	}
 }
 
@@ -418,6 +432,14 @@ func (l *stubLease) DeadlineTrails() bool {
 	return true
 }
 
+// Yield asks to yield at once.
+func (l *stubLease) Yield() <-chan struct{} {
+	l.s.rec.add("Yielder")
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}
+
 func (l *stubLease) RenewSince(ctx context.Context, _ time.Time) error {
 	l.s.rec.add("SinceRenewer")
 	return l.Renew(ctx)
@@ -430,6 +452,7 @@ var (
 	_ backend.Warner        = (*stubBackend)(nil)
 	_ backend.TrailingLease = (*stubLease)(nil)
 	_ backend.SinceRenewer  = (*stubLease)(nil)
+	_ backend.Yielder       = (*stubLease)(nil)
 )
 
 // Register, Entries and WatchEntries make the stub a backend.Registry of

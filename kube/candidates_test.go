@@ -1,0 +1,137 @@
+package kube
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/leaderkit/elector"
+	"github.com/leaderkit/elector/backend"
+)
+
+// The LeaseCandidate of an entry has a valid name and label whatever the
+// election's name (a long one, one with characters a Lease name refuses),
+// names the election's Lease in spec.leaseName, carries the entry in its
+// annotations, and is listed by its label; Withdraw deletes it.
+func TestCandidateObject(t *testing.T) {
+	s := testServer(t)
+	b := testBackend(t, s, nil)
+	ctx := testCtx(t)
+	long := testName(t) + "/" + strings.Repeat("Jobs/EU.", 25)
+	for _, election := range []string{testName(t), testName(t) + "/Billing EU", long} {
+		c := cand(election, "alice")
+		c.Priority = 5
+		reg, err := b.Register(ctx, c, true)
+		if err != nil {
+			t.Fatalf("Register(%.40q): got %v, want an entry", election, err)
+		}
+		if errs := validation.IsDNS1123Subdomain(reg.ID()); len(errs) > 0 {
+			t.Fatalf("Register(%.40q): got ID %q, want a valid object name: %v", election, reg.ID(), errs)
+		}
+		obj, err := b.cands.Get(ctx, reg.ID(), metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("get LeaseCandidate %s: %v", reg.ID(), err)
+		}
+		if got, want := obj.Spec.LeaseName, LeaseName(election); got != want {
+			t.Errorf("spec.leaseName: got %q, want %q, the election's Lease", got, want)
+		}
+		if errs := validation.IsValidLabelValue(obj.Labels[ElectionLabel]); len(errs) > 0 {
+			t.Errorf("label %s: got %q, want a valid label value: %v", ElectionLabel, obj.Labels[ElectionLabel], errs)
+		}
+		if got, want := obj.Annotations[CandidateAnnotation], "elector-candidate/1 5 aside alice"; got != want {
+			t.Errorf("annotation %s: got %q, want %q", CandidateAnnotation, got, want)
+		}
+		if got, want := obj.Annotations[TTLAnnotation], testTTL.String(); got != want {
+			t.Errorf("annotation %s: got %q, want %q", TTLAnnotation, got, want)
+		}
+		if got := string(obj.Spec.Strategy); got != CandidateStrategy || obj.Spec.EmulationVersion != "" {
+			t.Errorf("strategy %q, emulationVersion %q: want %q and none, so that Coordinated Leader Election never elects the entry", got, obj.Spec.EmulationVersion, CandidateStrategy)
+		}
+		list, err := b.Entries(ctx, election)
+		if want := (backend.Entry{ID: reg.ID(), Identity: "alice", Priority: 5, Aside: true}); err != nil || len(list) != 1 || list[0] != want {
+			t.Fatalf("Entries(%.40q): got (%v, %v), want [%v]", election, list, err, want)
+		}
+		if err := reg.Withdraw(ctx); err != nil {
+			t.Fatalf("Withdraw: %v", err)
+		}
+		if _, err := b.cands.Get(ctx, reg.ID(), metav1.GetOptions{}); err == nil {
+			t.Errorf("LeaseCandidate %s: still there after Withdraw, want it deleted", reg.ID())
+		}
+	}
+}
+
+// Elections whose Lease names share the first 63 characters have labels
+// of their own, and a Lease name that is a valid label value is its own
+// label.
+func TestElectionLabel(t *testing.T) {
+	a, b := strings.Repeat("a", 70), strings.Repeat("a", 70)+"b"
+	if electionLabel(a) == electionLabel(b) {
+		t.Errorf("electionLabel(%q) = electionLabel(%q) = %q, want distinct labels", a, b, electionLabel(a))
+	}
+	for _, n := range []string{a, b, "jobs", strings.Repeat("x.", 40) + "y"} {
+		if errs := validation.IsValidLabelValue(electionLabel(n)); len(errs) > 0 {
+			t.Errorf("electionLabel(%q) = %q: %v", n, electionLabel(n), errs)
+		}
+	}
+	if got := electionLabel("jobs-eu"); got != "jobs-eu" {
+		t.Errorf(`electionLabel("jobs-eu") = %q, want "jobs-eu"`, got)
+	}
+	if got := candidateName(strings.Repeat("a", 240)+"."+strings.Repeat("b", 12), "0123456789abcdef"); len(validation.IsDNS1123Subdomain(got)) > 0 {
+		t.Errorf("candidateName of a 253-character Lease name: %q is not a valid name", got)
+	}
+}
+
+// On an apiserver that does not serve the LeaseCandidate API, Register
+// fails for good, naming the API and the feature gate.
+func TestRegisterWithoutCandidateAPI(t *testing.T) {
+	s := testServer(t)
+	b := testBackend(t, s, nil)
+	b.cands = candidateClient(b.rest, b.ns, "/apis/coordination.k8s.io/v1alpha9") // served by no apiserver
+	_, err := b.Register(testCtx(t), cand(testName(t), "alice"), false)
+	if !errors.Is(err, backend.ErrInvalid) {
+		t.Fatalf("Register: got %v, want an error wrapping backend.ErrInvalid: the apiserver will never accept it", err)
+	}
+	for _, want := range []string{"coordination.k8s.io/v1beta1", "CoordinatedLeaderElection"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Register: got %q, want it to name %s", err, want)
+		}
+	}
+}
+
+// Close deletes the LeaseCandidates of the entries it registered.
+func TestCloseWithdrawsEntries(t *testing.T) {
+	s := testServer(t)
+	a, b := testBackend(t, s, nil), testBackend(t, s, nil)
+	ctx := testCtx(t)
+	name := testName(t)
+	if _, err := a.Register(ctx, cand(name, "alice"), false); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	list, err := b.cands.List(ctx, selector(LeaseName(name)))
+	if err != nil || len(list.Items) != 0 {
+		t.Fatalf("LeaseCandidates after Close: got (%d, %v), want none: Close withdraws its entries", len(list.Items), err)
+	}
+}
+
+// An Elector with a priority on an apiserver that does not serve the
+// LeaseCandidate API stops: Run returns the error naming the API rather
+// than campaigning without its priority.
+func TestPriorityRefusedWithoutCandidateAPI(t *testing.T) {
+	s := testServer(t)
+	b := testBackend(t, s, nil)
+	b.cands = candidateClient(b.rest, b.ns, "/apis/coordination.k8s.io/v1alpha9") // served by no apiserver
+	e, err := elector.New(b, testName(t), &elector.Options{TTL: testTTL, Priority: 3})
+	if err != nil {
+		t.Fatalf("elector.New: %v", err)
+	}
+	err = e.Run(testCtx(t))
+	if !errors.Is(err, backend.ErrInvalid) || !strings.Contains(err.Error(), "CoordinatedLeaderElection") {
+		t.Fatalf("Run: got %v, want an error wrapping backend.ErrInvalid that names the feature gate", err)
+	}
+}
