@@ -94,11 +94,13 @@ func TestLeadersOneTxnPer128(t *testing.T) {
 
 	elections := numbered(base, 200)
 	for i := range elections {
+		// Nothing renews these leases: their TTLs outlast the reads below
+		// on a loaded machine, and are whole seconds for TimeToLive.
 		switch i % 4 {
-		case 0: // long enough to read a TTL of whole seconds
-			mustCampaign(t, alice, backend.Candidate{Election: elections[i], Identity: "alice", TTL: 5 * time.Second})
+		case 0:
+			mustCampaign(t, alice, backend.Candidate{Election: elections[i], Identity: "alice", TTL: 20 * time.Second})
 		case 1:
-			mustCampaign(t, bob, cand(elections[i], "bob"))
+			mustCampaign(t, bob, backend.Candidate{Election: elections[i], Identity: "bob", TTL: 15 * time.Second})
 		}
 	}
 	elections[7] = "bad\x00name"

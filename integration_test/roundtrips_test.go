@@ -20,13 +20,17 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-redsync/redsync/v4"
 	"github.com/go-zookeeper/zk"
 	"github.com/redis/go-redis/v9"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
 
 	"github.com/leaderkit/elector/internal/testenv"
 )
@@ -127,16 +131,66 @@ func redisCounts(t testing.TB, addrs []string) counts {
 	return c
 }
 
-// etcdCounts reads grpc_server_msg_received_total per method from every
-// member's /metrics: unary calls and stream messages alike (a watch created
-// or cancelled is one Watch message).
-func etcdCounts(t *testing.T, endpoints []string) counts {
+// sentCounter counts the messages a gRPC client sends, per method (the
+// last element of its name): a unary call is one, each message sent on a
+// stream (a watch created, a keepalive) one more. The server counts the
+// same in grpc_server_msg_received_total.
+type sentCounter struct {
+	mu sync.Mutex
+	c  counts
+}
+
+func (sc *sentCounter) add(method string) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	sc.c[method[strings.LastIndexByte(method, '/')+1:]]++
+}
+
+// read returns a copy of the counts so far.
+func (sc *sentCounter) read(*testing.T) counts {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	return maps.Clone(sc.c)
+}
+
+// countedStream counts each message sent on a client stream.
+type countedStream struct {
+	grpc.ClientStream
+	sc     *sentCounter
+	method string
+}
+
+func (s countedStream) SendMsg(m any) error {
+	s.sc.add(s.method)
+	return s.ClientStream.SendMsg(m)
+}
+
+// countedEtcdClient returns a client on endpoints, closed at the end of t,
+// and the counter of the messages it sends.
+func countedEtcdClient(t *testing.T, endpoints []string) (*clientv3.Client, *sentCounter) {
 	t.Helper()
-	c, err := etcdReceived(endpoints)
+	sc := &sentCounter{c: counts{}}
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints: endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
+		DialOptions: []grpc.DialOption{
+			grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+				sc.add(method)
+				return invoker(ctx, method, req, reply, cc, opts...)
+			}),
+			grpc.WithChainStreamInterceptor(func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+				cs, err := streamer(ctx, desc, cc, method, opts...)
+				if err != nil {
+					return nil, err
+				}
+				return countedStream{cs, sc, method}, nil
+			}),
+		},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c
+	t.Cleanup(func() { _ = cli.Close() })
+	return cli, sc
 }
 
 // etcdReceived sums grpc_server_msg_received_total per method over the
@@ -231,16 +285,19 @@ func TestRoundTrips(t *testing.T) {
 		logRoundTrips(t, mine, peer, "redsync", scriptCalls, 2*float64(len(addrs)))
 	})
 	t.Run("etcd", func(t *testing.T) {
+		// Counted at each side's own client: the cluster's metrics also
+		// count the requests of every other test running meanwhile.
 		eps := etcdEndpoints(t)
-		read := func(t *testing.T) counts { return etcdCounts(t, eps) }
-		eb := etcdBackend(t, etcdClient(t, eps...))
+		mineCli, mineSent := countedEtcdClient(t, eps)
+		eb := etcdBackend(t, mineCli)
 		name := etcdName("rt")
-		mine := measureRoundTrips(t, read, func(ctx context.Context) error {
+		mine := measureRoundTrips(t, mineSent.read, func(ctx context.Context) error {
 			return backendOp(eb, etcdTTL)(ctx, name)
 		})
-		s := etcdSession(t, etcdClient(t, eps...))
+		peerCli, peerSent := countedEtcdClient(t, eps)
+		s := etcdSession(t, peerCli)
 		e := concurrency.NewElection(s, etcdName("rt"))
-		peer := measureRoundTrips(t, read, func(ctx context.Context) error {
+		peer := measureRoundTrips(t, peerSent.read, func(ctx context.Context) error {
 			if err := e.Campaign(ctx, "bench"); err != nil {
 				return err
 			}
