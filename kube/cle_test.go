@@ -126,8 +126,16 @@ func TestCoordinatedLeaderElectionHandOver(t *testing.T) {
 // runCoordinated runs a client-go candidate of Coordinated Leader Election
 // for the Lease name: its LeaseCandidate (binary and emulation version
 // 1.37.2, strategy OldestEmulationVersion) and its LeaderElector with
-// Coordinated set, until t ends; its LeaseCandidate is then deleted.
-func runCoordinated(t *testing.T, s server, name, id string) *goCandidate {
+// Coordinated set and a LeaseDuration of cleTTL, until t ends; its
+// LeaseCandidate is then deleted.
+func runCoordinated(t testing.TB, s server, name, id string) *goCandidate {
+	return runCoordinatedAt(t, s, name, id, "1.37.2", cleTTL)
+}
+
+// runCoordinatedAt is runCoordinated with the candidate's binary and
+// emulation version and its LeaseDuration given: the controller prefers
+// the oldest emulation version.
+func runCoordinatedAt(t testing.TB, s server, name, id, version string, leaseDuration time.Duration) *goCandidate {
 	t.Helper()
 	cfg := rest.CopyConfig(s.cfg)
 	cfg.Host = "https://" + testproxy.New(t, s.addr()).Addr() // closed, with the connections, when t ends
@@ -135,7 +143,7 @@ func runCoordinated(t *testing.T, s server, name, id string) *goCandidate {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lc, informers, err := leaderelection.NewCandidate(cs, s.ns, id, name, "1.37.2", "1.37.2", coordinationv1.OldestEmulationVersion)
+	lc, informers, err := leaderelection.NewCandidate(cs, s.ns, id, name, version, version, coordinationv1.OldestEmulationVersion)
 	if err != nil {
 		t.Fatalf("NewCandidate: %v", err)
 	}
@@ -147,8 +155,8 @@ func runCoordinated(t *testing.T, s server, name, id string) *goCandidate {
 			LockConfig: resourcelock.ResourceLockConfig{Identity: id},
 		},
 		Name:          id,
-		LeaseDuration: cleTTL,
-		RenewDeadline: cleTTL * 2 / 3,
+		LeaseDuration: leaseDuration,
+		RenewDeadline: leaseDuration * 2 / 3,
 		RetryPeriod:   goRetryPeriod,
 		Coordinated:   true,
 		Callbacks: leaderelection.LeaderCallbacks{
