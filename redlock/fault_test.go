@@ -111,7 +111,9 @@ func TestPausedNodesBounded(t *testing.T) {
 	a, _ := newBackend(t, &Options{RequestTimeout: requestTimeout})
 	ctx := testCtx(t)
 	e := name(t)
-	c := backend.Candidate{Election: e, Identity: "alice", TTL: 2 * time.Second}
+	// A TTL that outlasts pausing two more nodes on a loaded machine, so
+	// that the second Renew starts before the lease's Deadline.
+	c := backend.Candidate{Election: e, Identity: "alice", TTL: 5 * time.Second}
 
 	pause(t, 5)
 	timedTo := func(bound time.Duration, what string, f func() error) error {
