@@ -25,6 +25,7 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
+scripts/workspace.sh
 CHANGELOG=$ROOT/CHANGELOG.md
 # The modules whose API is checked: directory and snapshot.
 MODULES=(". api/elector.txt" "kube api/kube.txt")

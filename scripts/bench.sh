@@ -7,6 +7,7 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
+scripts/workspace.sh
 SERVERS=$ROOT/scripts/servers.sh
 
 if [[ -z $(find integration_test -name '*.go' -print -quit 2>/dev/null) ]]; then

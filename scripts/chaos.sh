@@ -44,6 +44,7 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 SERVERS=$ROOT/scripts/servers.sh
+"$ROOT/scripts/workspace.sh"
 seeds=${SEEDS:-}
 while (($#)); do
 	case $1 in

@@ -14,6 +14,7 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
+scripts/workspace.sh
 SERVERS=$ROOT/scripts/servers.sh
 DOC=$ROOT/docs/benchmarks.md
 BEGIN='<!-- elect compare: begin -->'

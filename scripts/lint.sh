@@ -7,6 +7,7 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
+scripts/workspace.sh
 # 2026.2.2: the first staticcheck release line that builds with Go 1.26.
 STATICCHECK=${STATICCHECK:-honnef.co/go/tools/cmd/staticcheck@v0.8.2}
 MODULES=(. cmd/elect integration_test examples kube)

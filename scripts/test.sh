@@ -41,6 +41,7 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
+scripts/workspace.sh
 SERVERS=$ROOT/scripts/servers.sh
 MODULES=(. cmd/elect integration_test examples kube)
 SHARDS=${TESTSHARDS:-3}
