@@ -147,36 +147,23 @@ func runCoordinatedAt(t testing.TB, s server, name, id, version string, leaseDur
 	if err != nil {
 		t.Fatalf("NewCandidate: %v", err)
 	}
-	g := &goCandidate{id: id, started: make(chan struct{}), stopped: make(chan struct{}), done: make(chan struct{})}
-	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { lc.Run(ctx) })
+	g := startLeaderElector(t, id, leaderelection.LeaderElectionConfig{
 		Lock: &resourcelock.LeaseLock{
 			LeaseMeta:  metav1.ObjectMeta{Name: name, Namespace: s.ns},
 			Client:     cs.CoordinationV1(),
 			LockConfig: resourcelock.ResourceLockConfig{Identity: id},
 		},
-		Name:          id,
 		LeaseDuration: leaseDuration,
 		RenewDeadline: leaseDuration * 2 / 3,
 		RetryPeriod:   goRetryPeriod,
 		Coordinated:   true,
-		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(context.Context) { g.at = time.Now(); close(g.started) },
-			OnStoppedLeading: func() { close(g.stopped) },
-		},
 	})
-	if err != nil {
-		t.Fatalf("NewLeaderElector: %v", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { lc.Run(ctx) })
-	g.cancel = cancel
-	go func() {
-		defer close(g.done)
-		le.Run(ctx)
-	}()
-	t.Cleanup(func() {
+	t.Cleanup(func() { // before startLeaderElector's: cleanups run last first
 		g.stop()
+		cancel()
 		wg.Wait()
 		if f, ok := informers.(interface{ Shutdown() }); ok {
 			f.Shutdown()

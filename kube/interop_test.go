@@ -39,24 +39,31 @@ type goCandidate struct {
 // releaseOnCancel is LeaderElectionConfig.ReleaseOnCancel.
 func runClientGo(t testing.TB, cli coordinationv1client.LeasesGetter, ns, name, id string, releaseOnCancel bool) *goCandidate {
 	t.Helper()
-	g := &goCandidate{id: id, started: make(chan struct{}), stopped: make(chan struct{}), done: make(chan struct{})}
-	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Name: name, Namespace: ns},
-		Client:     cli,
-		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
-	}
-	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock:            lock,
-		Name:            id,
+	return startLeaderElector(t, id, leaderelection.LeaderElectionConfig{
+		Lock: &resourcelock.LeaseLock{
+			LeaseMeta:  metav1.ObjectMeta{Name: name, Namespace: ns},
+			Client:     cli,
+			LockConfig: resourcelock.ResourceLockConfig{Identity: id},
+		},
 		LeaseDuration:   goLeaseDuration,
 		RenewDeadline:   goRenewDeadline,
 		RetryPeriod:     goRetryPeriod,
 		ReleaseOnCancel: releaseOnCancel,
-		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(context.Context) { g.at = time.Now(); close(g.started) },
-			OnStoppedLeading: func() { close(g.stopped) },
-		},
 	})
+}
+
+// startLeaderElector runs client-go's LeaderElector of cfg, named id, with
+// callbacks that record its leading in the returned candidate, until stop
+// or the end of t.
+func startLeaderElector(t testing.TB, id string, cfg leaderelection.LeaderElectionConfig) *goCandidate {
+	t.Helper()
+	g := &goCandidate{id: id, started: make(chan struct{}), stopped: make(chan struct{}), done: make(chan struct{})}
+	cfg.Name = id
+	cfg.Callbacks = leaderelection.LeaderCallbacks{
+		OnStartedLeading: func(context.Context) { g.at = time.Now(); close(g.started) },
+		OnStoppedLeading: func() { close(g.stopped) },
+	}
+	le, err := leaderelection.NewLeaderElector(cfg)
 	if err != nil {
 		t.Fatalf("NewLeaderElector: %v", err)
 	}

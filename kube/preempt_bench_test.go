@@ -2,7 +2,6 @@ package kube
 
 import (
 	"fmt"
-	"slices"
 	"testing"
 	"time"
 
@@ -41,13 +40,6 @@ func BenchmarkPreemption(b *testing.B) {
 			high.stop()
 			low.stop()
 		}
-		// As prioritytest.Bench reports the elector side.
-		slices.Sort(took)
-		q := func(f float64) float64 {
-			return float64(took[min(len(took)-1, int(f*float64(len(took))))].Microseconds()) / 1000
-		}
-		b.ReportMetric(q(0.50), "p50-ms")
-		b.ReportMetric(q(0.99), "p99-ms")
-		b.ReportMetric(0, "ns/op")
+		prioritytest.Report(b, took)
 	})
 }

@@ -228,6 +228,12 @@ func Bench(b *testing.B, ttl time.Duration, mk Maker) {
 	for i := 0; i < b.N; i++ {
 		took = append(took, preemptOnce(b, ttl, mk))
 	}
+	Report(b, took)
+}
+
+// Report reports the p50 and p99 of took, in ms, as Bench does, and no
+// ns/op: the metrics a peer's preemption benchmark reports beside it.
+func Report(b *testing.B, took []time.Duration) {
 	slices.Sort(took)
 	q := func(f float64) float64 {
 		return float64(took[min(len(took)-1, int(f*float64(len(took))))].Microseconds()) / 1000
