@@ -4,7 +4,7 @@ go 1.26.0
 
 require (
 	github.com/go-logr/logr v1.4.3
-	github.com/leaderkit/elector v0.0.0-20261205120859-09fd7edef2f9
+	github.com/leaderkit/elector v0.0.0-20261205133509-b994506dcc38
 	github.com/redis/go-redis/v9 v9.23.0
 	go.etcd.io/etcd/client/v3 v3.7.3
 	go.uber.org/goleak v1.3.0
