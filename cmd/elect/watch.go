@@ -112,9 +112,10 @@ func (v *view) report(h backend.Holder) {
 }
 
 // yielded reads the registry and reports whether from, the previous
-// leader, yielded to to: from's entry stands aside (as a leader that yields
-// or resigns marks it before its release) and to's priority is higher. It
-// returns nil when not, or when the registry cannot be read in time.
+// leader, yielded to to: from is still a live candidate and to's priority
+// is higher (a leader that yields stays a candidate; one that stopped
+// withdrew its entry). It returns nil when not, or when the registry
+// cannot be read in time.
 func (v *view) yielded(from, to string) *yieldJSON {
 	if v.reg == nil {
 		return nil
@@ -134,7 +135,7 @@ func (v *view) yielded(from, to string) *yieldJSON {
 			b = en
 		}
 	}
-	if a == nil || b == nil || !a.Aside || b.Priority <= a.Priority {
+	if a == nil || b == nil || b.Priority <= a.Priority {
 		return nil
 	}
 	return &yieldJSON{From: a.Identity, FromPriority: a.Priority, Priority: b.Priority}
