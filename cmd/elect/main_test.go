@@ -66,6 +66,10 @@ func TestMain(m *testing.M) {
 			}
 		}()
 		defer builds.Wait()
+		// elect sets the libraries' loggers on its first call, and klog's
+		// setter races with a client already logging: some tests run
+		// clients of their own beside elect, so the setter runs first.
+		setLibraryLoggers()
 		code = m.Run()
 	}()
 	os.Exit(code)
