@@ -35,7 +35,8 @@
 #                    a suffix -restarts or -concurrent picks a fault mode
 #                    (redlock-noaof-restarts, etcd-concurrent, ...), -partitions
 #                    the partition mode (etcd-partitions: 5 members, 64
-#                    partitions); migrate-<old>-<new> a rolling migration
+#                    partitions), -priority preferred leaders (etcd-priority:
+#                    4 candidates of priorities 1-3); migrate-<old>-<new> a rolling migration
 #                    (migrate-redis-etcd, migrate-redis-zookeeper)
 #   CHAOS_FAULTS, CHAOS_TERMS   minimum faults and terms per campaign (100, 300)
 #   CHAOS_FLAGS      extra `go test` flags, e.g. -race

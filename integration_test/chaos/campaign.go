@@ -102,7 +102,8 @@ type campaign struct {
 	leading map[leadKey]int64 // proc and key → mono of its elected event, while it leads
 	running map[int]*proc     // slot → its current process
 	elected int
-	mig     migration // the migrate mode's runbook state
+	prio    map[string]int // proc → its priority, in a priority campaign
+	mig     migration      // the migrate mode's runbook state
 	wg      sync.WaitGroup
 }
 
@@ -124,7 +125,7 @@ func Run(ctx context.Context, cfg Config) (events []Event, err error) {
 	if cfg.Faults == nil {
 		cfg.Faults = FaultKinds(cfg.ServerKind, cfg.AOF)
 	}
-	c := &campaign{cfg: cfg, hist: &History{}, leading: map[leadKey]int64{}, running: map[int]*proc{}}
+	c := &campaign{cfg: cfg, hist: &History{}, leading: map[leadKey]int64{}, running: map[int]*proc{}, prio: map[string]int{}}
 	defer func() {
 		if rerr := c.restoreNodes(); rerr != nil && err == nil {
 			err = rerr
@@ -313,6 +314,11 @@ func (c *campaign) spawn(name, election string, addrs []string) (*proc, error) {
 			}
 			c.mu.Lock()
 			switch ev.Kind {
+			case KindStart:
+				var prio int
+				if _, err := fmt.Sscanf(ev.Note, "priority %d", &prio); err == nil {
+					c.prio[ev.Proc] = prio
+				}
 			case KindElected:
 				c.leading[leadKey{ev.Proc, ev.Key}] = ev.Mono
 				c.elected++
@@ -329,7 +335,9 @@ func (c *campaign) spawn(name, election string, addrs []string) (*proc, error) {
 		c.mu.Unlock()
 		if !signaled {
 			c.hist.Add(Event{Mono: Mono(), Proc: name, Kind: KindExit, Note: fmt.Sprint(werr)})
-			c.cfg.Logf("chaos: %s: candidate %s exited on its own: %v", cfg.Name, name, werr)
+			if werr != nil || cfg.Mode != ModePriority { // a priority candidate leaves and exits 0
+				c.cfg.Logf("chaos: %s: candidate %s exited on its own: %v", cfg.Name, name, werr)
+			}
 		}
 	})
 	return p, nil

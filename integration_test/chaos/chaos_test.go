@@ -19,7 +19,7 @@ var (
 	flagLong     = flag.Bool("chaos.long", false, "run the long campaign (make chaos) instead of the short one (make test)")
 	flagSeed     = flag.Uint64("chaos.seed", 0, "seed of the nemesis schedule; 0 picks one (printed)")
 	flagOut      = flag.String("chaos.out", "", "directory for the report (JSON, SVG, candidate logs); default a temporary one")
-	flagCampaign = flag.String("chaos.campaigns", "redlock-aof,redlock-noaof,etcd,zookeeper,kube", "campaigns to run; kube runs on Kubernetes Leases (the kube-apiserver over the etcd cluster); a suffix -restarts, -concurrent or -clock picks a fault mode (e.g. redlock-noaof-restarts, etcd-concurrent, redlock-noaof-clock), -partitions the partition mode (etcd-partitions); migrate-<old>-<new> a rolling migration (migrate-redis-etcd); zookeeper-stock runs on the ensemble with ZooKeeper's stock timing")
+	flagCampaign = flag.String("chaos.campaigns", "redlock-aof,redlock-noaof,etcd,zookeeper,kube", "campaigns to run; kube runs on Kubernetes Leases (the kube-apiserver over the etcd cluster); a suffix -restarts, -concurrent or -clock picks a fault mode (e.g. redlock-noaof-restarts, etcd-concurrent, redlock-noaof-clock), -partitions the partition mode (etcd-partitions), -priority preferred leaders (etcd-priority); migrate-<old>-<new> a rolling migration (migrate-redis-etcd); zookeeper-stock runs on the ensemble with ZooKeeper's stock timing")
 	flagFaults   = flag.Int("chaos.faults", 0, "faults per campaign (0: 100 long, 5 short)")
 	flagTerms    = flag.Int("chaos.terms", 0, "terms per campaign (0: 300 long, 12 short)")
 	flagMigrate  = flag.Int("chaos.migrations", 0, "full migrations per migrate campaign (0: 20 long, 1 short)")
@@ -189,6 +189,14 @@ func TestChaos(t *testing.T) {
 			WriteTable(&table, rows)
 			t.Logf("%s: %v, %d events, %d writes accepted, %d refused\n%s", name, time.Since(began).Round(time.Second),
 				len(events), r.Accepted, r.Refused, table.String())
+			if ps := r.Priority; ps != nil {
+				t.Logf("%s: %d yields (%d needless); a lower leader led past its yield in %d terms, median %v, worst %v; %d leadership changes for %d changes of the top priority",
+					name, ps.Yields, ps.Needless, ps.Lags, ps.MedianLag.Round(time.Millisecond), ps.WorstLag.Round(time.Millisecond), ps.Changes, ps.PriorityChanges)
+				if rep.Priority == nil {
+					rep.Priority = map[string]PriorityStats{}
+				}
+				rep.Priority[name] = *ps
+			}
 			if st.Keys > 0 {
 				t.Logf("%s: %d elections; %d graceful hand-overs timed, worst %v; %d takeovers after a kill, worst %v; %d late replicas refused",
 					name, st.Keys, st.Graceful, st.WorstGraceful.Round(time.Millisecond), st.Takeovers, st.WorstTakeover.Round(time.Millisecond), st.Refused)
@@ -295,8 +303,13 @@ func configure(t *testing.T, name string, cfg *Config) error {
 	default:
 		return fmt.Errorf("unknown campaign %q in -chaos.campaigns", name)
 	}
-	if mode == ModePartitions {
+	switch mode {
+	case ModePartitions:
 		cfg.Mode, cfg.Partitions, cfg.Candidates = ModePartitions, 64, 5
+	case ModePriority:
+		// Four candidates of priorities 1-3: most of the time two share
+		// one, and one waits above or below the leader.
+		cfg.Mode, cfg.Candidates = ModePriority, 4
 	}
 	cfg.Clock = mode == "clock"
 	var err error
@@ -327,12 +340,27 @@ func checkCampaign(name string, events []Event, ttl, bound time.Duration) (Resul
 			Graceful: func(note string) bool { return note == "moved" || note == "leaving" },
 			Handover: ttl, Takeover: ttl + expiryGrain(name) + time.Second,
 		})
+	case strings.HasSuffix(name, "-"+ModePriority):
+		r := Check(events, p)
+		st := CheckPriority(events, &r, priorityParams(name, ttl))
+		r.Priority = &st
+		return r, KeyStats{}
 	}
 	r := Check(events, p)
 	if _, mode := SplitCampaign(name); mode == "clock" {
 		FailStaleWrites(&r)
 	}
 	return r, KeyStats{}
+}
+
+// priorityParams returns the preference rules of priority campaign name
+// at ttl: candidates lead at least one TTL (the candidates' -min-term); a
+// yield is due within TTL + 1 s, the bound a yielding leader waits for the
+// lower candidates to stand aside plus a second for the hand-over; a
+// candidate's entry outlives its process by up to the TTL and the store's
+// expiry grain.
+func priorityParams(name string, ttl time.Duration) PriorityParams {
+	return PriorityParams{MinTerm: ttl, Budget: ttl + time.Second, Liveness: 2*ttl + expiryGrain(name) + time.Second}
 }
 
 // recheck checks the histories a run saved in dir and prints the table.

@@ -105,6 +105,8 @@ type Result struct {
 	// Accepted and Refused count the fence's writes.
 	Accepted int `json:"writes_accepted"`
 	Refused  int `json:"writes_refused"`
+	// Priority holds a priority campaign's figures ([CheckPriority]).
+	Priority *PriorityStats `json:"priority,omitempty"`
 
 	refusedFault []int // per refused write, the index of the last fault begun before it, or -1
 }

@@ -32,7 +32,8 @@ const (
 
 // ModeFaults returns the fault kinds of a campaign mode: "restarts"
 // (minority restarts, at random and right after hand-overs), "concurrent"
-// (two overlapping faults), or nil for "" and "partitions" (the default
+// (two overlapping faults), "priority" (the default kinds and the faults
+// on the preferred candidate), or nil for "" and "partitions" (the default
 // kinds, [FaultKinds]).
 func ModeFaults(mode, serverKind string, aof bool) ([]string, error) {
 	switch mode {
@@ -51,17 +52,19 @@ func ModeFaults(mode, serverKind string, aof bool) ([]string, error) {
 		return []string{FaultRestartDuringPause, FaultCutDuringHandOver}, nil
 	case "clock":
 		return ClockFaults(serverKind)
+	case ModePriority:
+		return append(FaultKinds(serverKind, aof), FaultPausePreferred, FaultCutPreferred), nil
 	}
-	return nil, fmt.Errorf("unknown campaign mode %q (want restarts, concurrent or clock)", mode)
+	return nil, fmt.Errorf("unknown campaign mode %q (want restarts, concurrent, clock, partitions or priority)", mode)
 }
 
 // SplitCampaign splits a campaign name into its driver and persistence
 // (redlock-aof, redlock-noaof, etcd, zookeeper) and its mode, the suffix
-// "-restarts", "-concurrent" or "-partitions" ("" for none):
+// "-restarts", "-concurrent", "-clock", "-partitions" or "-priority" ("" for none):
 // "etcd-concurrent" runs etcd under overlapping faults, "etcd-partitions"
 // runs [ModePartitions] under the default faults.
 func SplitCampaign(name string) (base, mode string) {
-	for _, m := range []string{"restarts", "concurrent", "clock", ModePartitions} {
+	for _, m := range []string{"restarts", "concurrent", "clock", ModePartitions, ModePriority} {
 		if b, ok := strings.CutSuffix(name, "-"+m); ok {
 			return b, m
 		}

@@ -15,8 +15,9 @@
 // generator (leader kills and pauses, cut or slow links, kills, pauses and
 // restarts of backend nodes, the kube-apiserver and its etcd), injects it,
 // heals it, and waits for a leader. Modes ([ModeFaults], [ModePartitions],
-// [ModeMigrate]) add restarts, overlapping faults, clock steps, partition
-// groups or rolling migrations. Events carry CLOCK_MONOTONIC ([Mono]); the
+// [ModeMigrate], [ModePriority]) add restarts, overlapping faults, clock
+// steps, partition groups, rolling migrations or candidates of mixed
+// priorities. Events carry CLOCK_MONOTONIC ([Mono]); the
 // seed fixes the schedule. In full: docs/chaos.md in the repository.
 //
 // # Checker
@@ -28,8 +29,10 @@
 // previous one's; no leader within [Params.Bound] of a fault healing.
 // [CheckKeys] checks every partition, or every migration, of a partition
 // or migrate campaign as an election of its own, and adds the bounds of
-// hand-overs and the refusal of the late old-only replica. The rules in
-// full: docs/chaos.md.
+// hand-overs and the refusal of the late old-only replica. [CheckPriority]
+// adds a priority campaign's rules: no lower leader past its minimum term
+// and a budget while a higher candidate is live, no yield for nothing. The
+// rules in full: docs/chaos.md.
 //
 // # Safety
 //

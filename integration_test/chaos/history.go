@@ -8,9 +8,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Event kinds. Candidates report [KindStart], [KindElected] and
-// [KindStepdown]; the [Fence] reports [KindWrite]; the [Nemesis] reports the
-// rest.
+// Event kinds. Candidates report [KindStart], [KindElected],
+// [KindStepdown] and [KindLeave]; the [Fence] reports [KindWrite]; the
+// [Nemesis] reports the rest.
 const (
 	KindStart    = "start"    // a candidate process started
 	KindElected  = "elected"  // OnElected began: the term's first instant
@@ -20,6 +20,7 @@ const (
 	KindPause    = "pause"    // the nemesis sent SIGSTOP to Proc
 	KindResume   = "resume"   // the nemesis sent SIGCONT to Proc
 	KindExit     = "exit"     // Proc exited on its own (Note: why)
+	KindLeave    = "leave"    // Proc began to leave gracefully: it is no candidate from then on
 	KindFault    = "fault"    // a fault began (Note: its kind; Proc: target, if a candidate)
 	KindHeal     = "heal"     // the fault begun last ended (Note: its kind)
 	// KindRefused: a candidate's Campaign was refused for good (Note: the

@@ -63,6 +63,12 @@ func (c *campaign) args(name, election string, addrs []string) []string {
 			"-member-min", (5 * churn).String(), "-member-max", (15 * churn).String(),
 			// Up to 256 campaigns in flight per member start at once.
 			"-request-timeout", "300ms")
+	case ModePriority:
+		var slot, gen int
+		_, _ = fmt.Sscanf(name, "s%dg%d", &slot, &gen)
+		return append(append(a, c.backendArgs(addrs)...), "-election", election,
+			"-priority", fmt.Sprint(priorityOf(cfg.Seed, slot, gen)), "-min-term", ttl.String(),
+			"-member-min", (3 * churn).String(), "-member-max", (10 * churn).String())
 	case ModeMigrate:
 		var slot int
 		_, _ = fmt.Sscanf(name, "s%d", &slot)

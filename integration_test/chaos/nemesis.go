@@ -139,6 +139,9 @@ func (c *campaign) inject(ctx context.Context, rng *rand.Rand, kind string) erro
 	if ok, err := c.injectClock(ctx, rng, kind); ok {
 		return err
 	}
+	if ok, err := c.injectPreferred(ctx, rng, kind); ok {
+		return err
+	}
 	if kind == FaultPauseStoreLeader {
 		return c.pauseStoreLeader(ctx, rng)
 	}

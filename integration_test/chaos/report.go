@@ -38,7 +38,9 @@ type Row struct {
 	// Late counts [ViolationLateWon] and [ViolationLateNotRefused]: a
 	// replica left on the old store after a migration's marker that won or
 	// was not refused.
-	Late       int `json:"late_replica_violations"`
+	Late int `json:"late_replica_violations"`
+	// Preference counts [ViolationLowerLeads] and [ViolationNeedlessYield].
+	Preference int `json:"preference_violations"`
 	Documented int `json:"documented_violations"`
 	// StaleRefuse counts writes the fence refused after a fault of this
 	// kind (and before the next): stale leaders stopped.
@@ -112,6 +114,8 @@ func Rows(campaign string, r Result) []Row {
 				row.Slow++
 			case ViolationLateWon, ViolationLateNotRefused:
 				row.Late++
+			case ViolationLowerLeads, ViolationNeedlessYield:
+				row.Preference++
 			}
 		}
 	}
@@ -131,7 +135,7 @@ func Rows(campaign string, r Result) []Row {
 // WriteTable prints rows as an aligned plain-text table.
 func WriteTable(w io.Writer, rows []Row) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "campaign\tfault\tterms\thand-overs\tfaults\toverlaps\tstale ok\tstale refused\ttoken order\tslow recov\tlate\tdocumented\tnew leader worst\tmedian\trecovery worst\t")
+	fmt.Fprintln(tw, "campaign\tfault\tterms\thand-overs\tfaults\toverlaps\tstale ok\tstale refused\ttoken order\tslow recov\tlate\tpreference\tdocumented\tnew leader worst\tmedian\trecovery worst\t")
 	for _, r := range rows {
 		d := func(d time.Duration) string {
 			if r.Faults == 0 {
@@ -139,8 +143,8 @@ func WriteTable(w io.Writer, rows []Row) {
 			}
 			return d.Round(time.Millisecond).String()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t\n", r.Campaign, r.Fault, r.Terms, r.Handovers,
-			r.Faults, r.Overlaps, r.StaleOK, r.StaleRefuse, r.TokenOrder, r.Slow, r.Late, r.Documented,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t\n", r.Campaign, r.Fault, r.Terms, r.Handovers,
+			r.Faults, r.Overlaps, r.StaleOK, r.StaleRefuse, r.TokenOrder, r.Slow, r.Late, r.Preference, r.Documented,
 			d(r.WorstNew), d(r.MedianNew), d(r.WorstRecov))
 	}
 	_ = tw.Flush()
@@ -158,6 +162,9 @@ type Report struct {
 	// Keys holds the hand-over figures of the keyed campaigns (partitions,
 	// migrations).
 	Keys []CampaignKeys `json:"keys,omitempty"`
+	// Priority holds the preference figures of the priority campaigns, by
+	// campaign name.
+	Priority map[string]PriorityStats `json:"priority,omitempty"`
 }
 
 // CampaignKeys are one keyed campaign's [KeyStats].

@@ -6,7 +6,10 @@
 // With -url it opens the backend from a URL instead (a migrate+<phase>://
 // URL in a migrate campaign, whose events carry -key); with -partitions it
 // is a member of partition group -election instead, leaving and joining
-// again now and then, and keys each partition's events p<N>.
+// again now and then, and keys each partition's events p<N>. With
+// -priority it campaigns with that priority and -min-term, never resigns,
+// and leaves (a "leave" event, then exit 0) after -member-min to
+// -member-max; its start event's note is "priority N".
 //
 // It prints one JSON object per line on standard output for every
 // transition, stamped with CLOCK_MONOTONIC in nanoseconds (shared by every
@@ -88,8 +91,8 @@ type config struct {
 	driver, url, election, proc, fence, key string
 	addrs                                   []string
 	ttl, writeEvery, termMin, termMax       time.Duration
-	requestTimeout                          time.Duration
-	partitions                              int
+	requestTimeout, minTerm                 time.Duration
+	partitions, priority                    int
 	memberMin, memberMax                    time.Duration
 	cleanup                                 bool
 }
@@ -110,8 +113,10 @@ func main() {
 	flag.DurationVar(&cfg.termMax, "term-max", 2*time.Second, "longest voluntary term")
 	flag.DurationVar(&cfg.requestTimeout, "request-timeout", 0, "redlock: Options.RequestTimeout (0: the default)")
 	flag.IntVar(&cfg.partitions, "partitions", 0, "partition mode: share this many partitions of group -election with the other candidates")
-	flag.DurationVar(&cfg.memberMin, "member-min", 5*time.Second, "partition mode: shortest membership before a graceful leave")
-	flag.DurationVar(&cfg.memberMax, "member-max", 15*time.Second, "partition mode: longest membership before a graceful leave")
+	flag.IntVar(&cfg.priority, "priority", 0, "campaign with this elector.Options.Priority (0: none), never resign, and leave after -member-min to -member-max")
+	flag.DurationVar(&cfg.minTerm, "min-term", 0, "with -priority: elector.Options.MinTerm")
+	flag.DurationVar(&cfg.memberMin, "member-min", 5*time.Second, "partition and priority mode: shortest membership before a graceful leave")
+	flag.DurationVar(&cfg.memberMax, "member-max", 15*time.Second, "partition and priority mode: longest membership before a graceful leave")
 	flag.BoolVar(&cfg.cleanup, "cleanup", false, "migrate mode: run the runbook's step 4 on -election through -url (a migrate+done URL), check that the old store has no holder left, and exit")
 	flag.Parse()
 	if addrs != "" {
@@ -194,29 +199,52 @@ func run(cfg config) error {
 		return cleanup(ctx, b, cfg)
 	}
 	start := mono()
-	emit(event{Mono: start, Proc: cfg.proc, Kind: "start"})
+	var note string
+	if cfg.priority > 0 {
+		note = fmt.Sprintf("priority %d", cfg.priority)
+	}
+	emit(event{Mono: start, Proc: cfg.proc, Kind: "start", Note: note})
 	// Ties the log's wall-clock times to the history's monotonic ones.
 	logger().Debug("started", "mono", start)
 	if cfg.partitions > 0 {
 		return runPartitions(ctx, b, hc, cfg)
+	}
+	term := cfg.termMin + rand.N(cfg.termMax-cfg.termMin+1)
+	member := ctx
+	if cfg.priority > 0 {
+		// A preferred candidate leads until it yields or leaves.
+		term = 0
+		var cancel context.CancelFunc
+		member, cancel = context.WithTimeout(ctx, cfg.memberMin+rand.N(cfg.memberMax-cfg.memberMin+1))
+		defer cancel()
+		context.AfterFunc(member, func() {
+			if ctx.Err() == nil {
+				emit(event{Mono: mono(), Proc: cfg.proc, Kind: "leave", Key: cfg.key})
+			}
+		})
 	}
 	var e *elector.Elector
 	e, err = elector.New(b, cfg.election, &elector.Options{
 		Identity: cfg.proc,
 		TTL:      cfg.ttl,
 		Logger:   logger(),
+		Priority: cfg.priority,
+		MinTerm:  cfg.minTerm,
 		OnElected: func(ctx context.Context, t elector.Term) {
 			emit(event{Mono: mono(), Proc: cfg.proc, Kind: "elected", Token: t.Token, Key: cfg.key})
-			note := lead(ctx, e, hc, cfg, t.Token, cfg.termMin+rand.N(cfg.termMax-cfg.termMin+1))
+			note := lead(ctx, e, hc, cfg, t.Token, term)
 			emit(event{Mono: mono(), Proc: cfg.proc, Kind: "stepdown", Token: t.Token, Note: note, Key: cfg.key})
+		},
+		OnRevoked: func(t elector.Term, reason error) {
+			emit(event{Mono: mono(), Proc: cfg.proc, Kind: "revoked", Token: t.Token, Note: reason.Error(), Key: cfg.key})
 		},
 	})
 	if err != nil {
 		return err
 	}
-	err = e.Run(ctx)
+	err = e.Run(member)
 	switch {
-	case errors.Is(err, context.Canceled):
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
 		return nil
 	case errors.Is(err, backend.ErrInvalid):
 		// Refused for good, as a replica left on the old store after a
@@ -267,11 +295,15 @@ func logger() *slog.Logger {
 }
 
 // lead writes every writeEvery until ctx ends or length has passed, then
-// resigns; it returns why the term ended.
+// resigns (never, for a length of 0); it returns why the term ended.
 func lead(ctx context.Context, e *elector.Elector, hc *http.Client, cfg config, token uint64, length time.Duration) string {
 	prepare := cfg.writeEvery / 2
-	resignAt := time.NewTimer(length)
-	defer resignAt.Stop()
+	var resign <-chan time.Time
+	if length > 0 {
+		resignAt := time.NewTimer(length)
+		defer resignAt.Stop()
+		resign = resignAt.C
+	}
 	tick := time.NewTicker(cfg.writeEvery)
 	defer tick.Stop()
 	for {
@@ -288,7 +320,7 @@ func lead(ctx context.Context, e *elector.Elector, hc *http.Client, cfg config, 
 		select {
 		case <-ctx.Done():
 			return "ctx: " + context.Cause(ctx).Error()
-		case <-resignAt.C:
+		case <-resign:
 			if err := e.Resign(ctx); err != nil && ctx.Err() == nil {
 				return "resign failed: " + err.Error()
 			}
