@@ -105,3 +105,57 @@ func exportedRecv(fl *ast.FieldList) bool {
 	id, ok := typ.(*ast.Ident)
 	return ok && id.IsExported()
 }
+
+// TestPackageDocsShort keeps the package docs references, not design
+// papers: each driver's at most 120 lines, those of every package a user
+// imports or runs (nested modules too; not internal ones, examples or
+// test programs) together at most 1,100. Derivations belong in
+// docs/design.
+func TestPackageDocsShort(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := map[string]int{} // directory → lines of its package comment
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			switch name := d.Name(); {
+			case path == root:
+			case strings.HasPrefix(name, "."), name == "testdata", name == "internal", name == "examples", name == "integration_test", name == "scripts":
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ParseComments|parser.PackageClauseOnly)
+		if err != nil {
+			return err
+		}
+		if f.Doc != nil {
+			rel, _ := filepath.Rel(root, filepath.Dir(path))
+			lines[rel] += strings.Count(f.Doc.Text(), "\n")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, driver := range []string{"redlock", "etcd", "zookeeper", "kube"} {
+		if n, ok := lines[driver]; !ok || n > 120 {
+			t.Errorf("package %s: doc of %d lines (found: %v); want 1 to 120", driver, n, ok)
+		}
+	}
+	total := 0
+	for _, n := range lines {
+		total += n
+	}
+	if total > 1100 {
+		t.Errorf("package docs: %d lines in all; want at most 1,100 (by package: %v)", total, lines)
+	}
+	t.Logf("package docs: %d lines in all; drivers: redlock %d, etcd %d, zookeeper %d, kube %d", total, lines["redlock"], lines["etcd"], lines["zookeeper"], lines["kube"])
+}
