@@ -349,7 +349,8 @@ func (b *Backend) awaitNewHolding(ctx context.Context, c backend.Candidate, lo b
 
 // keepOld renews lo every renew interval until ctx ends, and cancels ctx
 // with errOldLost when lo is lost or no renewal succeeded before its
-// deadline.
+// deadline. It runs inside a Campaign, before any term exists, so it is
+// not a term of internal/term's engine (docs/design/migrate.md says why).
 func (b *Backend) keepOld(ctx context.Context, ttl time.Duration, lo backend.Lease, cancel context.CancelCauseFunc) {
 	every := b.renewInterval(ttl)
 	for {
