@@ -19,7 +19,7 @@ type Engine struct {
 	n       int // terms started and not finished
 	running bool
 	heap    termHeap
-	shards  []*lostShard
+	loss    lossWatch
 	kick    chan struct{} // capacity 1: something changed
 	// live counts the engine's goroutines (scheduler, shards, renewal
 	// workers); idle, when set, is closed once none is left or a term
@@ -27,15 +27,9 @@ type Engine struct {
 	live int
 	idle chan struct{}
 
-	// queue holds the renewals started and not yet taken by a worker,
-	// from queue[head] on (see work.go).
-	queue    []job
-	head     int
-	workers  int       // renewal workers running
-	limit    int       // workers allowed now: minWorkers, doubled while the queue stalls
-	taken    uint64    // renewals taken from the queue so far
-	seen     uint64    // taken, when the scheduler last saw it move
-	progress time.Time // when the queue last filled or made progress
+	// renewals holds the renewals started and not yet taken by a worker
+	// (see work.go).
+	renewals renewQueue[job]
 }
 
 // registry holds the engine of each Backend with terms.
@@ -61,7 +55,7 @@ func attach(b backend.Backend, t *Term) {
 		e.live++
 		go e.run()
 	}
-	e.watchLocked(t)
+	e.loss.watchLocked(t)
 	e.scheduleLocked(t)
 	e.mu.Unlock()
 	e.poke()
@@ -87,7 +81,12 @@ func lookup(b backend.Backend) (e *Engine) {
 }
 
 func newEngine(key any) *Engine {
-	return &Engine{key: key, kick: make(chan struct{}, 1), limit: minWorkers}
+	e := &Engine{key: key, kick: make(chan struct{}, 1), renewals: newRenewQueue[job]()}
+	e.loss = lossWatch{mu: &e.mu, lost: e.lose, exited: e.exitedLocked, start: func(run func()) {
+		e.live++
+		go run()
+	}}
+	return e
 }
 
 // poke wakes the scheduler.
@@ -121,8 +120,8 @@ func (e *Engine) run() {
 		if len(e.heap) > 0 {
 			next = e.heap[0].st.wake.Sub(now)
 		}
-		if e.queuedLocked() > 0 {
-			e.unstallLocked(now)
+		if e.renewals.len() > 0 {
+			e.workLocked(e.renewals.unstall(now))
 			next = min(next, stallCheck)
 		}
 		e.mu.Unlock()
@@ -253,6 +252,69 @@ func (e *Engine) startLocked(t *Term, now time.Time, acts []action) []action {
 	return append(acts, action{t: t})
 }
 
+// lose ends t on the loss of its lease, unless it has ended already.
+func (e *Engine) lose(t *Term) {
+	e.mu.Lock()
+	if t.st.reason != nil || t.st.finished {
+		e.mu.Unlock()
+		return
+	}
+	reason := fmt.Errorf("%w: the backend reports it gone: %w", ErrLeaseLost, backend.ErrLost)
+	e.endLocked(t, reason)
+	t.st.keep = false
+	e.scheduleLocked(t)
+	e.mu.Unlock()
+	t.ended1(reason, true)
+	e.poke()
+}
+
+// job is a queued renewal.
+type job struct {
+	t *Term
+	a *attempt
+}
+
+// enqueueLocked queues attempt a of t for the renewal workers, starting
+// one if the queue holds more renewals than there are workers, within the
+// limit. The renewal of a [backend.TrailingLease] whose Deadline trails
+// and that is no [backend.SinceRenewer] runs in a goroutine of its own
+// instead: its driver may share one request among the renewals that began
+// before it was sent (a ZooKeeper renewal needs an answer to a request
+// sent after it began), so renewals run one after another would each cost
+// a request. A SinceRenewer is told when its renewal was started, and
+// renewals started together share a request on the workers too.
+func (e *Engine) enqueueLocked(t *Term, a *attempt, now time.Time) {
+	if t.trails && t.since == nil {
+		go t.renew(a)
+		return
+	}
+	e.workLocked(e.renewals.push(job{t: t, a: a}, now))
+}
+
+// workLocked starts n renewal workers.
+func (e *Engine) workLocked(n int) {
+	for range n {
+		e.live++
+		go e.work()
+	}
+}
+
+// work is a renewal worker: it runs queued renewals until none is left.
+func (e *Engine) work() {
+	e.mu.Lock()
+	for {
+		j, ok := e.renewals.take()
+		if !ok {
+			break
+		}
+		e.mu.Unlock()
+		j.t.renew(j.a)
+		e.mu.Lock()
+	}
+	e.exitedLocked()
+	e.mu.Unlock()
+}
+
 // renewsLocked reports whether t is renewed: while it lasts, and after a
 // voluntary end until its callback returns or its step-down point passes.
 func (e *Engine) renewsLocked(t *Term) bool {
@@ -263,7 +325,7 @@ func (e *Engine) renewsLocked(t *Term) bool {
 // more. The caller then calls t.ended1 outside the lock.
 func (e *Engine) endLocked(t *Term, reason error) {
 	t.st.reason = reason
-	e.unwatchLocked(t)
+	e.loss.unwatchLocked(t)
 }
 
 // scheduleLocked places t in the heap at its next instant, or removes it

@@ -118,8 +118,6 @@ type state struct {
 	finished bool  // Finish was called: the engine forgets the term
 	wake     time.Time
 	idx      int // index in the engine's heap, -1 when not in it
-	shard    *lostShard
-	slot     int // index in shard.terms
 }
 
 // Start starts running a term on lease l, won with the given Deadline (read
@@ -257,7 +255,7 @@ func (t *Term) Finish() {
 	}
 	t.st.finished = true
 	e.scheduleLocked(t)
-	e.unwatchLocked(t)
+	e.loss.unwatchLocked(t)
 	e.n--
 	a := t.st.attempt
 	idle := e.idleLocked()

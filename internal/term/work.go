@@ -24,81 +24,79 @@ const (
 	stallCheck = 20 * time.Millisecond
 )
 
-// job is a queued renewal.
-type job struct {
-	t *Term
-	a *attempt
+// renewQueue is the queue of renewals started and not yet taken by a
+// worker, and the count of workers that take them; J is a queued renewal.
+// Its engine's mu guards it, and the engine starts the workers it asks
+// for.
+type renewQueue[J any] struct {
+	jobs     []J       // queued from jobs[head] on
+	head     int       // the next to take
+	workers  int       // workers running
+	limit    int       // workers allowed now: minWorkers, doubled while the queue stalls
+	taken    uint64    // renewals taken so far
+	seen     uint64    // taken, when the scheduler last saw it move
+	progress time.Time // when the queue last filled or made progress
 }
 
-// queuedLocked returns the number of renewals waiting for a worker.
-func (e *Engine) queuedLocked() int { return len(e.queue) - e.head }
+func newRenewQueue[J any]() renewQueue[J] { return renewQueue[J]{limit: minWorkers} }
 
-// enqueueLocked queues attempt a of t and starts a worker if the queue
-// holds more renewals than there are workers, within the limit. The
-// renewal of a [backend.TrailingLease] whose Deadline trails and that is
-// no [backend.SinceRenewer] runs in a goroutine of its own instead: its
-// driver may share one request among the renewals that began before it
-// was sent (a ZooKeeper renewal needs an answer to a request sent after it
-// began), so renewals run one after another would each cost a request. A
-// SinceRenewer is told when its renewal was started, and renewals started
-// together share a request on the workers too.
-func (e *Engine) enqueueLocked(t *Term, a *attempt, now time.Time) {
-	if t.trails && t.since == nil {
-		go t.renew(a)
-		return
+// len returns the number of renewals waiting for a worker.
+func (q *renewQueue[J]) len() int { return len(q.jobs) - q.head }
+
+// push queues j and returns how many workers to start: as many as make
+// the workers as many as the renewals queued, within the limit.
+func (q *renewQueue[J]) push(j J, now time.Time) int {
+	if q.len() == 0 {
+		q.seen, q.progress = q.taken, now // the stall clock starts
 	}
-	if e.queuedLocked() == 0 {
-		e.seen, e.progress = e.taken, now // the stall clock starts
-	}
-	e.queue = append(e.queue, job{t: t, a: a})
-	e.spawnLocked()
+	q.jobs = append(q.jobs, j)
+	return q.spawn()
 }
 
-// spawnLocked starts workers while fewer run than renewals are queued and
-// the limit allows.
-func (e *Engine) spawnLocked() {
-	for e.workers < min(e.queuedLocked(), e.limit) {
-		e.workers++
-		e.live++
-		go e.work()
+// spawn counts in the workers to start while fewer run than renewals are
+// queued and the limit allows, and returns how many.
+func (q *renewQueue[J]) spawn() int {
+	n := 0
+	for q.workers < min(q.len(), q.limit) {
+		q.workers++
+		n++
 	}
+	return n
 }
 
-// unstallLocked raises the limit of workers, and starts them, when the
-// queue has made no progress for stallCheck while every allowed worker was
-// busy. A queue that has just filled has not stalled: its workers have
+// unstall raises the limit of workers, and returns how many to start, when
+// the queue has made no progress for stallCheck while every allowed worker
+// was busy. A queue that has just filled has not stalled: its workers have
 // had no time to take anything yet.
-func (e *Engine) unstallLocked(now time.Time) {
-	if e.taken != e.seen {
-		e.seen, e.progress = e.taken, now
-		return
+func (q *renewQueue[J]) unstall(now time.Time) int {
+	if q.taken != q.seen {
+		q.seen, q.progress = q.taken, now
+		return 0
 	}
-	if now.Sub(e.progress) >= stallCheck && e.workers >= e.limit && e.limit < maxWorkers {
-		e.limit = min(2*e.limit, maxWorkers)
-		e.spawnLocked()
-		e.progress = now
+	if now.Sub(q.progress) < stallCheck || q.workers < q.limit || q.limit >= maxWorkers {
+		return 0
 	}
+	q.limit = min(2*q.limit, maxWorkers)
+	q.progress = now
+	return q.spawn()
 }
 
-// work runs queued renewals until none is left.
-func (e *Engine) work() {
-	e.mu.Lock()
-	for e.queuedLocked() > 0 {
-		j := e.queue[e.head]
-		e.queue[e.head] = job{}
-		e.head++
-		if e.head == len(e.queue) {
-			e.queue, e.head = e.queue[:0], 0
+// take returns the next renewal for a worker; when none is queued it
+// reports false and counts the worker out, as it then exits.
+func (q *renewQueue[J]) take() (J, bool) {
+	var j J
+	if q.len() == 0 {
+		q.workers--
+		if q.workers == 0 {
+			q.limit = minWorkers
 		}
-		e.taken++
-		e.mu.Unlock()
-		j.t.renew(j.a)
-		e.mu.Lock()
+		return j, false
 	}
-	e.workers--
-	if e.workers == 0 {
-		e.limit = minWorkers
+	j, q.jobs[q.head] = q.jobs[q.head], j
+	q.head++
+	if q.head == len(q.jobs) {
+		q.jobs, q.head = q.jobs[:0], 0
 	}
-	e.exitedLocked()
-	e.mu.Unlock()
+	q.taken++
+	return j, true
 }

@@ -64,7 +64,7 @@ func TestRenewalsOnBoundedWorkers(t *testing.T) {
 		close(gate)
 		synctest.Wait()
 		e.mu.Lock()
-		workers, queued := e.workers, e.queuedLocked()
+		workers, queued := e.renewals.workers, e.renewals.len()
 		e.mu.Unlock()
 		if workers != 0 || queued != 0 {
 			t.Errorf("%d renewal workers and %d queued renewals left once every renewal returned, want none", workers, queued)
