@@ -167,6 +167,12 @@ func TestChaos(t *testing.T) {
 		if cfg.Driver == "kube" {
 			cfg.MaxDuration = max(cfg.MaxDuration, time.Duration(cfg.MinFaults)*kubeFaultTime)
 		}
+		if cfg.Mode == ModePriority {
+			// Leaders do not resign: a term ends when its leader leaves,
+			// yields or meets a fault, about every 2.5 TTL (measured 23
+			// terms a minute at TTL 1 s).
+			cfg.MaxDuration = max(cfg.MaxDuration, time.Duration(cfg.MinTerms)*4*cfg.TTL)
+		}
 		if cfg.Mode == ModePartitions {
 			// Each fault waits for all partitions to be owned again
 			// before the next: measured 9-10 s per fault at load 10-20.
