@@ -303,18 +303,19 @@ func bounded[T any](b *Backend, ctx context.Context, f func(context.Context) (T,
 		var zero T
 		return zero, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, b.cfg.request)
+	rctx, cancel := context.WithTimeout(ctx, b.cfg.request)
 	defer cancel()
 	b.requests.Add(1)
-	v, err := f(ctx)
+	v, err := f(rctx)
 	b.reach.exit(time.Now(), err)
 	var limited *LimitError
 	switch {
-	case err == nil, errors.As(err, &limited):
+	case err == nil, errors.As(err, &limited), ctx.Err() != nil:
+		// The caller's own ctx ended the request: its error, as is.
 	case strings.Contains(err.Error(), "client rate limiter"):
 		// client-go's own limiter, which names no setting.
 		err = fmt.Errorf("the client's rate limit (qps %g) held the request until its deadline: %w", b.rate, err)
-	case errors.Is(ctx.Err(), context.DeadlineExceeded) && !apierrors.IsConflict(err):
+	case errors.Is(rctx.Err(), context.DeadlineExceeded) && !apierrors.IsConflict(err):
 		err = fmt.Errorf("no answer within %v (Options.RequestTimeout): %w", b.cfg.request, err)
 	}
 	return v, err

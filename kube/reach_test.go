@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -70,4 +71,28 @@ func TestReachability(t *testing.T) {
 	if err := r.enter(probe.Add(time.Millisecond)); err != nil {
 		t.Fatalf("after a 409: %v; want requests sent", err)
 	}
+}
+
+// A request the apiserver does not answer says it waited
+// Options.RequestTimeout only when that bound ended it: when the caller's
+// own deadline came first, the error is the caller's, naming no setting.
+func TestBoundedNamesTheBoundThatEndedIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := &Backend{}
+		b.cfg.request = time.Second
+		hang := func(ctx context.Context) (int, error) {
+			<-ctx.Done()
+			return 0, &url.Error{Op: "Get", URL: "https://apiserver/leases/a", Err: ctx.Err()}
+		}
+		short, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer cancel()
+		_, err := bounded(b, short, hang)
+		if !errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "RequestTimeout") {
+			t.Errorf("a 200ms ctx ended the request: %v; want the ctx's deadline, not Options.RequestTimeout", err)
+		}
+		_, err = bounded(b, context.Background(), hang)
+		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "no answer within 1s (Options.RequestTimeout)") {
+			t.Errorf("the bound ended the request: %v; want it to name Options.RequestTimeout", err)
+		}
+	})
 }
