@@ -126,7 +126,10 @@ func CheckPriority(events []Event, r *Result, p PriorityParams) PriorityStats {
 		if l == nil {
 			continue
 		}
-		if strings.Contains(t.Why, "preempted") {
+		// A yield is a step-down with ErrPreempted. A term that a pause or
+		// a kill ended may report that reason later, on waking, but it
+		// did not yield at its end.
+		if t.EndReason == "stepdown" && strings.Contains(t.Why, "preempted") {
 			st.Yields++
 			if why := needless(t, l, cands, p); why != "" {
 				st.Needless++

@@ -143,3 +143,19 @@ func TestCheckPriorityYieldToRecentlyGone(t *testing.T) {
 		t.Errorf("all row: %+v", all)
 	}
 }
+
+// A term ended by a pause is no yield, whatever reason the process gives
+// once it wakes.
+func TestCheckPriorityPausedIsNoYield(t *testing.T) {
+	h := []Event{
+		startPrio(0, "a", 1), elected(0.1, "a", 1), startPrio(0.2, "b", 3),
+		{Mono: s(0.5), Kind: KindFault, Proc: "a", Note: FaultPauseLeader}, {Mono: s(0.5), Proc: "a", Kind: KindPause},
+		elected(1.6, "b", 2),
+		{Mono: s(2.5), Proc: "a", Kind: KindResume}, {Mono: s(2.5), Kind: KindHeal, Note: FaultPauseLeader},
+		stepdown(2.6, "a", 1), revoked(2.6, "a", 1, "", preempted),
+	}
+	r, st := checkPrio(h)
+	if len(r.Violations) != 0 || st.Yields != 0 {
+		t.Fatalf("got violations %v and %d yields; want none and none", kinds(r), st.Yields)
+	}
+}
