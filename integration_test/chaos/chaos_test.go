@@ -383,6 +383,9 @@ func recheck(t *testing.T, dir string) {
 		}
 		r, _ := checkCampaign(name, h.Events(), ttlOf(name), 3*ttlOf(name)+3*time.Second)
 		rows = append(rows, Rows(name, r)...)
+		if ps := r.Priority; ps != nil {
+			t.Logf("%s: %+v", name, *ps)
+		}
 		for _, v := range r.Violations {
 			t.Logf("%s: documented=%v %s", name, v.Documented, strings.SplitN(FormatViolation(v), "\n", 2)[0])
 		}
