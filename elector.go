@@ -187,7 +187,7 @@ func (e *Elector) campaign(ctx context.Context) (backend.Lease, time.Time, error
 			e.attemptEnded()
 			return nil, time.Time{}, fmt.Errorf("elector: campaign %q: %w", e.election, err)
 		}
-		delay := backoff(attempt, e.opts.RenewInterval)
+		delay := term.Backoff(attempt, e.opts.RenewInterval)
 		e.attemptFailed(ctx, err, delay)
 		if !wait.Sleep(ctx, delay) {
 			return nil, time.Time{}, ctx.Err()
@@ -393,7 +393,7 @@ func (e *Elector) watchLeader(ctx context.Context) {
 				level, warned = slog.LevelWarn, time.Now()
 			}
 			e.log.LogAttrs(ctx, level, "watch failed; retrying", slog.Any("error", err))
-			if !wait.Sleep(ctx, backoff(attempt, e.opts.RenewInterval)) {
+			if !wait.Sleep(ctx, term.Backoff(attempt, e.opts.RenewInterval)) {
 				return
 			}
 		}
@@ -417,7 +417,3 @@ func (e *Elector) watchLeader(ctx context.Context) {
 		}
 	}
 }
-
-// backoff returns a full-jitter exponential delay for a retry: uniform in
-// [0, min(limit, 25ms·2^attempt)], and at least 1 ms.
-func backoff(attempt int, limit time.Duration) time.Duration { return term.Backoff(attempt, limit) }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/leaderkit/elector/backend"
 	"github.com/leaderkit/elector/backend/memory"
+	"github.com/leaderkit/elector/internal/term"
 )
 
 const ttl = 3 * time.Second // renew every 1s, step down 600ms before the deadline
@@ -197,7 +198,7 @@ func TestIsolatedLeaderStepsDownBeforeExpiry(t *testing.T) {
 		b.Isolate()
 		rv := rec.next(t, "revoked")
 		assert.ErrorIs(t, rv.reason, ErrLeaseLost)
-		assert.ErrorIs(t, rv.reason, errNoRenewal)
+		assert.ErrorIs(t, rv.reason, term.ErrNoRenewal)
 		stepDown := lastRenewal.Add(ttl - ttl/5)
 		assert.Equal(t, stepDown, stopped, "the leader stops at deadline - SafetyMargin, not later")
 		el2 := rival.next(t, "elected")
@@ -510,7 +511,7 @@ func TestNewDefaults(t *testing.T) {
 
 func TestBackoff(t *testing.T) {
 	for attempt := range 40 {
-		d := backoff(attempt, time.Second)
+		d := term.Backoff(attempt, time.Second)
 		assert.GreaterOrEqual(t, d, time.Millisecond)
 		assert.LessOrEqual(t, d, min(time.Second, 25*time.Millisecond<<min(attempt, 10)))
 	}

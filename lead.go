@@ -11,10 +11,6 @@ import (
 	"github.com/leaderkit/elector/internal/term"
 )
 
-// errNoRenewal is the cause of a term that ended because no renewal
-// succeeded before the step-down point.
-var errNoRenewal = term.ErrNoRenewal
-
 // timing returns the timing of the Elector's leases for the term engine.
 func (e *Elector) timing() term.Timing {
 	return term.Timing{TTL: e.opts.TTL, RenewInterval: e.opts.RenewInterval, SafetyMargin: e.opts.SafetyMargin}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/leaderkit/elector/backend"
+	"github.com/leaderkit/elector/internal/term"
 	"github.com/leaderkit/elector/internal/wait"
 )
 
@@ -121,7 +122,7 @@ func (p *prefs) watchEntries(ctx context.Context) {
 			return
 		}
 		p.e.log.LogAttrs(ctx, slog.LevelDebug, "watching the candidates failed; retrying", slog.Any("error", err))
-		if !wait.Sleep(ctx, backoff(attempt, p.e.opts.RenewInterval)) {
+		if !wait.Sleep(ctx, term.Backoff(attempt, p.e.opts.RenewInterval)) {
 			return
 		}
 	}
@@ -136,7 +137,7 @@ func (p *prefs) watchFree(ctx context.Context) {
 			if ctx.Err() != nil || backend.IsPermanent(err) {
 				return
 			}
-			if !wait.Sleep(ctx, backoff(attempt, p.e.opts.RenewInterval)) {
+			if !wait.Sleep(ctx, term.Backoff(attempt, p.e.opts.RenewInterval)) {
 				return
 			}
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/leaderkit/elector/backend"
 	"github.com/leaderkit/elector/backend/memory"
+	"github.com/leaderkit/elector/internal/term"
 )
 
 // stallBackend is a memory Backend cut off from its store on demand: then
@@ -84,7 +85,7 @@ func TestStalledRenewalDelaysNoOtherTerm(t *testing.T) {
 		b.cut.Store(true)
 
 		rv := recFree.next(t, "revoked")
-		assert.ErrorIs(t, rv.reason, errNoRenewal)
+		assert.ErrorIs(t, rv.reason, term.ErrNoRenewal)
 		assert.Equal(t, 3400*time.Millisecond, rv.at.Sub(el.at),
 			"free's step-down after its election: at its own step-down point, whatever the stalled renewal of another term")
 		rs2 := recStall.next(t, "revoked")
