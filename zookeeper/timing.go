@@ -207,6 +207,11 @@ func askConf(ctx context.Context, servers []string, dial func(network, addr stri
 			grace = time.After(confGrace)
 		}
 	}
+	if err := ctx.Err(); err != nil && !answered {
+		// ctx ended while the last failures came in: select took them
+		// first.
+		return Timing{}, false, err
+	}
 	return t, answered, nil
 }
 

@@ -232,3 +232,20 @@ func TestTimingThroughProxy(t *testing.T) {
 		t.Fatalf("Timing through a proxy: got %+v after %v, want tickTime 100ms, syncLimit 5 from conf", got, time.Since(start))
 	}
 }
+
+// A cancelled ctx ends askConf with its error even when a server's failure
+// is ready at the same moment: the select may take either first.
+func TestAskConfCancelled(t *testing.T) {
+	for i := range 1000 {
+		ctx, cancel := context.WithCancel(context.Background())
+		// The ctx ends as the dial fails, so the failure and the end are
+		// both ready when askConf looks.
+		refuse := func(string, string, time.Duration) (net.Conn, error) {
+			cancel()
+			return nil, errors.New("connection refused")
+		}
+		if _, _, err := askConf(ctx, []string{"127.0.0.1:1", "127.0.0.1:2"}, refuse); !errors.Is(err, context.Canceled) {
+			t.Fatalf("attempt %d: askConf with a ctx cancelled meanwhile: %v; want context.Canceled", i, err)
+		}
+	}
+}
