@@ -315,8 +315,7 @@ func (c *campaign) spawn(name, election string, addrs []string) (*proc, error) {
 			c.mu.Lock()
 			switch ev.Kind {
 			case KindStart:
-				var prio int
-				if _, err := fmt.Sscanf(ev.Note, "priority %d", &prio); err == nil {
+				if prio, ok := startPriority(ev); ok {
 					c.prio[ev.Proc] = prio
 				}
 			case KindElected:

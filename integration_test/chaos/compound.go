@@ -116,9 +116,7 @@ func (c *campaign) injectCompound(ctx context.Context, rng *rand.Rand, kind stri
 			return true, err
 		}
 		defer c.onNodes(c.cfg.ServerKind, names, "resume")
-		return true, c.toxic(ctx, slot, jitter(rng, 3*ttl/2, 5*ttl/2),
-			`{"name":"cut-up","type":"timeout","stream":"upstream","attributes":{"timeout":0}}`,
-			`{"name":"cut-down","type":"timeout","stream":"downstream","attributes":{"timeout":0}}`)
+		return true, c.toxic(ctx, slot, jitter(rng, 3*ttl/2, 5*ttl/2), cutLinks...)
 	}
 	return false, nil
 }

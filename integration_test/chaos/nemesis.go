@@ -139,13 +139,10 @@ func (c *campaign) inject(ctx context.Context, rng *rand.Rand, kind string) erro
 	if ok, err := c.injectClock(ctx, rng, kind); ok {
 		return err
 	}
-	if ok, err := c.injectPreferred(ctx, rng, kind); ok {
-		return err
-	}
 	if kind == FaultPauseStoreLeader {
 		return c.pauseStoreLeader(ctx, rng)
 	}
-	if strings.HasSuffix(kind, "-leader") {
+	if strings.HasSuffix(kind, "-leader") || strings.HasSuffix(kind, "-preferred") {
 		return c.injectLeader(ctx, rng, kind)
 	}
 	return c.injectNodes(ctx, rng, kind)
@@ -175,10 +172,21 @@ func (c *campaign) leaderTarget() (*proc, error) {
 	return nil, errors.New("no candidate process is running")
 }
 
-// injectLeader runs one "-leader" fault on the leading candidate process.
+// cutLinks are the toxics that cut a candidate's links both ways.
+var cutLinks = []string{
+	`{"name":"cut-up","type":"timeout","stream":"upstream","attributes":{"timeout":0}}`,
+	`{"name":"cut-down","type":"timeout","stream":"downstream","attributes":{"timeout":0}}`,
+}
+
+// injectLeader runs one "-leader" fault on the leading candidate process,
+// or one "-preferred" fault on the preferred one ([campaign.preferredTarget]).
 func (c *campaign) injectLeader(ctx context.Context, rng *rand.Rand, kind string) error {
 	ttl := c.cfg.TTL
-	p, err := c.leaderTarget()
+	target := c.leaderTarget
+	if strings.HasSuffix(kind, "-preferred") {
+		target = c.preferredTarget
+	}
+	p, err := target()
 	if err != nil {
 		return err
 	}
@@ -189,14 +197,12 @@ func (c *campaign) injectLeader(ctx context.Context, rng *rand.Rand, kind string
 	switch kind {
 	case FaultKillLeader:
 		c.signal(p, syscall.SIGKILL, KindKill)
-	case FaultPauseLeader:
+	case FaultPauseLeader, FaultPausePreferred:
 		c.signal(p, syscall.SIGSTOP, KindPause)
 		wait.Sleep(ctx, jitter(rng, 3*ttl/2, 5*ttl/2))
 		c.signal(p, syscall.SIGCONT, KindResume)
-	case FaultCutLeader:
-		return c.toxic(ctx, slot, jitter(rng, 3*ttl/2, 5*ttl/2),
-			`{"name":"cut-up","type":"timeout","stream":"upstream","attributes":{"timeout":0}}`,
-			`{"name":"cut-down","type":"timeout","stream":"downstream","attributes":{"timeout":0}}`)
+	case FaultCutLeader, FaultCutPreferred:
+		return c.toxic(ctx, slot, jitter(rng, 3*ttl/2, 5*ttl/2), cutLinks...)
 	case FaultSlowLeader:
 		return c.toxic(ctx, slot, 2*ttl, fmt.Sprintf(
 			`{"name":"slow","type":"latency","stream":"downstream","attributes":{"latency":%d,"jitter":%d}}`,

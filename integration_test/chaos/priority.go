@@ -2,15 +2,11 @@ package chaos
 
 import (
 	"cmp"
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
-
-	"github.com/leaderkit/elector/internal/wait"
 )
 
 // ModePriority: the candidates campaign with priorities (1 to 3, drawn
@@ -89,15 +85,7 @@ type prioCand struct {
 
 // up reports whether the candidate was live and reachable at t.
 func (c *prioCand) up(t int64) bool {
-	if t < c.start || t >= c.end {
-		return false
-	}
-	for _, d := range c.down {
-		if t >= d[0] && t < d[1] {
-			return false
-		}
-	}
-	return true
+	return t >= c.start && t < c.end && !within(c.down, t)
 }
 
 // CheckPriority checks the preference rules of a priority campaign on r,
@@ -163,8 +151,7 @@ func prioCands(events []Event, faults []Fault, last int64) (map[string]*prioCand
 		c := cands[ev.Proc]
 		switch {
 		case ev.Kind == KindStart:
-			var prio int
-			if _, err := fmt.Sscanf(ev.Note, "priority %d", &prio); err == nil {
+			if prio, ok := startPriority(ev); ok {
 				cands[ev.Proc] = &prioCand{prio: prio, start: ev.Mono, end: last}
 			}
 		case c == nil:
@@ -294,6 +281,14 @@ func topChanges(cands map[string]*prioCand, frozen [][2]int64, first, last int64
 	return changes
 }
 
+// startPriority returns the priority a candidate's start event names
+// (note "priority N"), and false for a candidate without one.
+func startPriority(ev Event) (int, bool) {
+	var prio int
+	_, err := fmt.Sscanf(ev.Note, "priority %d", &prio)
+	return prio, err == nil
+}
+
 // priorityOf returns the priority, 1 to 3, of generation gen of slot s in
 // a campaign of seed.
 func priorityOf(seed uint64, s, gen int) int {
@@ -323,30 +318,4 @@ func (c *campaign) preferredTarget() (*proc, error) {
 		return nil, fmt.Errorf("no candidate process is running")
 	}
 	return best, nil
-}
-
-// injectPreferred runs one "-preferred" fault; it reports false for other
-// kinds.
-func (c *campaign) injectPreferred(ctx context.Context, rng *rand.Rand, kind string) (bool, error) {
-	if kind != FaultPausePreferred && kind != FaultCutPreferred {
-		return false, nil
-	}
-	ttl := c.cfg.TTL
-	p, err := c.preferredTarget()
-	if err != nil {
-		return true, err
-	}
-	var slot int
-	_, _ = fmt.Sscanf(p.name, "s%d", &slot)
-	c.faultBegins(kind, p.name)
-	defer c.faultHeals(kind)
-	if kind == FaultPausePreferred {
-		c.signal(p, syscall.SIGSTOP, KindPause)
-		wait.Sleep(ctx, jitter(rng, 3*ttl/2, 5*ttl/2))
-		c.signal(p, syscall.SIGCONT, KindResume)
-		return true, nil
-	}
-	return true, c.toxic(ctx, slot, jitter(rng, 3*ttl/2, 5*ttl/2),
-		`{"name":"cut-up","type":"timeout","stream":"upstream","attributes":{"timeout":0}}`,
-		`{"name":"cut-down","type":"timeout","stream":"downstream","attributes":{"timeout":0}}`)
 }
