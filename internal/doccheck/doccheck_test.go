@@ -15,45 +15,22 @@ import (
 // module (nested modules and testdata excluded) and fails for each exported
 // declaration, method or package without a doc comment.
 func TestExportedIdentifiersDocumented(t *testing.T) {
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
 	pkgDoc := map[string]bool{} // directory → has a package comment
 	files := 0
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+	walkSources(t, func(dir, name string) bool {
+		if name == "examples" || name == "integration_test" {
+			return true
 		}
-		if d.IsDir() {
-			name := d.Name()
-			if path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "examples" || name == "integration_test") {
-				return filepath.SkipDir
-			}
-			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil && path != root {
-				return filepath.SkipDir // another module
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
+		_, err := os.Stat(filepath.Join(dir, "go.mod"))
+		return err == nil // another module
+	}, func(rel string, f *ast.File) {
 		files++
-		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ParseComments)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, path)
 		dir := filepath.Dir(rel)
 		pkgDoc[dir] = pkgDoc[dir] || f.Doc != nil
 		for _, decl := range f.Decls {
 			checkDecl(t, rel, decl)
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	}, parser.ParseComments)
 	if files == 0 {
 		t.Fatal("got no Go files, want the module's: the walk started in the wrong place")
 	}
@@ -112,39 +89,18 @@ func exportedRecv(fl *ast.FieldList) bool {
 // test programs) together at most 1,100. Derivations belong in
 // docs/design.
 func TestPackageDocsShort(t *testing.T) {
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
 	lines := map[string]int{} // directory → lines of its package comment
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+	walkSources(t, func(_, name string) bool {
+		switch name {
+		case "internal", "examples", "integration_test", "scripts":
+			return true
 		}
-		if d.IsDir() {
-			switch name := d.Name(); {
-			case path == root:
-			case strings.HasPrefix(name, "."), name == "testdata", name == "internal", name == "examples", name == "integration_test", name == "scripts":
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ParseComments|parser.PackageClauseOnly)
-		if err != nil {
-			return err
-		}
+		return false
+	}, func(rel string, f *ast.File) {
 		if f.Doc != nil {
-			rel, _ := filepath.Rel(root, filepath.Dir(path))
-			lines[rel] += strings.Count(f.Doc.Text(), "\n")
+			lines[filepath.Dir(rel)] += strings.Count(f.Doc.Text(), "\n")
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	}, parser.ParseComments|parser.PackageClauseOnly)
 	for _, driver := range []string{"redlock", "etcd", "zookeeper", "kube"} {
 		if n, ok := lines[driver]; !ok || n > 120 {
 			t.Errorf("package %s: doc of %d lines (found: %v); want 1 to 120", driver, n, ok)
@@ -158,4 +114,40 @@ func TestPackageDocsShort(t *testing.T) {
 		t.Errorf("package docs: %d lines in all; want at most 1,100 (by package: %v)", total, lines)
 	}
 	t.Logf("package docs: %d lines in all; drivers: redlock %d, etcd %d, zookeeper %d, kube %d", total, lines["redlock"], lines["etcd"], lines["zookeeper"], lines["kube"])
+}
+
+// walkSources parses every non-test Go file of the repository with mode
+// and calls fn with its path relative to the root, skipping hidden
+// directories, testdata, and the directories skip names (it gets each
+// directory's path and name).
+func walkSources(t *testing.T, skip func(dir, name string) bool, fn func(rel string, f *ast.File), mode parser.Mode) {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if name := d.Name(); path != root && (strings.HasPrefix(name, ".") || name == "testdata" || skip(path, name)) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, mode)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		fn(rel, f)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
