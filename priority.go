@@ -244,18 +244,25 @@ func (p *prefs) resigned(ctx context.Context) {
 // failed the higher entries deferred to while the election has been without
 // a leader for the bound. p.mu is held.
 func (p *prefs) higherLocked(now time.Time) []backend.Entry {
+	return p.higherInLocked(now, p.entries)
+}
+
+// higherInLocked is higherLocked over the entries of list. p.mu is held.
+func (p *prefs) higherInLocked(now time.Time, list []backend.Entry) []backend.Entry {
 	var own string
 	if p.entry != nil {
 		own = p.entry.ID()
 	}
 	mark := !p.freeSince.IsZero() && now.Sub(p.freeSince) >= p.bound()
 	var out []backend.Entry
-	for _, en := range p.entries {
+	for _, en := range list {
 		if en.ID == own || en.Priority <= p.c.Priority || en.Aside || p.failed[en.ID] {
 			continue
 		}
 		if mark {
 			p.failed[en.ID] = true
+			p.e.log.Debug("a candidate of a higher priority did not win within the bound; no longer deferred to",
+				slog.String("identity", en.Identity), slog.String("id", en.ID), slog.Int("priority", en.Priority))
 			continue
 		}
 		out = append(out, en)
@@ -281,16 +288,27 @@ func (p *prefs) turn(ctx context.Context) error {
 					return err
 				}
 			}
+			// The read decides, but does not replace the watched view: it
+			// may have begun before the view's last update, which the
+			// watch would not deliver again.
 			list, err := p.reg.Entries(ctx, p.c.Election)
 			if err != nil {
 				return err
 			}
-			p.setEntries(list)
 			p.mu.Lock()
-			higher = p.higherLocked(time.Now())
+			now := time.Now()
+			higher = p.higherInLocked(now, list)
+			viewed := len(p.higherLocked(now)) > 0
+			changed = p.changed
 			p.mu.Unlock()
 			if len(higher) == 0 {
+				p.e.log.Debug("no candidate of a higher priority to defer to; campaigning", slog.Int("entries", len(list)))
 				return nil
+			}
+			// A higher entry the view has not yet: wait for the view to
+			// catch up, and read again after RenewInterval at most.
+			if !viewed && !waitChange(ctx.Done(), changed, now.Add(p.e.opts.RenewInterval)) {
+				return ctx.Err()
 			}
 			continue
 		}
@@ -344,6 +362,8 @@ func (p *prefs) campaignCtx(ctx context.Context) (context.Context, func() bool) 
 			changed := p.changed
 			p.mu.Unlock()
 			if len(higher) > 0 {
+				p.e.log.Debug("a candidate of a higher priority appeared; leaving the campaign",
+					slog.String("identity", higher[0].Identity), slog.Int("priority", higher[0].Priority))
 				cancel(errStandAside)
 				return
 			}

@@ -165,6 +165,67 @@ func TestStuckPreferredCandidateIsBounded(t *testing.T) {
 	})
 }
 
+// TestStaleReadKeepsTheWatchedView: the read a candidate makes before it
+// campaigns may be older than the watched view (it began before the view's
+// last update). It must not replace the view: the watch does not deliver
+// that update again, and the candidate would campaign blind to a higher
+// one, win when the leader yields to that one, and yield a second time.
+func TestStaleReadKeepsTheWatchedView(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.New()
+		recA, recC := newRecorder(), newRecorder()
+		ra := start(t, store, prio(recA, "alice", 1, 0))
+		recA.next(t, "elected")
+		carol := &slowRead{Backend: store.Peer(), gate: make(chan struct{})}
+		rc := start(t, carol, prio(recC, "carol", 1, 0))
+		synctest.Wait() // carol's read before her campaign is held, as read
+
+		stuck := store.Peer()
+		_, err := stuck.Register(t.Context(), backend.Candidate{Election: "jobs", Identity: "stuck", TTL: ttl, Priority: 9}, false)
+		require.NoError(t, err)
+		synctest.Wait() // every view has the stuck entry
+		close(carol.gate)
+		synctest.Wait()
+
+		list, err := store.Entries(t.Context(), "jobs")
+		require.NoError(t, err)
+		for _, en := range list {
+			if en.Identity == "carol" {
+				assert.True(t, en.Aside, "carol defers to the higher entry her view had before her read returned")
+			}
+		}
+		rv := recA.next(t, "revoked")
+		assert.ErrorIs(t, rv.reason, ErrPreempted)
+		var el event
+		select {
+		case el = <-recA.ch:
+		case el = <-recC.ch:
+		}
+		require.Equal(t, "elected", el.kind)
+		time.Sleep(10 * ttl)
+		recA.none(t) // no second yield to the stuck candidate
+		recC.none(t)
+
+		require.Same(t, context.Canceled, ra.stop(t))
+		require.Same(t, context.Canceled, rc.stop(t))
+		require.NoError(t, stuck.Close())
+	})
+}
+
+// slowRead is a memory Backend whose first Entries reads the registry at
+// once but answers only when gate is closed.
+type slowRead struct {
+	*memory.Backend
+	gate chan struct{}
+	once sync.Once
+}
+
+func (b *slowRead) Entries(ctx context.Context, election string) ([]backend.Entry, error) {
+	list, err := b.Backend.Entries(ctx, election)
+	b.once.Do(func() { <-b.gate })
+	return list, err
+}
+
 // TestCutOffPreferredCandidateIsNotWaitedFor: a higher candidate cut off
 // from the store loses its entry within a TTL, and then the leader no
 // longer yields to it.

@@ -4,6 +4,7 @@
 package prioritytest
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -35,6 +36,7 @@ type history struct {
 	mu     sync.Mutex
 	active string // the identity whose OnElected runs, or ""
 	events chan event
+	log    *slog.Logger // the electors' debug logs, printed if the test fails
 }
 
 // event is a term starting ("elected") or ending ("revoked").
@@ -44,7 +46,32 @@ type event struct {
 	at        time.Time
 }
 
-func newHistory(t *testing.T) *history { return &history{t: t, events: make(chan event, 256)} }
+func newHistory(t *testing.T) *history {
+	var (
+		mu  sync.Mutex
+		buf bytes.Buffer
+	)
+	w := writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return buf.Write(p)
+	})
+	// Registered first, so it runs after the electors' cleanups stopped them.
+	t.Cleanup(func() {
+		if t.Failed() {
+			mu.Lock()
+			defer mu.Unlock()
+			t.Logf("the electors' logs:\n%s", buf.String())
+		}
+	})
+	log := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	return &history{t: t, events: make(chan event, 256), log: log}
+}
+
+// writerFunc is an io.Writer made of a function.
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
 // options returns the Options of a candidate recorded in h.
 func (h *history) options(who string, priority int, ttl time.Duration) *elector.Options {
@@ -52,7 +79,7 @@ func (h *history) options(who string, priority int, ttl time.Duration) *elector.
 		Identity: who,
 		Priority: priority,
 		TTL:      ttl,
-		Logger:   slog.New(slog.DiscardHandler),
+		Logger:   h.log.With("who", who),
 		OnElected: func(ctx context.Context, _ elector.Term) {
 			h.mu.Lock()
 			if h.active != "" {
@@ -190,6 +217,7 @@ func testStuckPreferredBounded(t *testing.T, ttl time.Duration, mk Maker) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	h.log.Info("registered", "who", "stuck", "id", reg.ID())
 	wg.Go(func() { // its process keeps the entry alive, but never campaigns
 		tick := time.NewTicker(ttl / 3)
 		defer tick.Stop()
