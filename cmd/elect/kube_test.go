@@ -65,11 +65,15 @@ func TestKubeRunStatusWatch(t *testing.T) {
 	if bye := h.next(10*time.Second, "replica-a's command to die"); bye.hello || bye.identity != "replica-a" {
 		t.Fatalf("got %v, want the bye of replica-a's command", bye)
 	}
-	next := h.next(ttl, "replica-b's command to start, before the TTL (the Lease was released)")
+	next := h.next(10*time.Second, "replica-b's command to start")
 	if !next.hello || next.identity != "replica-b" || next.token <= hello.token {
 		t.Fatalf("got %v, want replica-b's hello with a token above %d", next, hello.token)
 	}
-	t.Logf("SIGTERM: replica-b's command started %v after replica-a was stopped", next.at.Sub(stopped).Round(time.Millisecond))
+	if took := next.elected.Sub(stopped); took >= ttl {
+		t.Errorf("replica-b was elected %v after replica-a was stopped; want before the TTL %v (the Lease was released)", took.Round(time.Millisecond), ttl)
+	}
+	t.Logf("SIGTERM: replica-b elected %v and its command started %v after replica-a was stopped",
+		next.elected.Sub(stopped).Round(time.Millisecond), next.at.Sub(stopped).Round(time.Millisecond))
 	if code := first.wait(10 * time.Second); code != 0 {
 		t.Errorf("replica-a stopped by SIGTERM: exit %d, want 0", code)
 	}
