@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -37,6 +38,15 @@ func TestMain(m *testing.M) {
 	// forwarding would fail. Caught here, it reaches elect at its default.
 	if signal.Ignored(syscall.SIGHUP) {
 		signal.Notify(make(chan os.Signal, 1), syscall.SIGHUP)
+	}
+	// A race-built binary sleeps a second before it exits (the race
+	// runtime's atexit_sleep_ms), and the tests start race-built elects,
+	// watchdogs and commands by the hundred: without the sleep, which only
+	// gives goroutines still running at exit a last chance to race, they
+	// wait minutes less. Races while they run are reported as ever.
+	if err := os.Setenv("GORACE", strings.TrimSpace("atexit_sleep_ms=0 "+os.Getenv("GORACE"))); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
 	dir, err := os.MkdirTemp("", "elect-test")
 	if err != nil {
