@@ -14,7 +14,8 @@
 #
 # With a clean module cache (modserve_setup DIR clean) the go command
 # starts from an empty GOMODCACHE and GOPATH under DIR, as on a new
-# machine; the build cache is kept (it holds no module resolution).
+# machine; the build cache is kept (it holds no module resolution), and
+# builds trim paths so that it serves them.
 
 MODULE=github.com/leaderkit/elector
 
@@ -31,7 +32,10 @@ modserve_setup() {
 	export GIT_CONFIG_GLOBAL=$dir/gitconfig GOPRIVATE=github.com/leaderkit GOWORK=off GOFLAGS=-mod=mod
 	export GOPROXY="file://$cache/cache/download,$proxy"
 	if [[ $mode == clean ]]; then
-		export GOMODCACHE=$dir/mod GOPATH=$dir/gopath GOBIN=$dir/bin
+		# -trimpath: the go command keys a package's build by its directory
+		# unless it trims paths, and the new module cache would make every
+		# dependency's compile a miss of the build cache.
+		export GOMODCACHE=$dir/mod GOPATH=$dir/gopath GOBIN=$dir/bin GOFLAGS="$GOFLAGS -trimpath"
 	fi
 }
 
