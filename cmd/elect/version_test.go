@@ -71,7 +71,9 @@ func TestVersionFormat(t *testing.T) {
 // It copies the repository's root module and the modules elect replaces it
 // and the kube driver with into a fresh git repository (the go command
 // stamps nothing in a git worktree, whose .git is a file, nor outside a
-// checkout), builds elect there as go build does by default in its module, clean and then with an
+// checkout), builds elect there as go build does by default in its module
+// (with -trimpath, so that the build cache serves the copy's packages,
+// which it keys by directory otherwise), clean and then with an
 // uncommitted file, and compares elect version and elect --version with the
 // repository's revision, commit time and state; then it compares the test's
 // own elect binary with what go version -m reads from it.
@@ -93,7 +95,7 @@ func TestVersion(t *testing.T) {
 			}
 		}
 		bin := filepath.Join(t.TempDir(), "elect")
-		build := exec.Command("go", "build", "-race", "-buildvcs=true", "-o", bin, ".")
+		build := exec.Command("go", "build", "-buildvcs=true", "-trimpath", "-o", bin, ".")
 		build.Dir = filepath.Join(repo, "cmd", "elect")
 		build.Env = gitlessEnv()
 		if out, err := build.CombinedOutput(); err != nil {
