@@ -129,40 +129,58 @@ func TestStuckPreferredCandidateIsBounded(t *testing.T) {
 		ra := start(t, store, prio(recA, "alice", 1, 0))
 		recA.next(t, "elected")
 		rc := start(t, store.Peer(), prio(recC, "carol", 1, 0))
+		withdraw := registerStuck(t, store)
 
-		stuck := store.Peer()
-		reg, err := stuck.Register(t.Context(), backend.Candidate{Election: "jobs", Identity: "stuck", TTL: ttl, Priority: 9}, false)
-		require.NoError(t, err)
-		ctx, cancel := context.WithCancel(t.Context())
-		var wg sync.WaitGroup
-		wg.Go(func() { // the entry stays live: its process refreshes it
-			for ctx.Err() == nil {
-				_ = reg.Refresh(ctx)
-				time.Sleep(ttl / 3)
-			}
-		})
-
-		rv := recA.next(t, "revoked")
-		assert.ErrorIs(t, rv.reason, ErrPreempted)
-		var el event
-		select {
-		case el = <-recA.ch:
-		case el = <-recC.ch:
-		}
-		require.Equal(t, "elected", el.kind)
+		rv, el := yieldsOnceToStuck(t, recA, recC)
 		gap := el.at.Sub(rv.at)
 		assert.Greater(t, gap, time.Duration(0))
 		assert.LessOrEqual(t, gap, ttl+ttl/3, "the election is without a leader for at most about a TTL")
-		time.Sleep(10 * ttl)
-		recA.none(t) // no second yield to the stuck candidate
-		recC.none(t)
 
-		cancel()
-		wg.Wait()
 		require.Same(t, context.Canceled, ra.stop(t))
 		require.Same(t, context.Canceled, rc.stop(t))
-		require.NoError(t, stuck.Close())
+		withdraw()
 	})
+}
+
+// registerStuck registers, on a peer of store, a candidate of priority 9
+// whose entry stays live (its process refreshes it) but that never
+// campaigns. The function returned withdraws it.
+func registerStuck(t *testing.T, store *memory.Backend) func() {
+	t.Helper()
+	stuck := store.Peer()
+	reg, err := stuck.Register(t.Context(), backend.Candidate{Election: "jobs", Identity: "stuck", TTL: ttl, Priority: 9}, false)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for ctx.Err() == nil {
+			_ = reg.Refresh(ctx)
+			time.Sleep(ttl / 3)
+		}
+	})
+	return func() {
+		cancel()
+		wg.Wait()
+		require.NoError(t, stuck.Close())
+	}
+}
+
+// yieldsOnceToStuck checks that alice yields to the stuck candidate, that
+// alice or carol is elected next, and that then no term starts or ends for
+// 10 TTL: no second yield. It returns the yield and the election.
+func yieldsOnceToStuck(t *testing.T, recA, recC *recorder) (rv, el event) {
+	t.Helper()
+	rv = recA.next(t, "revoked")
+	assert.ErrorIs(t, rv.reason, ErrPreempted)
+	select {
+	case el = <-recA.ch:
+	case el = <-recC.ch:
+	}
+	require.Equal(t, "elected", el.kind)
+	time.Sleep(10 * ttl)
+	recA.none(t)
+	recC.none(t)
+	return rv, el
 }
 
 // TestStaleReadKeepsTheWatchedView: the read a candidate makes before it
@@ -180,9 +198,7 @@ func TestStaleReadKeepsTheWatchedView(t *testing.T) {
 		rc := start(t, carol, prio(recC, "carol", 1, 0))
 		synctest.Wait() // carol's read before her campaign is held, as read
 
-		stuck := store.Peer()
-		_, err := stuck.Register(t.Context(), backend.Candidate{Election: "jobs", Identity: "stuck", TTL: ttl, Priority: 9}, false)
-		require.NoError(t, err)
+		withdraw := registerStuck(t, store)
 		synctest.Wait() // every view has the stuck entry
 		close(carol.gate)
 		synctest.Wait()
@@ -194,21 +210,11 @@ func TestStaleReadKeepsTheWatchedView(t *testing.T) {
 				assert.True(t, en.Aside, "carol defers to the higher entry her view had before her read returned")
 			}
 		}
-		rv := recA.next(t, "revoked")
-		assert.ErrorIs(t, rv.reason, ErrPreempted)
-		var el event
-		select {
-		case el = <-recA.ch:
-		case el = <-recC.ch:
-		}
-		require.Equal(t, "elected", el.kind)
-		time.Sleep(10 * ttl)
-		recA.none(t) // no second yield to the stuck candidate
-		recC.none(t)
+		yieldsOnceToStuck(t, recA, recC)
 
 		require.Same(t, context.Canceled, ra.stop(t))
 		require.Same(t, context.Canceled, rc.stop(t))
-		require.NoError(t, stuck.Close())
+		withdraw()
 	})
 }
 
