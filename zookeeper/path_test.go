@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/leaderkit/elector/backend"
@@ -141,7 +142,7 @@ func TestTrackedConn(t *testing.T) {
 	for _, chunk := range []int{1, 3, 7, len(replies)} {
 		client, server := net.Pipe()
 		rec := &recorder{}
-		c := newTrackedConn(client, rec)
+		c := newTrackedConn(client, rec, false)
 		go func() {
 			for _, r := range requests {
 				buf := make([]byte, len(r))
@@ -177,5 +178,68 @@ func TestTrackedConn(t *testing.T) {
 		if want := []string{"/elector/a", ""}; !slices.Equal(rec.containers, want) {
 			t.Errorf("chunks of %d: container creates written %q, want %q (the path, or \"\" when the head cuts it)", chunk, rec.containers, want)
 		}
+	}
+}
+
+// TestTrackedConnHoldsRepliesUntilWatchesRestored: on a connection that
+// resumes a session, the first reply after the handshake reaches
+// go-zookeeper only once its SetWatches request is written, or after
+// restoreWait when it writes none; a session's first connection is not held.
+func TestTrackedConnHoldsRepliesUntilWatchesRestored(t *testing.T) {
+	frame := func(body ...[]byte) []byte {
+		b := bytes.Join(body, nil)
+		return append(binary.BigEndian.AppendUint32(nil, uint32(len(b))), b...)
+	}
+	i32 := func(v int32) []byte { return binary.BigEndian.AppendUint32(nil, uint32(v)) }
+	i64 := func(v int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(v)) }
+	connect := frame(i32(0), i64(0), i32(4000), i64(77), i32(16), make([]byte, 16))
+	handshake := frame(i32(0), i32(4000), i64(77), i32(16), make([]byte, 16))
+	reply := frame(i32(1), i64(100), i32(0))
+	setWatches := frame(i32(xidSetWatches), i32(101), i64(100), i32(0), i32(0), i32(0))
+
+	for _, tc := range []struct {
+		name    string
+		resumed bool
+		rewatch bool          // the client writes SetWatches after the handshake
+		held    time.Duration // how long the reply is held
+	}{
+		{"first connection", false, false, 0},
+		{"resumed, watches restored", true, true, restoreWait / 5},
+		{"resumed, no watches to restore", true, false, restoreWait},
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			client, server := net.Pipe()
+			defer server.Close()
+			c := newTrackedConn(client, &recorder{}, tc.resumed)
+			defer c.Close()
+			go func() {
+				io.Copy(io.Discard, server) // the client's requests
+			}()
+			go func() {
+				server.Write(handshake)
+				server.Write(reply)
+			}()
+			if _, err := c.Write(connect); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := io.ReadFull(c, make([]byte, len(handshake))); err != nil {
+				t.Fatal(err)
+			}
+			began := time.Now()
+			got := make(chan time.Duration, 1)
+			go func() {
+				io.ReadFull(c, make([]byte, len(reply)))
+				got <- time.Since(began)
+			}()
+			if tc.rewatch {
+				time.Sleep(restoreWait / 5) // go-zookeeper a little late to re-send its watches
+				if _, err := c.Write(setWatches); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if d := <-got; d != tc.held {
+				t.Errorf("%s: the reply after the handshake reached go-zookeeper after %v, want %v", tc.name, d, tc.held)
+			}
+		})
 	}
 }

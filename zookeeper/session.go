@@ -93,7 +93,8 @@ func newSession(servers []string, asked time.Duration, seq uint64, cfg *config) 
 			if err != nil {
 				return nil, err
 			}
-			return newTrackedConn(c, s), nil
+			st, _ := s.state()
+			return newTrackedConn(c, s, st.id != 0), nil
 		}),
 		zk.WithLogger(problemLogger{s.problems, zkLogger{cfg.logger}}),
 		zk.WithLogInfo(false),

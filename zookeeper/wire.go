@@ -107,17 +107,47 @@ func (f *frameParser) feed(p []byte, done func(n int, head []byte)) {
 // trackedConn wraps one TCP connection of a go-zookeeper Conn.
 type trackedConn struct {
 	net.Conn
-	obs wireObserver
+	obs     wireObserver
+	resumed bool          // the connection resumes a session: see awaitRestore
+	rewatch chan struct{} // closed when the SetWatches request is written
+	once    sync.Once     // closes rewatch
 
 	mu      sync.Mutex
 	w, r    frameParser
 	sent    map[int32][]time.Time // xid → write times, oldest first
 	creates map[int32]string      // xid → uuid of a protected create in flight
 	connect time.Time             // when the handshake was written
+	shook   bool                  // the handshake's reply has been read
+	passed  bool                  // awaitRestore is done
 }
 
-func newTrackedConn(c net.Conn, obs wireObserver) *trackedConn {
-	return &trackedConn{Conn: c, obs: obs, sent: make(map[int32][]time.Time), creates: make(map[int32]string)}
+// newTrackedConn wraps c; resumed tells that it resumes a session that
+// had a handshake before.
+func newTrackedConn(c net.Conn, obs wireObserver, resumed bool) *trackedConn {
+	return &trackedConn{Conn: c, obs: obs, resumed: resumed, rewatch: make(chan struct{}),
+		sent: make(map[int32][]time.Time), creates: make(map[int32]string)}
+}
+
+// restoreWait bounds how long awaitRestore holds the replies of a resumed
+// session: go-zookeeper re-sends no watches when it holds none.
+const restoreWait = 250 * time.Millisecond
+
+// awaitRestore holds the first reply after a resumed session's handshake
+// until go-zookeeper has written its SetWatches request, or for
+// restoreWait. go-zookeeper v1.0.4 reads its last zxid for that request
+// while its receive loop, already started, may write it for a reply, with
+// nothing between the two: a data race that -race reports (conn.go 614
+// against 849). The request's write orders the read before any reply.
+func (c *trackedConn) awaitRestore() {
+	t := time.NewTimer(restoreWait)
+	defer t.Stop()
+	select {
+	case <-c.rewatch:
+	case <-t.C:
+	}
+	c.mu.Lock()
+	c.passed = true
+	c.mu.Unlock()
 }
 
 // Write records the send time of each request before it leaves, so that a
@@ -155,6 +185,7 @@ func (c *trackedConn) Write(p []byte) (int, error) {
 	})
 	c.mu.Unlock()
 	if restored {
+		c.once.Do(func() { close(c.rewatch) })
 		c.obs.restored()
 	}
 	if created {
@@ -169,12 +200,19 @@ func (c *trackedConn) Write(p []byte) (int, error) {
 // Read passes replies through and reports, for each, the send time of the
 // request it answers.
 func (c *trackedConn) Read(p []byte) (int, error) {
+	c.mu.Lock()
+	hold := c.resumed && c.shook && !c.passed
+	c.mu.Unlock()
+	if hold {
+		c.awaitRestore()
+	}
 	n, err := c.Conn.Read(p)
 	if n > 0 {
 		var events []func()
 		c.mu.Lock()
 		c.r.feed(p[:n], func(i int, head []byte) {
 			if i == 0 {
+				c.shook = true
 				// ConnectResponse: protocolVersion, timeOut, sessionId.
 				if len(head) < 16 {
 					return
