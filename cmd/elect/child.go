@@ -27,9 +27,16 @@ type child struct {
 	reported bool // the watchdog reported status
 }
 
+// errTermOver: the term ended while the watchdog started, and the command
+// was not started.
+var errTermOver = errors.New("the term ended before the command could start")
+
 // startChild starts argv with env under a watchdog, and returns once the
-// command runs, or with the error that kept it from starting.
-func startChild(argv, env []string) (*child, error) {
+// command runs, or with the error that kept it from starting. The watchdog,
+// once it runs, starts the command only if live still reports true then:
+// a watchdog can take seconds to start on a loaded machine, and the term
+// may end meanwhile. It returns errTermOver when live reported false.
+func startChild(argv, env []string, live func() bool) (*child, error) {
 	exe, err := selfExe()
 	if err != nil {
 		return nil, fmt.Errorf("cannot find elect's own binary for the watchdog: %w", err)
@@ -63,6 +70,24 @@ func startChild(argv, env []string) (*child, error) {
 	first := ""
 	if lines.Scan() {
 		first = lines.Text()
+	}
+	if first == "ready" {
+		if !live() {
+			ctlW.Close() // the watchdog exits without starting the command
+			statusR.Close()
+			_ = wd.Wait()
+			return nil, errTermOver
+		}
+		if _, err := fmt.Fprintln(ctlW, "start"); err != nil {
+			ctlW.Close()
+			statusR.Close()
+			_ = wd.Wait()
+			return nil, fmt.Errorf("cannot tell the watchdog to start the command: %w", err)
+		}
+		first = ""
+		if lines.Scan() {
+			first = lines.Text()
+		}
 	}
 	if pid, ok := strings.CutPrefix(first, "pid "); ok {
 		c.pid, err = strconv.Atoi(pid)

@@ -201,7 +201,11 @@ func (r *runner) onElected(ctx context.Context, t elector.Term) {
 		}
 	}
 	for ctx.Err() == nil { // the term may end before the command starts
-		ch, err := startChild(r.cfg.argv, r.env(t))
+		ch, err := startChild(r.cfg.argv, r.env(t), func() bool { return ctx.Err() == nil })
+		if errors.Is(err, errTermOver) {
+			r.log.Info("the term ended before the command started; not starting it", "token", t.Token)
+			return
+		}
 		if err != nil {
 			r.log.Error("cannot start the command", "error", err)
 			r.finish(exitCannotRun)

@@ -19,8 +19,8 @@ const watchdogArg = "__elect_watchdog"
 
 // The watchdog's end of its two pipes to elect.
 const (
-	ctlFD    = 3 // elect → watchdog: "signal N" (to the group), "tree N" (to every process of the tree)
-	statusFD = 4 // watchdog → elect: "pid N" or "error MSG", then "exit WAITSTATUS"
+	ctlFD    = 3 // elect → watchdog: "start" (the command), then "signal N" (to the group), "tree N" (to every process of the tree)
+	statusFD = 4 // watchdog → elect: "ready", then "pid N" or "error MSG", then "exit WAITSTATUS"
 )
 
 func init() {
@@ -70,6 +70,13 @@ func watchdog(argv []string) int {
 	if err := becomeSubreaper(); err != nil {
 		fmt.Fprintf(os.Stderr, "elect: watchdog: %v; processes that leave the command's process group may outlive elect\n", err)
 	}
+	// Start the command only when elect, told that the watchdog runs,
+	// says the term still lasts: the start of a watchdog can take long.
+	report("ready")
+	sc := bufio.NewScanner(ctl)
+	if !sc.Scan() || sc.Text() != "start" {
+		return exitOK // the term ended, or elect died
+	}
 	// The command's Pdeathsig (Linux) fires when the thread that started
 	// it ends: keep this goroutine on its thread for good.
 	runtime.LockOSThread()
@@ -90,7 +97,6 @@ func watchdog(argv []string) int {
 	w := &watch{pgid: pid, root: os.Getpid(), kill: syscall.Kill, exited: make(chan syscall.WaitStatus, 1), reaped: make(chan struct{}, 1), noChild: make(chan struct{})}
 	go w.reap()
 	go func() {
-		sc := bufio.NewScanner(ctl)
 		for sc.Scan() {
 			w.serve(sc.Text())
 		}
