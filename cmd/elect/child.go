@@ -67,27 +67,29 @@ func startChild(argv, env []string, live func() bool) (*child, error) {
 	}
 	c := &child{done: make(chan struct{}), ctl: ctlW}
 	lines := bufio.NewScanner(statusR)
-	first := ""
-	if lines.Scan() {
-		first = lines.Text()
+	next := func() string {
+		if lines.Scan() {
+			return lines.Text()
+		}
+		return ""
 	}
+	// abandon ends the watchdog (it exits when its control pipe closes,
+	// killing the command if it started one) and returns err.
+	abandon := func(err error) (*child, error) {
+		ctlW.Close()
+		statusR.Close()
+		_ = wd.Wait()
+		return nil, err
+	}
+	first := next()
 	if first == "ready" {
 		if !live() {
-			ctlW.Close() // the watchdog exits without starting the command
-			statusR.Close()
-			_ = wd.Wait()
-			return nil, errTermOver
+			return abandon(errTermOver) // the watchdog exits without starting the command
 		}
 		if _, err := fmt.Fprintln(ctlW, "start"); err != nil {
-			ctlW.Close()
-			statusR.Close()
-			_ = wd.Wait()
-			return nil, fmt.Errorf("cannot tell the watchdog to start the command: %w", err)
+			return abandon(fmt.Errorf("cannot tell the watchdog to start the command: %w", err))
 		}
-		first = ""
-		if lines.Scan() {
-			first = lines.Text()
-		}
+		first = next()
 	}
 	if pid, ok := strings.CutPrefix(first, "pid "); ok {
 		c.pid, err = strconv.Atoi(pid)
@@ -97,10 +99,7 @@ func startChild(argv, env []string, live func() bool) (*child, error) {
 		err = fmt.Errorf("the watchdog said %q; want the command's PID", first)
 	}
 	if err != nil {
-		ctlW.Close()
-		statusR.Close()
-		_ = wd.Wait()
-		return nil, err
+		return abandon(err)
 	}
 	go c.wait(wd, lines, statusR)
 	return c, nil
