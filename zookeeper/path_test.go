@@ -118,12 +118,6 @@ func (r *recorder) created(string, int64) {}
 // TestTrackedConn feeds a trackedConn a client's writes and a server's
 // replies in chunks of every size, and checks what it learns.
 func TestTrackedConn(t *testing.T) {
-	frame := func(body ...[]byte) []byte {
-		b := bytes.Join(body, nil)
-		return append(binary.BigEndian.AppendUint32(nil, uint32(len(b))), b...)
-	}
-	i32 := func(v int32) []byte { return binary.BigEndian.AppendUint32(nil, uint32(v)) }
-	i64 := func(v int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(v)) }
 	requests := [][]byte{
 		frame(i32(0), i64(0), i32(4000), i64(0), i32(16), make([]byte, 16)), // ConnectRequest
 		frame(i32(1), i32(opCreate), []byte("/path")),
@@ -186,12 +180,6 @@ func TestTrackedConn(t *testing.T) {
 // go-zookeeper only once its SetWatches request is written, or after
 // restoreWait when it writes none; a session's first connection is not held.
 func TestTrackedConnHoldsRepliesUntilWatchesRestored(t *testing.T) {
-	frame := func(body ...[]byte) []byte {
-		b := bytes.Join(body, nil)
-		return append(binary.BigEndian.AppendUint32(nil, uint32(len(b))), b...)
-	}
-	i32 := func(v int32) []byte { return binary.BigEndian.AppendUint32(nil, uint32(v)) }
-	i64 := func(v int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(v)) }
 	connect := frame(i32(0), i64(0), i32(4000), i64(77), i32(16), make([]byte, 16))
 	handshake := frame(i32(0), i32(4000), i64(77), i32(16), make([]byte, 16))
 	reply := frame(i32(1), i64(100), i32(0))
@@ -243,3 +231,12 @@ func TestTrackedConnHoldsRepliesUntilWatchesRestored(t *testing.T) {
 		})
 	}
 }
+
+// frame is a frame of the client protocol with body as its content.
+func frame(body ...[]byte) []byte {
+	b := bytes.Join(body, nil)
+	return append(binary.BigEndian.AppendUint32(nil, uint32(len(b))), b...)
+}
+
+func i32(v int32) []byte { return binary.BigEndian.AppendUint32(nil, uint32(v)) }
+func i64(v int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(v)) }
