@@ -14,6 +14,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/leaderkit/elector/internal/testenv"
 )
 
 // TestSignalsAndOnExit checks, on one leader: forwarded signals reach the
@@ -193,6 +197,7 @@ func TestOnExitResign(t *testing.T) {
 	a := startElect(t, "a", []string{h.childEnv()}, args("a")...)
 	first := h.next(20*time.Second, "a's command to start")
 	b := startElect(t, "b", []string{h.childEnv()}, args("b")...)
+	awaitZKCandidates(t, elec, 2, 20*time.Second) // b queues behind a
 	first.tell("exit 0")
 	bye := h.next(5*time.Second, "a's command to exit")
 	if bye.kind != "bye" {
@@ -226,6 +231,40 @@ func TestOnExitResign(t *testing.T) {
 		p.signal(syscall.SIGTERM)
 		if code := p.wait(10 * time.Second); code != 0 {
 			t.Errorf("%s stopped by SIGTERM: exit %d, want 0", p.name, code)
+		}
+	}
+}
+
+// awaitZKCandidates waits until n candidates queue in election elec of
+// backendURL's zk URL: a process started is not yet a candidate.
+func awaitZKCandidates(t *testing.T, elec string, n int, timeout time.Duration) {
+	t.Helper()
+	conn, _, err := zk.Connect(testenv.ZKServers(t), 5*time.Second, zk.WithLogger(testenv.NewLogger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	path := "/elect-test/" + elec
+	for {
+		children, _, changed, err := conn.ChildrenW(path)
+		if err != nil {
+			t.Fatalf("zookeeper: children of %s: %v", path, err)
+		}
+		latches := 0
+		for _, c := range children {
+			if strings.Contains(c, "-latch-") {
+				latches++
+			}
+		}
+		if latches >= n {
+			return
+		}
+		select {
+		case <-changed:
+		case <-deadline.C:
+			t.Fatalf("zookeeper: %d candidates in %s after %v; want %d", latches, path, timeout, n)
 		}
 	}
 }
