@@ -12,6 +12,7 @@ import (
 
 	"go.etcd.io/etcd/client/v3/concurrency"
 
+	"github.com/leaderkit/elector/backend"
 	"github.com/leaderkit/elector/internal/testenv"
 )
 
@@ -29,7 +30,7 @@ func TestInteropConcurrency(t *testing.T) {
 	upstream := concurrency.NewElection(sess, name)
 
 	// Ours leads; upstream sees it and queues behind it.
-	l := mustCampaign(t, b, cand(name, "alice"))
+	l := mustCampaign(t, b, unrenewed(name, "alice"))
 	resp, err := upstream.Leader(testCtx(t))
 	if err != nil || string(resp.Kvs[0].Value) != "alice" || uint64(resp.Kvs[0].CreateRevision) != l.Token() {
 		t.Fatalf("concurrency Leader: got (%v, %v), want alice at revision %d", resp, err, l.Token())
@@ -58,7 +59,7 @@ func TestInteropConcurrency(t *testing.T) {
 	}
 
 	// Upstream leads; ours queues behind it.
-	ch := campaignAsync(testCtx(t), b, cand(name, "carol"))
+	ch := campaignAsync(testCtx(t), b, unrenewed(name, "carol"))
 	queued(t, b, name, 2, ch)
 	if err := upstream.Resign(testCtx(t)); err != nil {
 		t.Fatal(err)
@@ -85,7 +86,7 @@ func TestInteropEtcdctl(t *testing.T) {
 	cli := testClient(t)
 	b := testBackend(t, cli, nil)
 	name := testName(t)
-	l := mustCampaign(t, b, cand(name, "alice"))
+	l := mustCampaign(t, b, unrenewed(name, "alice"))
 
 	observer := startEtcdctl(t, endpoints, "elect", "-l", name)
 	observer.expect(t, "alice", 5*time.Second)
@@ -101,7 +102,7 @@ func TestInteropEtcdctl(t *testing.T) {
 	if err != nil || h.Identity != "bob" {
 		t.Fatalf("Leader while etcdctl leads: got (%+v, %v), want bob", h, err)
 	}
-	ch := campaignAsync(testCtx(t), b, cand(name, "carol"))
+	ch := campaignAsync(testCtx(t), b, unrenewed(name, "carol"))
 	queued(t, b, name, 2, ch)
 	bob.stop(t) // SIGINT: etcdctl resigns
 	r := await(t, ch, 5*time.Second)
@@ -114,6 +115,12 @@ func TestInteropEtcdctl(t *testing.T) {
 	if err := r.l.Release(testCtx(t)); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// unrenewed is a candidate whose lease nothing renews while the test runs
+// other clients (processes, on a loaded machine): its TTL outlasts them.
+func unrenewed(election, id string) backend.Candidate {
+	return backend.Candidate{Election: election, Identity: id, TTL: 30 * time.Second}
 }
 
 // etcdctl is a running etcdctl process and its output lines.
