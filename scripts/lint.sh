@@ -12,7 +12,10 @@ scripts/workspace.sh
 # directory, and a clone in another directory compiles every package of the
 # modules again (the root module's race test build in a second clone: 72 CPU
 # seconds, 20 with -trimpath).
-export GOFLAGS="${GOFLAGS:+$GOFLAGS }-trimpath"
+# A binary built with -trimpath knows no GOROOT (runtime.GOROOT() is empty):
+# go/build and go/importer in tests then find the standard library from
+# the environment.
+export GOFLAGS="${GOFLAGS:+$GOFLAGS }-trimpath" GOROOT="${GOROOT:-$(go env GOROOT)}"
 # 2026.2.2: the first staticcheck release line that builds with Go 1.26.
 STATICCHECK=${STATICCHECK:-honnef.co/go/tools/cmd/staticcheck@v0.8.2}
 MODULES=(. cmd/elect integration_test examples kube)
