@@ -8,14 +8,8 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 scripts/workspace.sh
-# -trimpath: without it the go command keys each package's build by its
-# directory, and a clone in another directory compiles every package of the
-# modules again (the root module's race test build in a second clone: 72 CPU
-# seconds, 20 with -trimpath).
-# A binary built with -trimpath knows no GOROOT (runtime.GOROOT() is empty):
-# go/build and go/importer in tests then find the standard library from
-# the environment.
-export GOFLAGS="${GOFLAGS:+$GOFLAGS }-trimpath" GOROOT="${GOROOT:-$(go env GOROOT)}"
+# shellcheck source=scripts/goenv.sh
+. "$ROOT/scripts/goenv.sh"
 # 2026.2.2: the first staticcheck release line that builds with Go 1.26.
 STATICCHECK=${STATICCHECK:-honnef.co/go/tools/cmd/staticcheck@v0.8.2}
 MODULES=(. cmd/elect integration_test examples kube)
