@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -111,14 +112,13 @@ type trackedConn struct {
 	resumed bool          // the connection resumes a session: see awaitRestore
 	rewatch chan struct{} // closed when the SetWatches request is written
 	once    sync.Once     // closes rewatch
+	held    atomic.Bool   // a resumed session's handshake was answered: the next Read awaits the restore
 
 	mu      sync.Mutex
 	w, r    frameParser
 	sent    map[int32][]time.Time // xid → write times, oldest first
 	creates map[int32]string      // xid → uuid of a protected create in flight
 	connect time.Time             // when the handshake was written
-	shook   bool                  // the handshake's reply has been read
-	passed  bool                  // awaitRestore is done
 }
 
 // newTrackedConn wraps c; resumed tells that it resumes a session that
@@ -145,9 +145,7 @@ func (c *trackedConn) awaitRestore() {
 	case <-c.rewatch:
 	case <-t.C:
 	}
-	c.mu.Lock()
-	c.passed = true
-	c.mu.Unlock()
+	c.held.Store(false)
 }
 
 // Write records the send time of each request before it leaves, so that a
@@ -200,10 +198,7 @@ func (c *trackedConn) Write(p []byte) (int, error) {
 // Read passes replies through and reports, for each, the send time of the
 // request it answers.
 func (c *trackedConn) Read(p []byte) (int, error) {
-	c.mu.Lock()
-	hold := c.resumed && c.shook && !c.passed
-	c.mu.Unlock()
-	if hold {
+	if c.held.Load() {
 		c.awaitRestore()
 	}
 	n, err := c.Conn.Read(p)
@@ -212,7 +207,9 @@ func (c *trackedConn) Read(p []byte) (int, error) {
 		c.mu.Lock()
 		c.r.feed(p[:n], func(i int, head []byte) {
 			if i == 0 {
-				c.shook = true
+				if c.resumed {
+					c.held.Store(true)
+				}
 				// ConnectResponse: protocolVersion, timeOut, sessionId.
 				if len(head) < 16 {
 					return
