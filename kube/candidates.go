@@ -131,7 +131,8 @@ func (b *Backend) candidateErr(ctx context.Context, err error) error {
 // spec.renewTime; Withdraw and Close delete the object. On an apiserver
 // that does not serve coordination.k8s.io/v1beta1 LeaseCandidates, it
 // fails with an error wrapping [backend.ErrInvalid] that names the API and
-// the feature gate.
+// the feature gate. A Register that fails without the apiserver's refusal
+// deletes what it may have created.
 func (b *Backend) Register(ctx context.Context, c backend.Candidate, aside bool) (backend.Registration, error) {
 	name, err := b.open("register", c.Election)
 	if err != nil {
@@ -166,6 +167,13 @@ func (b *Backend) Register(ctx context.Context, c backend.Candidate, aside bool)
 	_, err = bounded(b, ctx, func(ctx context.Context) (*coordinationv1beta1.LeaseCandidate, error) {
 		return b.cands.Create(ctx, obj, metav1.CreateOptions{})
 	})
+	if err != nil && mayHaveCreated(err) {
+		// Only the reply may be lost: delete what may have been created,
+		// so no reader sees a candidate that is not registered.
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.cfg.request)
+		_ = r.delete(dctx)
+		cancel()
+	}
 	switch {
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
@@ -363,6 +371,22 @@ func (r *registration) delete(ctx context.Context) error {
 		return fmt.Errorf("kube: withdraw entry %s of %q: already gone: %w", r.name, r.c.Election, backend.ErrLost)
 	}
 	return fmt.Errorf("kube: withdraw entry %s of %q (it lapses after its TTL): %w", r.name, r.c.Election, err)
+}
+
+// mayHaveCreated reports whether a create that failed with err may still
+// have created the object: the apiserver did not answer, or answered that
+// it was still at work (a timeout or an internal error), rather than
+// refusing it.
+func mayHaveCreated(err error) bool {
+	var limited *LimitError
+	if errors.As(err, &limited) {
+		return false // never sent
+	}
+	var st apierrors.APIStatus
+	if !errors.As(err, &st) {
+		return true
+	}
+	return apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsInternalError(err)
 }
 
 // withdraw deletes the LeaseCandidate, bounded by Options.CleanupTimeout.

@@ -2,6 +2,8 @@ package kube
 
 import (
 	"errors"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -10,6 +12,7 @@ import (
 
 	"github.com/leaderkit/elector"
 	"github.com/leaderkit/elector/backend"
+	"github.com/leaderkit/elector/internal/testproxy"
 )
 
 // The LeaseCandidate of an entry has a valid name and label whatever the
@@ -99,6 +102,41 @@ func TestRegisterWithoutCandidateAPI(t *testing.T) {
 			t.Errorf("Register: got %q, want it to name %s", err, want)
 		}
 	}
+}
+
+// A Register whose create reached the apiserver but whose reply was lost
+// fails, and leaves no LeaseCandidate behind for readers to count.
+func TestFailedRegisterLeavesNoEntry(t *testing.T) {
+	s := testServer(t)
+	b, r := testBackend(t, s, nil), testBackend(t, s, nil)
+	p := testproxy.New(t, s.addr())
+	b.cands = candidateClient(s.clientFor(t, p.Addr(), loseCreateReplies).RESTClient(), b.ns, candidatesPath)
+	ctx := testCtx(t)
+	name := testName(t)
+	if reg, err := b.Register(ctx, cand(name, "alice"), false); err == nil {
+		t.Fatalf("Register with its reply lost: got %s, want an error", reg.ID())
+	}
+	got, err := r.Entries(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 0 {
+		t.Fatalf("Entries after a Register that failed: got %v, want none", got)
+	}
+}
+
+// loseCreateReplies sends every request, and fails each POST as if its
+// reply never came.
+func loseCreateReplies(next http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		resp, err := next.RoundTrip(req)
+		if err != nil || req.Method != http.MethodPost {
+			return resp, err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return nil, errors.New("reply lost by the test")
+	})
 }
 
 // Close deletes the LeaseCandidates of the entries it registered.

@@ -16,14 +16,20 @@ import (
 // errIsolated is what an isolated node set answers.
 var errIsolated = errors.New("isolated by the test harness")
 
+// errReplyLost is what a node set answers while its replies are lost.
+var errReplyLost = errors.New("reply lost by the test harness")
+
 // nodes is a set of clients, one per test Redis master, that a test can cut
-// off (every command fails) and close together.
+// off (every command fails) or make deaf to the replies (every command
+// runs, and fails as if its reply never came), and close together.
 type nodes struct {
-	clients  []redis.UniversalClient
-	isolated atomic.Bool
+	clients   []redis.UniversalClient
+	isolated  atomic.Bool
+	lostReply atomic.Bool
 }
 
-// isolateHook fails every command while its node set is isolated.
+// isolateHook fails every command while its node set is isolated, and
+// every reply while they are lost.
 type isolateHook struct{ n *nodes }
 
 func (h isolateHook) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -33,7 +39,12 @@ func (h isolateHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			cmd.SetErr(errIsolated)
 			return errIsolated
 		}
-		return next(ctx, cmd)
+		err := next(ctx, cmd)
+		if err == nil && h.n.lostReply.Load() {
+			cmd.SetErr(errReplyLost)
+			return errReplyLost
+		}
+		return err
 	}
 }
 func (h isolateHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {

@@ -146,7 +146,7 @@ func parseEntries(v []any, err error) (nodeEntries, error) {
 // Register implements [backend.Registry]. The entry is a member of the
 // election's registry on a quorum of the nodes, expiring c.TTL after its
 // last write unless [backend.Registration.Refresh] writes it again; Close
-// withdraws it.
+// withdraws it. A Register that fails withdraws what it may have written.
 func (b *Backend) Register(ctx context.Context, c backend.Candidate, aside bool) (backend.Registration, error) {
 	if err := b.check(c.Election); err != nil {
 		return nil, fmt.Errorf("redlock: register: %w", err)
@@ -161,6 +161,14 @@ func (b *Backend) Register(ctx context.Context, c backend.Candidate, aside bool)
 	_, _ = rand.Read(id[:])
 	r := &registration{b: b, c: c, id: hex.EncodeToString(id[:]), aside: aside}
 	if err := r.write(ctx, "new", aside); err != nil {
+		if r.version > 0 {
+			// The write was sent, and may have landed where only the reply
+			// was lost: the tombstone hides the entry from every quorum
+			// read, as Redlock unlocks every node after a failed lock.
+			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.cfg.requestTimeout)
+			_ = r.withdraw(wctx)
+			cancel()
+		}
 		return nil, err
 	}
 	b.mu.Lock()

@@ -47,6 +47,33 @@ func TestWithdrawReachingAQuorum(t *testing.T) {
 	}
 }
 
+// A registration that failed leaves no entry behind, even where its write
+// landed and only the reply was lost: no reader sees a candidate that is
+// not registered.
+func TestFailedRegisterLeavesNoEntry(t *testing.T) {
+	ctx := testCtx(t)
+	w, wn := perNodeBackend(t)
+	name := name(t)
+	// Every node runs the write; a quorum of them loses the reply.
+	for _, s := range wn[:w.quorum] {
+		s.lostReply.Store(true)
+	}
+	if reg, err := w.Register(ctx, backend.Candidate{Election: name, Identity: "alice", TTL: time.Minute}, false); err == nil {
+		t.Fatalf("Register with the replies of %d of %d nodes lost: got %s, want an error: no quorum answered", w.quorum, len(wn), reg.ID())
+	}
+	for _, s := range wn {
+		s.lostReply.Store(false)
+	}
+	r, _ := perNodeBackend(t)
+	got, err := r.Entries(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 0 {
+		t.Fatalf("Entries after a Register that failed: got %v, want none", got)
+	}
+}
+
 // perNodeBackend returns a Backend over the test nodes with one node set
 // per node, so a test can cut off each node alone.
 func perNodeBackend(t *testing.T) (*Backend, []*nodes) {
