@@ -8,13 +8,17 @@
 # (runtime.GOROOT() is empty): go/build and go/importer in tests find the
 # standard library from the environment.
 #
+# -ldflags=-w: no DWARF in the binaries (test binaries, elect), which cuts a
+# race test binary's link by a quarter (kube's: 9 CPU seconds, 6.9 without);
+# stack traces do not use it. A build that sets its own -ldflags replaces it.
+#
 # The nested modules require the root module (and kube) at pseudo-versions of
 # commits on main (make pin). Under go.work the go command builds the
 # checkout's own trees, but still reads those versions' go.mod files: a
 # machine whose module cache lacks them fetches them with git from this
 # checkout (GOPRIVATE keeps the module proxy and the checksum database out;
 # go.sum still checks them).
-export GOFLAGS="${GOFLAGS:+$GOFLAGS }-trimpath" GOROOT="${GOROOT:-$(go env GOROOT)}"
+export GOFLAGS="${GOFLAGS:+$GOFLAGS }-trimpath -ldflags=-w" GOROOT="${GOROOT:-$(go env GOROOT)}"
 export GOPRIVATE="${GOPRIVATE:+$GOPRIVATE,}github.com/leaderkit"
 goenv_n=${GIT_CONFIG_COUNT:-0}
 export GIT_CONFIG_COUNT=$((goenv_n + 1)) "GIT_CONFIG_KEY_$goenv_n=url.file://$ROOT.insteadOf" \
