@@ -4,11 +4,15 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -136,6 +140,8 @@ func TestChaos(t *testing.T) {
 	}
 
 	rep := Report{Seed: seed, Command: command, Violations: map[string][]Violation{}}
+	var repMu sync.Mutex // the campaigns of different lanes report at once
+	var campaigns []planned
 	for i, name := range strings.Split(*flagCampaign, ",") {
 		cfg := Config{
 			Name: name, Script: script, Binary: bin, Candidates: 3, TTL: ttlOf(name),
@@ -178,58 +184,64 @@ func TestChaos(t *testing.T) {
 			// before the next: measured 9-10 s per fault at load 10-20.
 			cfg.MaxDuration = max(cfg.MaxDuration, time.Duration(cfg.MinFaults)*15*time.Second)
 		}
-		t.Run(name, func(t *testing.T) {
-			cfg.Logf = t.Logf
-			ctx, cancel := context.WithTimeout(context.Background(), cfg.MaxDuration+5*time.Minute)
-			defer cancel()
-			began := time.Now()
-			events, err := Run(ctx, cfg)
-			if err != nil {
-				t.Errorf("campaign: %v", err)
-			}
-			r, st := checkCampaign(name, events, cfg.TTL, cfg.Bound)
-			rows := Rows(name, r)
-			rep.Rows = append(rep.Rows, rows...)
-			rep.Violations[name] = r.Violations
-			var table strings.Builder
-			WriteTable(&table, rows)
-			t.Logf("%s: %v, %d events, %d writes accepted, %d refused\n%s", name, time.Since(began).Round(time.Second),
-				len(events), r.Accepted, r.Refused, table.String())
-			if ps := r.Priority; ps != nil {
-				t.Logf("%s: %d yields (%d needless); a lower leader led past its yield in %d terms, median %v, worst %v; %d leadership changes for %d changes of the top priority",
-					name, ps.Yields, ps.Needless, ps.Lags, ps.MedianLag.Round(time.Millisecond), ps.WorstLag.Round(time.Millisecond), ps.Changes, ps.PriorityChanges)
-				if rep.Priority == nil {
-					rep.Priority = map[string]PriorityStats{}
-				}
-				rep.Priority[name] = *ps
-			}
-			if st.Keys > 0 {
-				t.Logf("%s: %d elections; %d graceful hand-overs timed, worst %v; %d takeovers after a kill, worst %v; %d late replicas refused",
-					name, st.Keys, st.Graceful, st.WorstGraceful.Round(time.Millisecond), st.Takeovers, st.WorstTakeover.Round(time.Millisecond), st.Refused)
-				rep.Keys = append(rep.Keys, CampaignKeys{Campaign: name, KeyStats: st})
-			}
-			if err := WriteSVG(filepath.Join(out, name+".svg"), name+" seed "+fmt.Sprint(cfg.Seed), r); err != nil {
-				t.Error(err)
-			}
-			if err := writeEvents(filepath.Join(out, name+"-history.jsonl"), events); err != nil {
-				t.Error(err)
-			}
-			for _, v := range r.Violations {
-				if v.Documented {
-					t.Logf("documented violation (redlock/doc.go # Safety):\n%s", FormatViolation(v))
-				} else {
-					t.Errorf("VIOLATION (seed %d):\n%s", cfg.Seed, FormatViolation(v))
-				}
-			}
-			all := rows[len(rows)-1]
-			if all.Terms < terms || all.Faults < faults {
-				t.Errorf("campaign too small: %d terms and %d faults, want at least %d and %d", all.Terms, all.Faults, terms, faults)
-			}
-			if cfg.Mode == ModeMigrate && st.Refused < cfg.Migrations {
-				t.Errorf("campaign too small: %d migrations ended with the late old-only replica refused, want at least %d", st.Refused, cfg.Migrations)
-			}
-		})
+		campaigns = append(campaigns, planned{name, cfg})
 	}
+	runLanes(t, campaigns, func(t *testing.T, name string, cfg Config) {
+		cfg.Logf = t.Logf
+		ctx, cancel := context.WithTimeout(context.Background(), cfg.MaxDuration+5*time.Minute)
+		defer cancel()
+		began := time.Now()
+		events, err := Run(ctx, cfg)
+		if err != nil {
+			t.Errorf("campaign: %v", err)
+		}
+		r, st := checkCampaign(name, events, cfg.TTL, cfg.Bound)
+		rows := Rows(name, r)
+		repMu.Lock()
+		defer repMu.Unlock()
+		rep.Rows = append(rep.Rows, rows...)
+		rep.Violations[name] = r.Violations
+		var table strings.Builder
+		WriteTable(&table, rows)
+		t.Logf("%s: %v, %d events, %d writes accepted, %d refused\n%s", name, time.Since(began).Round(time.Second),
+			len(events), r.Accepted, r.Refused, table.String())
+		if ps := r.Priority; ps != nil {
+			t.Logf("%s: %d yields (%d needless); a lower leader led past its yield in %d terms, median %v, worst %v; %d leadership changes for %d changes of the top priority",
+				name, ps.Yields, ps.Needless, ps.Lags, ps.MedianLag.Round(time.Millisecond), ps.WorstLag.Round(time.Millisecond), ps.Changes, ps.PriorityChanges)
+			if rep.Priority == nil {
+				rep.Priority = map[string]PriorityStats{}
+			}
+			rep.Priority[name] = *ps
+		}
+		if st.Keys > 0 {
+			t.Logf("%s: %d elections; %d graceful hand-overs timed, worst %v; %d takeovers after a kill, worst %v; %d late replicas refused",
+				name, st.Keys, st.Graceful, st.WorstGraceful.Round(time.Millisecond), st.Takeovers, st.WorstTakeover.Round(time.Millisecond), st.Refused)
+			rep.Keys = append(rep.Keys, CampaignKeys{Campaign: name, KeyStats: st})
+		}
+		if err := WriteSVG(filepath.Join(out, name+".svg"), name+" seed "+fmt.Sprint(cfg.Seed), r); err != nil {
+			t.Error(err)
+		}
+		if err := writeEvents(filepath.Join(out, name+"-history.jsonl"), events); err != nil {
+			t.Error(err)
+		}
+		for _, v := range r.Violations {
+			if v.Documented {
+				t.Logf("documented violation (redlock/doc.go # Safety):\n%s", FormatViolation(v))
+			} else {
+				t.Errorf("VIOLATION (seed %d):\n%s", cfg.Seed, FormatViolation(v))
+			}
+		}
+		all := rows[len(rows)-1]
+		if all.Terms < terms || all.Faults < faults {
+			t.Errorf("campaign too small: %d terms and %d faults, want at least %d and %d", all.Terms, all.Faults, terms, faults)
+		}
+		if cfg.Mode == ModeMigrate && st.Refused < cfg.Migrations {
+			t.Errorf("campaign too small: %d migrations ended with the late old-only replica refused, want at least %d", st.Refused, cfg.Migrations)
+		}
+	})
+	// The report lists the campaigns in the order asked for.
+	order := strings.Split(*flagCampaign, ",")
+	slices.SortStableFunc(rep.Rows, func(a, b Row) int { return slices.Index(order, a.Campaign) - slices.Index(order, b.Campaign) })
 	var table strings.Builder
 	WriteTable(&table, rep.Rows)
 	t.Logf("chaos report (seed %d, %s):\n%s", seed, command, table.String())
@@ -239,6 +251,67 @@ func TestChaos(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(out, "report.txt"), []byte(table.String()), 0o644); err != nil {
 		t.Error(err)
 	}
+}
+
+// planned is a configured campaign of TestChaos.
+type planned struct {
+	name string
+	cfg  Config
+}
+
+// runLanes runs each campaign as a subtest of t. Campaigns whose servers
+// overlap (a kind of servers.sh in common: the store, the store under it,
+// the store a migration leaves) run one after the other in one lane, in
+// the order given, since each injects faults into its servers; lanes run
+// at once, at most -test.parallel of them, the longest first. A long
+// campaign, whose figures are quoted, runs alone: one lane at a time.
+func runLanes(t *testing.T, campaigns []planned, run func(t *testing.T, name string, cfg Config)) {
+	var lanes [][]planned
+	var laneKinds []map[string]bool
+	for _, c := range campaigns {
+		kinds := map[string]bool{}
+		for _, k := range []string{c.cfg.ServerKind, c.cfg.UnderKind, c.cfg.OldKind} {
+			if k != "" {
+				kinds[k] = true
+			}
+		}
+		// Merge every lane that shares a kind with c into one.
+		var merged []planned
+		mergedKinds := kinds
+		for i := 0; i < len(lanes); i++ {
+			shared := false
+			for k := range laneKinds[i] {
+				shared = shared || kinds[k]
+			}
+			if !shared {
+				continue
+			}
+			merged = append(merged, lanes[i]...)
+			maps.Copy(mergedKinds, laneKinds[i])
+			lanes, laneKinds = slices.Delete(lanes, i, i+1), slices.Delete(laneKinds, i, i+1)
+			i--
+		}
+		lanes, laneKinds = append(lanes, append(merged, c)), append(laneKinds, mergedKinds)
+	}
+	slices.SortStableFunc(lanes, func(a, b []planned) int { return len(b) - len(a) })
+	parallel := 1
+	if f := flag.Lookup("test.parallel"); f != nil && !*flagLong {
+		if n, err := strconv.Atoi(f.Value.String()); err == nil && n > 1 {
+			parallel = n
+		}
+	}
+	slots := make(chan struct{}, parallel)
+	var wg sync.WaitGroup
+	for _, lane := range lanes {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			for _, c := range lane {
+				t.Run(c.name, func(t *testing.T) { run(t, c.name, c.cfg) })
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // stores maps a store's name in a migrate campaign's name to its driver
