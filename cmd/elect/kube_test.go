@@ -149,7 +149,7 @@ func TestKubePartitions(t *testing.T) {
 // and safety line, and leaves no election held.
 func TestKubeCompare(t *testing.T) {
 	var stdout testenv.Buffer
-	p := startElectOut(t, "compare", nil, &stdout, "compare", "--short", "--json", "--backend="+kubeURL(t))
+	p := startElectOut(t, "compare", nil, &stdout, "compare", "--short", "--failover-trials=1", "--rebalance-trials=1", "--renew-rounds=1", "--json", "--backend="+kubeURL(t))
 	if code := p.wait(5 * time.Minute); code != 0 {
 		t.Fatalf("elect compare: exit %d; want 0\n%s", code, p.out.String())
 	}

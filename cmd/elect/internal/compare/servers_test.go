@@ -103,6 +103,7 @@ func smallRun(prefix string) *compare.Options {
 	o := compare.Short()
 	o.TTL = time.Second
 	o.Trials, o.Held, o.FloorTTLs = 3, 20, []time.Duration{time.Second}
+	o.FailoverTrials, o.ThroughputTrials, o.RenewRounds = 1, 1, 1
 	o.Prefix = prefix
 	return o
 }
