@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -21,7 +22,24 @@ import (
 
 // dialLog keeps the last dial error of one client (nil after a dial
 // succeeds). It is a go-redis hook that changes nothing but watches dials.
-type dialLog struct{ last atomic.Pointer[error] }
+type dialLog struct {
+	last atomic.Pointer[error]
+	// certAsked is set when a TLS server asked the client, which has no
+	// certificate, for one: TLS 1.3 refuses such a client after its
+	// handshake, and the refusal often reaches it as a reset connection.
+	certAsked atomic.Bool
+}
+
+// askedForCert returns a copy of cfg that sends no client certificate, as
+// cfg does, and records in d when a server asks for one.
+func (d *dialLog) askedForCert(cfg *tls.Config) *tls.Config {
+	c := cfg.Clone()
+	c.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+		d.certAsked.Store(true)
+		return new(tls.Certificate), nil // an empty one: send none
+	}
+	return c
+}
 
 var _ redis.Hook = (*dialLog)(nil)
 
@@ -67,18 +85,24 @@ func nodeName(c redis.UniversalClient, i int) string {
 }
 
 // failure describes the failed request of node i, "<address>: <cause>",
-// in a round whose requests were bounded by bound. A request that ran out
+// in a round whose requests were bounded by bound. A connection that failed
+// after a server asked for a client certificate the client does not have
+// says so. A request that ran out
 // of time is described by the node's last dial error when one is known
 // (the real cause), else as a node too slow for the bound, with the hint
 // to raise RequestTimeout when that was the bound.
 func (b *Backend) failure(i int, err error, bound time.Duration) string {
 	name := nodeName(b.clients[i], i)
-	if !errors.Is(err, context.DeadlineExceeded) {
-		return name + ": " + err.Error()
-	}
 	var d *dialLog
 	if i < len(b.dials) {
 		d = b.dials[i]
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		var reply redis.Error
+		if d != nil && d.certAsked.Load() && !errors.As(err, &reply) {
+			return name + ": " + err.Error() + " (the server asked for a client certificate, and none is configured: query parameters cert and key)"
+		}
+		return name + ": " + err.Error()
 	}
 	if dialErr := d.lastErr(); dialErr != nil {
 		return fmt.Sprintf("%s: %v", name, dialErr)

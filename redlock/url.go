@@ -60,17 +60,21 @@ func openURL(_ context.Context, u *url.URL) (backend.Backend, io.Closer, error) 
 	cs := make(backendurl.Closers, len(addrs))
 	dials := make([]*dialLog, len(addrs))
 	for i, a := range addrs {
+		dials[i] = new(dialLog)
+		nodeTLS := tlsCfg
+		if tlsCfg != nil && len(tlsCfg.Certificates) == 0 && tlsCfg.GetClientCertificate == nil {
+			nodeTLS = dials[i].askedForCert(tlsCfg)
+		}
 		c := redis.NewClient(&redis.Options{
 			Addr:                  a,
 			Username:              u.User.Username(),
 			Password:              password,
 			DB:                    db,
-			TLSConfig:             tlsCfg,
+			TLSConfig:             nodeTLS,
 			DialTimeout:           dial,
 			ContextTimeoutEnabled: true, // so that RequestTimeout bounds every request
 			DisableIdentity:       true, // no CLIENT SETINFO round trip on each connection
 		})
-		dials[i] = new(dialLog)
 		c.AddHook(dials[i]) // before any use: AddHook is not safe for concurrent use
 		clients[i], cs[i] = c, c
 	}
