@@ -70,6 +70,13 @@ func TestWatchFollowsContention(t *testing.T) {
 // of its timeout, so its Deadline never trails by more than about a third
 // of the TTL (with go-zookeeper's pings alone, a third of the TTL apart, it
 // would trail by up to seven twelfths).
+//
+// With pings alone every window of two TTLs meets the worst phase (the
+// Deadline came within 0.65 s at a 2 s TTL); the session's own requests
+// keep it 0.98 s ahead on an idle host, less when the host stalls the
+// session's timer or the servers' answers (0.88 s at load 3, 0.79 s at
+// load 9 on 2 cores). A window that misses the bound is measured again, up
+// to three: pings alone miss every one.
 func TestHeldDeadlineStaysAhead(t *testing.T) {
 	f := newFixture(t)
 	b, _ := f.backend(nil)
@@ -77,14 +84,18 @@ func TestHeldDeadlineStaysAhead(t *testing.T) {
 	defer l.Release(f.ctx)
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
-	least := testTTL
-	for end := time.Now().Add(2 * testTTL); time.Now().Before(end); <-tick.C {
-		least = min(least, time.Until(l.Deadline()))
+	want := testTTL * 9 / 20
+	var windows []time.Duration
+	for range 3 {
+		least := testTTL
+		for end := time.Now().Add(2 * testTTL); time.Now().Before(end); <-tick.C {
+			least = min(least, time.Until(l.Deadline()))
+		}
+		t.Logf("the Deadline was at least %v ahead over %v", least, 2*testTTL)
+		if least >= want {
+			return
+		}
+		windows = append(windows, least)
 	}
-	t.Logf("the Deadline was at least %v ahead over %v", least, 2*testTTL)
-	// With pings alone it came within 0.65 s at a 2 s TTL; the session's
-	// own requests keep it above about 1.1 s.
-	if want := testTTL * 9 / 20; least < want {
-		t.Errorf("the Deadline of an idle held lease came within %v; want at least %v", least, want)
-	}
+	t.Errorf("the Deadline of an idle held lease came within %v in each of three windows of %v; want at least %v in one", windows, 2*testTTL, want)
 }
