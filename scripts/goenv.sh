@@ -9,8 +9,9 @@
 # standard library from the environment.
 #
 # -ldflags=-w: no DWARF in the binaries (test binaries, elect), which cuts a
-# race test binary's link by a quarter (kube's: 9 CPU seconds, 6.9 without);
-# stack traces do not use it. A build that sets its own -ldflags replaces it.
+# race test binary's link by about a quarter (kube's: 10.7-11.6 CPU seconds,
+# 7.2-8.4 without); stack traces do not use it. A build that sets its own
+# -ldflags replaces it.
 #
 # The nested modules require the root module (and kube) at pseudo-versions of
 # commits on main (make pin). Under go.work the go command builds the
