@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -29,6 +28,7 @@ var (
 	flagMigrate  = flag.Int("chaos.migrations", 0, "full migrations per migrate campaign (0: 20 long, 1 short)")
 	flagKinds    = flag.String("chaos.kinds", "", "comma-separated fault kinds to draw from instead of the campaign's (e.g. pause-minority)")
 	flagRecheck  = flag.String("chaos.recheck", "", "check the <campaign>-history.jsonl files a run left in this directory instead of running campaigns")
+	flagLanes    = flag.Int("chaos.lanes", 1, "campaigns on disjoint servers (Redis; etcd and the apiserver on it; ZooKeeper) run at once, at most this many (a short campaign only; a long one runs one at a time)")
 )
 
 // chaosTTL is the lease TTL of the campaigns on Redis and etcd: the
@@ -263,8 +263,9 @@ type planned struct {
 // overlap (a kind of servers.sh in common: the store, the store under it,
 // the store a migration leaves) run one after the other in one lane, in
 // the order given, since each injects faults into its servers; lanes run
-// at once, at most -test.parallel of them, the longest first. A long
-// campaign, whose figures are quoted, runs alone: one lane at a time.
+// at once, at most -chaos.lanes of them (default 1: one campaign at a
+// time), the longest first. A long campaign, whose figures are quoted,
+// runs alone: one lane at a time.
 func runLanes(t *testing.T, campaigns []planned, run func(t *testing.T, name string, cfg Config)) {
 	var lanes [][]planned
 	var laneKinds []map[string]bool
@@ -295,10 +296,8 @@ func runLanes(t *testing.T, campaigns []planned, run func(t *testing.T, name str
 	}
 	slices.SortStableFunc(lanes, func(a, b []planned) int { return len(b) - len(a) })
 	parallel := 1
-	if f := flag.Lookup("test.parallel"); f != nil && !*flagLong {
-		if n, err := strconv.Atoi(f.Value.String()); err == nil && n > 1 {
-			parallel = n
-		}
+	if !*flagLong && *flagLanes > 1 {
+		parallel = *flagLanes
 	}
 	slots := make(chan struct{}, parallel)
 	var wg sync.WaitGroup
