@@ -169,10 +169,9 @@ func (b *Backend) Register(ctx context.Context, c backend.Candidate, aside bool)
 	})
 	if err != nil && mayHaveCreated(err) {
 		// Only the reply may be lost: delete what may have been created,
-		// so no reader sees a candidate that is not registered.
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.cfg.request)
-		_ = r.delete(dctx)
-		cancel()
+		// so no reader sees a candidate that is not registered. The
+		// delete is bounded by RequestTimeout, as every request is.
+		_ = r.delete(context.WithoutCancel(ctx))
 	}
 	switch {
 	case ctx.Err() != nil:

@@ -85,12 +85,12 @@ func nodeName(c redis.UniversalClient, i int) string {
 }
 
 // failure describes the failed request of node i, "<address>: <cause>",
-// in a round whose requests were bounded by bound. A connection that failed
-// after a server asked for a client certificate the client does not have
-// says so. A request that ran out
-// of time is described by the node's last dial error when one is known
-// (the real cause), else as a node too slow for the bound, with the hint
-// to raise RequestTimeout when that was the bound.
+// in a round whose requests were bounded by bound. A connection that
+// failed after a server asked for a client certificate the client does not
+// have says so. A request that ran out of time is described by the node's
+// last dial error when one is known (the real cause), else as a node too
+// slow for the bound, with the hint to raise RequestTimeout when that was
+// the bound.
 func (b *Backend) failure(i int, err error, bound time.Duration) string {
 	name := nodeName(b.clients[i], i)
 	var d *dialLog

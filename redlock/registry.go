@@ -164,10 +164,9 @@ func (b *Backend) Register(ctx context.Context, c backend.Candidate, aside bool)
 		if r.version > 0 {
 			// The write was sent, and may have landed where only the reply
 			// was lost: the tombstone hides the entry from every quorum
-			// read, as Redlock unlocks every node after a failed lock.
-			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.cfg.requestTimeout)
-			_ = r.withdraw(wctx)
-			cancel()
+			// read, as Redlock unlocks every node after a failed lock. Its
+			// round is bounded by RequestTimeout.
+			_ = r.withdraw(context.WithoutCancel(ctx))
 		}
 		return nil, err
 	}
