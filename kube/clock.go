@@ -33,6 +33,14 @@ const (
 	// clockMaxAge is how long a sample of the apiserver's clock is reused
 	// before it is taken again.
 	clockMaxAge = 10 * time.Second
+	// clockRetry is how long after a sample could not be taken the next
+	// attempt waits; until then the last sample serves (see clockStale).
+	clockRetry = time.Second
+	// clockStale is the age up to which the last sample serves while a new
+	// one cannot be taken. Its drift allowance grows with its age (see
+	// expiryAt); a step of the apiserver's clock since it was taken is
+	// bounded by serverSkew, as for any sample.
+	clockStale = time.Minute
 )
 
 // lastWrite returns the latest time the apiserver stamped on l (the
@@ -97,15 +105,18 @@ func (s clockSample) expiryAt(w time.Time, d time.Duration, drift float64) time.
 // /version, sent through the client's own HTTP client (its credentials and
 // connections) and rate limiter, and keeps the sample for clockMaxAge.
 type serverClock struct {
-	http    *http.Client // nil: the client does not expose one; no samples
+	http    *http.Client
 	url     string
 	limiter flowcontrol.RateLimiter
-	taken   atomic.Int64 // samples asked of the apiserver (each one request)
+	// fetch takes one sample (take, through http); nil: the client does
+	// not expose an HTTP client, and no samples are taken.
+	fetch func(context.Context) (clockSample, error)
+	taken atomic.Int64 // samples asked of the apiserver (each one request)
 
 	mu       sync.Mutex
 	last     clockSample
 	has      bool
-	failed   time.Time     // when the last attempt failed: none again for clockMaxAge
+	failed   time.Time     // when the last attempt failed: none again for clockRetry
 	inflight chan struct{} // non-nil while a sample is being taken; closed after
 }
 
@@ -120,27 +131,34 @@ func newServerClock(client any) *serverClock {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	return &serverClock{http: hc, url: r.Get().AbsPath("/version").URL().String(), limiter: r.GetRateLimiter()}
+	c := &serverClock{http: hc, url: r.Get().AbsPath("/version").URL().String(), limiter: r.GetRateLimiter()}
+	c.fetch = c.take
+	return c
 }
 
 // sample returns a sample of the apiserver's clock no older than
-// clockMaxAge, taking one if needed, and false when it cannot (no HTTP
-// client, no answer, no Date header; after a failure, for clockMaxAge).
+// clockMaxAge, taking one if needed. When one cannot be taken (no answer,
+// no Date header), the last sample serves while it is younger than
+// clockStale, and the next attempt waits clockRetry, so that one slow
+// answer does not leave every reader without a judgment; false when there
+// is no such sample, or the client does not expose an HTTP client.
 func (b *Backend) sample(ctx context.Context) (clockSample, bool) {
 	c := b.clock
-	if c.http == nil {
+	if c.fetch == nil {
 		return clockSample{}, false
 	}
 	for {
 		c.mu.Lock()
-		s, ok, failed, inflight := c.last, c.has, c.failed, c.inflight
+		s, failed, inflight := c.last, c.failed, c.inflight
 		switch {
-		case ok && time.Since(s.at) < clockMaxAge:
+		case c.has && time.Since(s.at) < clockMaxAge:
 			c.mu.Unlock()
 			return s, true
-		case !failed.IsZero() && time.Since(failed) < clockMaxAge:
+		case !failed.IsZero() && time.Since(failed) < clockRetry:
+			// A reader of many Leases does not ask again for each.
+			ok := c.servesLocked()
 			c.mu.Unlock()
-			return clockSample{}, false // a reader of many Leases does not ask again for each
+			return s, ok
 		case inflight != nil:
 			// One sample at a time: readers that start together (every
 			// waiter after an apiserver restart) share it rather than
@@ -157,7 +175,7 @@ func (b *Backend) sample(ctx context.Context) (clockSample, bool) {
 		c.inflight = done
 		c.mu.Unlock()
 		c.taken.Add(1)
-		s, err := bounded(b, ctx, c.take)
+		s, err := bounded(b, ctx, c.fetch)
 		c.mu.Lock()
 		c.inflight = nil
 		close(done)
@@ -166,12 +184,15 @@ func (b *Backend) sample(ctx context.Context) (clockSample, bool) {
 			if ctx.Err() == nil {
 				c.failed = time.Now()
 			}
-			return clockSample{}, false
+			return c.last, c.servesLocked()
 		}
 		c.last, c.has, c.failed = s, true, time.Time{}
 		return s, true
 	}
 }
+
+// servesLocked reports whether the last sample may still serve.
+func (c *serverClock) servesLocked() bool { return c.has && time.Since(c.last.at) < clockStale }
 
 // take takes one sample.
 func (c *serverClock) take(ctx context.Context) (clockSample, error) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -56,6 +57,48 @@ func TestClockExpiry(t *testing.T) {
 	if want := 5*time.Second + 50*time.Millisecond; got.Sub(local) != want {
 		t.Errorf("expiry with DriftFactor 0.01: got %v after the sample, want %v", got.Sub(local), want)
 	}
+}
+
+// TestClockSampleOutlivesFailedRetake: when a sample of the apiserver's
+// clock cannot be retaken, the last one serves (up to clockStale) and the
+// next attempt waits clockRetry, instead of leaving every reader without a
+// judgment, and so every crashed holder or entry live, for clockMaxAge.
+func TestClockSampleOutlivesFailedRetake(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		fail := false
+		c := &serverClock{}
+		c.fetch = func(context.Context) (clockSample, error) {
+			if fail {
+				return clockSample{}, errors.New("no answer")
+			}
+			return clockSample{server: time.Now().UTC(), at: time.Now()}, nil
+		}
+		b := &Backend{clock: c, cfg: config{request: time.Second}}
+		look := func(when string, wantOK bool, wantAt time.Time, wantTaken int64) {
+			t.Helper()
+			s, ok := b.sample(ctx)
+			if ok != wantOK || ok && !s.at.Equal(wantAt) || c.taken.Load() != wantTaken {
+				t.Fatalf("%s: got a sample taken at %v (ok %v) after %d requests; want one taken at %v (ok %v) after %d",
+					when, s.at, ok, c.taken.Load(), wantAt, wantOK, wantTaken)
+			}
+		}
+		first := time.Now()
+		look("first look", true, first, 1)
+		time.Sleep(clockMaxAge)
+		fail = true
+		look("retake failed", true, first, 2)
+		look("within clockRetry of the failure", true, first, 2)
+		time.Sleep(clockRetry)
+		look("clockRetry after the failure", true, first, 3)
+		fail = false
+		time.Sleep(clockRetry)
+		second := time.Now()
+		look("answered again", true, second, 4)
+		fail = true
+		time.Sleep(clockStale)
+		look("older than clockStale", false, time.Time{}, 5)
+	})
 }
 
 // writeHolder creates the Lease name naming holder for secs seconds, as a
