@@ -3,6 +3,7 @@
 #
 # Usage:
 #   servers.sh install                 install the Debian packages if any is missing (root)
+#   servers.sh build                   build the kube-apiserver into its cache if it is missing
 #   servers.sh start [redis|etcd|zk|kube|all]  start (idempotent) and wait until ready
 #   servers.sh stop  [redis|etcd|zk|kube|all]  stop what this script started; remove data
 #   servers.sh env                     print `export` lines for the running kinds
@@ -125,6 +126,21 @@ since() { # since START_US → "1.234s"
 	printf '%d.%03ds' $((us / 1000000)) $((us % 1000000 / 1000))
 }
 
+# lock NAME takes an exclusive lock on NAME under the user's cache (the
+# descriptor stays open until this script exits, or unlock), waiting for the
+# servers.sh that holds it: concurrent starts (test.sh's shards, .ci/run's
+# background build) install the packages and build the apiserver once.
+LOCKS=${XDG_CACHE_HOME:-$HOME/.cache}/elector
+lock() {
+	mkdir -p "$LOCKS"
+	exec {lock_fd}>"$LOCKS/$1.lock"
+	if ! flock -n "$lock_fd"; then
+		log "waiting for another servers.sh to finish: $1"
+		flock "$lock_fd"
+	fi
+}
+unlock() { exec {lock_fd}>&-; }
+
 # ---------------------------------------------------------------- install
 
 missing_tools() {
@@ -139,10 +155,13 @@ missing_tools() {
 }
 
 cmd_install() {
-	local missing
+	local missing lock_fd
 	missing=$(missing_tools)
 	[[ -z $missing ]] && return 0
 	[[ $(id -u) -eq 0 ]] || die "missing: $missing; run as root to install: apt-get install -y ${PACKAGES[*]}"
+	lock install
+	missing=$(missing_tools) # another servers.sh may have installed them
+	[[ -z $missing ]] && { unlock; return 0; }
 	log "missing: $missing— installing ${PACKAGES[*]}"
 	local t0
 	t0=$(now)
@@ -151,6 +170,7 @@ cmd_install() {
 	missing=$(missing_tools)
 	[[ -z $missing ]] || die "still missing after install: $missing"
 	log "installed in $(since "$t0")"
+	unlock
 }
 
 # ---------------------------------------------------------------- processes
@@ -700,10 +720,11 @@ kube_needs_etcd() {
 # kube_binary prints the path of the cached kube-apiserver, building it first
 # when it is missing.
 kube_binary() {
-	local src hash bin t0
+	local src hash bin t0 lock_fd
 	src=$(dirname "$SCRIPT")/kube-apiserver
 	hash=$(cat "$src/go.mod" "$src/go.sum" "$src/main.go" | sha256sum | cut -c1-12)
 	bin=$KUBE_CACHE/kube-apiserver-$KUBE_VERSION-$hash
+	[[ -x $bin ]] || lock kube-apiserver-build # and look again: another may have built it
 	if [[ ! -x $bin ]]; then
 		command -v go >/dev/null 2>&1 || die "kube: building kube-apiserver needs the go command"
 		mkdir -p "$KUBE_CACHE"
@@ -717,6 +738,7 @@ kube_binary() {
 		mv "$bin.tmp.$$" "$bin"
 		log "kube: built kube-apiserver in $(since "$t0")"
 	fi
+	[[ -z ${lock_fd:-} ]] || unlock
 	printf '%s' "$bin"
 }
 
@@ -1030,6 +1052,7 @@ main() {
 	[[ $# -gt 0 ]] && shift
 	case $cmd in
 	install) cmd_install ;;
+	build) kube_binary >/dev/null ;;
 	start) cmd_start "$@" ;;
 	stop) cmd_stop "$@" ;;
 	env) cmd_env ;;
