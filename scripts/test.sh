@@ -13,6 +13,8 @@
 # keeps its state in ELECTOR_STATE_DIR (set 0) or ELECTOR_STATE_DIR-i beside
 # it (default /tmp/elector-servers). Every set runs Redis, etcd and ZooKeeper;
 # the kube-apiserver only in a set whose packages' tests use it (testenv.Kube*).
+# A shard runs its packages that need no apiserver first, and starts the
+# apiserver only then: on a new machine its build (minutes) overlaps them.
 # A set whose servers were all running already is left up; every other set
 # is stopped when its shard ends, and on exit whatever happens (a failure,
 # Ctrl-C, SIGTERM).
@@ -133,18 +135,8 @@ while read -r s mod pkg k; do
 	for ((i = 1; i < SHARDS; i++)); do ((load[i] < load[best])) && best=$i; done
 	load[best]=$((load[best] + s))
 	((k)) && kube[best]=1
-	echo "$mod $pkg" >>"$OUT/shard$best.pkgs"
+	echo "$mod $pkg $k" >>"$OUT/shard$best.pkgs"
 done < <(while read -r mod pkg k; do echo "${dur[$pkg]:-5} $mod $pkg $k"; done <"$OUT/pkgs" | sort -k1,1nr -k3,3)
-
-# A shard whose packages need the kube-apiserver becomes shard 0: set 0 is
-# where .ci/run starts the apiserver (building it if need be) while lint runs.
-for ((i = 1; i < SHARDS; i++)); do
-	((kube[0] == 0 && kube[i] == 1)) || continue
-	mv "$OUT/shard0.pkgs" "$OUT/swap.pkgs"
-	mv "$OUT/shard$i.pkgs" "$OUT/shard0.pkgs"
-	mv "$OUT/swap.pkgs" "$OUT/shard$i.pkgs"
-	t=${load[0]} load[0]=${load[i]} load[i]=$t kube[0]=1 kube[i]=0
-done
 
 # ---------------------------------------------------------------- servers
 
@@ -170,17 +162,12 @@ for ((i = 0; i < SHARDS; i++)); do
 	fi
 done
 
-# start_set I starts (idempotently) the kinds set I needs. Without kube the
-# kinds start at once, each its own servers.sh (the kinds share nothing but
-# the state dir); with kube, `start all`, which starts etcd before the
-# apiserver that stores in it.
+# start_set I starts (idempotently) Redis, etcd and ZooKeeper on set I, at
+# once, each its own servers.sh (the kinds share nothing but the state dir).
+# The apiserver starts later (run_shard), storing in that etcd.
 start_set() {
 	local k pids=() pid rc=0
-	if ((kube[$1])); then
-		set_servers "$1" start all
-		return
-	fi
-	for k in $(kinds "$1"); do
+	for k in redis etcd zk; do
 		set_servers "$1" start "$k" &
 		pids+=($!)
 	done
@@ -188,48 +175,77 @@ start_set() {
 	return "$rc"
 }
 
+# ---------------------------------------------------------------- compile
+
+# compile_deps builds, with -race and at full parallelism, every non-main
+# package the tested packages and their tests import, once for all shards,
+# while the shards start their servers: the shards' go test -p 1 would
+# otherwise compile them one at a time, and each shard the ones it shares
+# with another (the kube driver's client-go) at once with it. On a warm build
+# cache it only checks the cache. Its errors are go test's to report.
+compile_deps() {
+	local mod
+	for mod in $(awk '!seen[$1]++ { print $1 }' "$OUT/pkgs"); do
+		# shellcheck disable=SC2046 # a word list
+		(cd "$mod" && go list -deps -test -f '{{if and (not .Standard) (ne .Name "main")}}{{.ImportPath}}{{end}}' \
+			$(awk -v m="$mod" '$1 == m { print $2 }' "$OUT/pkgs") | grep -v ' \[' | sort -u | xargs -r go build -race) >/dev/null 2>&1 || true
+	done
+}
+
 # ---------------------------------------------------------------- shards
 
 # run_shard I starts set I if needed, runs the shard's packages one module at
-# a time and writes "STATUS SECONDS PKG" lines to $OUT/shardI.result.
+# a time, those that need the apiserver last (starting it first), and writes
+# "STATUS SECONDS PKG" lines to $OUT/shardI.result.
 run_shard() {
-	local i=$1 mod pkgs st secs pkg t0 rc kinds_i
+	local i=$1 mod pkgs st secs pkg t0 rc kinds_i k
 	local logf=$OUT/shard$i.log res=$OUT/shard$i.result
 	: >"$res"
 	exec >"$logf" 2>&1
 	kinds_i=$(kinds "$i")
 	echo "=== shard $i: set at offset $(set_off "$i") ($kinds_i), packages:"
-	sed 's/^/    /' "$OUT/shard$i.pkgs"
+	awk '{ print "    " $1 " " $2 }' "$OUT/shard$i.pkgs"
 	if ! start_set "$i"; then
 		echo "=== shard $i: starting its servers failed"
 		awk '{ print "FAIL - " $2 " (servers did not start)" }' "$OUT/shard$i.pkgs" >>"$res"
 		return 1
 	fi
 	eval "$(set_servers "$i" env)"
-	for mod in $(awk '!seen[$1]++ { print $1 }' "$OUT/shard$i.pkgs"); do
-		pkgs=$(awk -v m="$mod" '$1 == m { print $2 }' "$OUT/shard$i.pkgs")
-		echo "=== shard $i: module $mod: go test"
-		t0=$SECONDS
-		# shellcheck disable=SC2086 # TESTFLAGS and pkgs are word lists
-		(cd "$mod" && go test -race -count=1 -timeout 30m -p "${TESTP:-1}" ${TESTFLAGS:-} $pkgs) >"$OUT/shard$i.go" 2>&1 && rc=0 || rc=$?
-		cat "$OUT/shard$i.go"
-		# go test's own result lines: "ok  \tPKG\t1.234s", "FAIL\tPKG\t1.234s",
-		# "FAIL\tPKG [build failed]", "?   \tPKG\t[no test files]".
-		for pkg in $pkgs; do
-			read -r st secs < <(awk -F'\t' -v p="$pkg" '
-				$1 ~ /^(ok|FAIL|\?) *$/ && (split($2, w, " ") && w[1] == p) {
-					st = $1 ~ /^FAIL/ ? "FAIL" : "PASS"
-					split($3, t, " ")
-					secs = t[1] ~ /^[0-9.]+s$/ ? substr(t[1], 1, length(t[1]) - 1) : ($1 ~ /^\?/ ? 0 : "-")
-				}
-				END { print (st == "" ? "-" : st), (secs == "" ? "-" : secs) }' "$OUT/shard$i.go")
-			# No result line (e.g. TESTFLAGS=-json, or go test itself
-			# failed): the module's exit status decides.
-			if [[ $st == - ]]; then if ((rc == 0)); then st=PASS; else st=FAIL; fi; fi
-			echo "$st ${secs:--} $pkg" >>"$res"
+	flock "$OUT/compile.lock" true # compile_deps is done
+	for k in 0 1; do
+		if ((k)) && ((kube[i])); then
+			if ! set_servers "$i" start kube; then
+				echo "=== shard $i: starting the kube-apiserver failed"
+				awk '$3 == 1 { print "FAIL - " $2 " (servers did not start)" }' "$OUT/shard$i.pkgs" >>"$res"
+				break
+			fi
+			eval "$(set_servers "$i" env)"
+		fi
+		for mod in $(awk -v k="$k" '$3 == k && !seen[$1]++ { print $1 }' "$OUT/shard$i.pkgs"); do
+			pkgs=$(awk -v m="$mod" -v k="$k" '$1 == m && $3 == k { print $2 }' "$OUT/shard$i.pkgs")
+			echo "=== shard $i: module $mod: go test"
+			t0=$SECONDS
+			# shellcheck disable=SC2086 # TESTFLAGS and pkgs are word lists
+			(cd "$mod" && go test -race -count=1 -timeout 30m -p "${TESTP:-1}" ${TESTFLAGS:-} $pkgs) >"$OUT/shard$i.go" 2>&1 && rc=0 || rc=$?
+			cat "$OUT/shard$i.go"
+			# go test's own result lines: "ok  \tPKG\t1.234s", "FAIL\tPKG\t1.234s",
+			# "FAIL\tPKG [build failed]", "?   \tPKG\t[no test files]".
+			for pkg in $pkgs; do
+				read -r st secs < <(awk -F'\t' -v p="$pkg" '
+					$1 ~ /^(ok|FAIL|\?) *$/ && (split($2, w, " ") && w[1] == p) {
+						st = $1 ~ /^FAIL/ ? "FAIL" : "PASS"
+						split($3, t, " ")
+						secs = t[1] ~ /^[0-9.]+s$/ ? substr(t[1], 1, length(t[1]) - 1) : ($1 ~ /^\?/ ? 0 : "-")
+					}
+					END { print (st == "" ? "-" : st), (secs == "" ? "-" : secs) }' "$OUT/shard$i.go")
+				# No result line (e.g. TESTFLAGS=-json, or go test itself
+				# failed): the module's exit status decides.
+				if [[ $st == - ]]; then if ((rc == 0)); then st=PASS; else st=FAIL; fi; fi
+				echo "$st ${secs:--} $pkg" >>"$res"
+			done
+			echo "=== shard $i: module $mod: exit $rc after $((SECONDS - t0))s"
+			if ((rc != 0)) && ! grep -q '^FAIL ' "$res"; then echo "FAIL - $mod (go test exit $rc)" >>"$res"; fi
 		done
-		echo "=== shard $i: module $mod: exit $rc after $((SECONDS - t0))s"
-		if ((rc != 0)) && ! grep -q '^FAIL ' "$res"; then echo "FAIL - $mod (go test exit $rc)" >>"$res"; fi
 	done
 	if ((owned[i])); then set_servers "$i" stop all || true; fi
 }
@@ -239,6 +255,7 @@ declare -A shard_of=()
 cleanup() {
 	local pid i
 	trap - EXIT INT TERM
+	[[ -z ${compile_pid:-} ]] || kill -TERM -- "-$compile_pid" 2>/dev/null || true
 	# Only shards not yet reaped: a reaped shard's group ID may be reused.
 	for pid in "${!shard_of[@]}"; do kill -TERM -- "-$pid" 2>/dev/null || true; done
 	for pid in "${!shard_of[@]}"; do wait "$pid" 2>/dev/null || true; done
@@ -255,12 +272,20 @@ trap 'log "interrupted; stopping the shards and their servers"; exit 130' INT TE
 # stop a shard's go test and test binaries with one signal.
 set -m
 t_all=$SECONDS
+# compile_deps holds the lock until it is done; the shards wait for it.
+exec {compile_fd}>"$OUT/compile.lock"
+flock "$compile_fd"
+compile_deps &
+compile_pid=$!
+exec {compile_fd}>&-
 for ((i = 0; i < SHARDS; i++)); do
 	run_shard "$i" &
 	shard_of[$!]=$i
 	log "shard $i: $(wc -l <"$OUT/shard$i.pkgs") packages, ~${load[i]}s expected, set at offset $(set_off "$i")"
 done
 set +m
+wait "$compile_pid" || true
+compile_pid=
 
 # Print each shard's log whole as it ends.
 left=$SHARDS
