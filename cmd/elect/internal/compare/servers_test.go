@@ -146,6 +146,14 @@ func TestRunLeavesNoRedisKeys(t *testing.T) {
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
 			o := smallRun(compare.NewPrefix())
+			if strings.HasPrefix(tc.url, "migrate") {
+				// A migrating lease is held on two stores, and a term ends
+				// when either renewal fails: at a TTL of 1 s on a loaded
+				// machine its partition group may not settle within the
+				// rebalance bound, which this test, about keys, does not
+				// measure (1 run of 4 at load 11; Redis alone 0 of 4).
+				o.TTL = 2 * time.Second
+			}
 			target, err := compare.URLTarget(urls[tc.url], nil)
 			if err != nil {
 				t.Fatal(err)
