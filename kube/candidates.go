@@ -273,11 +273,32 @@ func (c candidate) judge(s clockSample, judged bool, drift float64) (time.Time, 
 	if !judged {
 		return time.Time{}, false
 	}
-	w, ok := lastStamp(&c.obj.ObjectMeta)
+	w, ok := lastStampBut(&c.obj.ObjectMeta, pingOnly)
 	if !ok {
 		return time.Time{}, false
 	}
 	return s.expiryAt(w, c.ttl, drift), true
+}
+
+// pingOnly reports whether a managedFields entry of a LeaseCandidate owns
+// nothing but spec.pingTime: the apiserver's Coordinated Leader Election
+// controller pinging a candidate whose renewTime is older than its
+// election duration (5 s), which it does to the entries of a crashed
+// process too. Its stamp says nothing of the entry's writer.
+func pingOnly(f metav1.ManagedFieldsEntry) bool {
+	if f.FieldsV1 == nil {
+		return false
+	}
+	var top map[string]json.RawMessage
+	if json.Unmarshal(f.FieldsV1.GetRawBytes(), &top) != nil || len(top) != 1 {
+		return false
+	}
+	var spec map[string]json.RawMessage
+	if json.Unmarshal(top["f:spec"], &spec) != nil || len(spec) != 1 {
+		return false
+	}
+	_, ok := spec["f:pingTime"]
+	return ok
 }
 
 // registration implements [backend.Registration] on one LeaseCandidate.

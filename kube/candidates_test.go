@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -137,6 +138,51 @@ func loseCreateReplies(next http.RoundTripper) http.RoundTripper {
 		resp.Body.Close()
 		return nil, errors.New("reply lost by the test")
 	})
+}
+
+// An entry whose writer stopped lapses about its TTL after its last write
+// even when the apiserver's Coordinated Leader Election controller pings
+// it (a write of spec.pingTime, stamped by the apiserver), as it does to a
+// candidate whose renewTime is 5 s old: the ping says nothing of the
+// writer.
+func TestPingedEntryLapses(t *testing.T) {
+	s := testServer(t)
+	a, b := testBackend(t, s, nil), testBackend(t, s, nil)
+	ctx := testCtx(t)
+	name := testName(t)
+	sent := time.Now()
+	reg, err := a.Register(ctx, cand(name, "dave"), false) // and never refreshed
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Entries(ctx, name); err != nil { // b's clock sample, before the ping
+		t.Fatal(err)
+	}
+	time.Sleep(testTTL - 500*time.Millisecond) // the ping comes late in the TTL
+	pinger := candidateClient(s.client(t).RESTClient(), s.ns, candidatesPath)
+	obj, err := pinger.Get(ctx, reg.ID(), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj.Spec.PingTime = new(metav1.NewMicroTime(time.Now()))
+	if _, err := pinger.Update(ctx, obj, metav1.UpdateOptions{FieldManager: "test-leader-election-controller"}); err != nil {
+		t.Fatalf("ping: %v", err)
+	}
+	// The bound of a judgment on the apiserver's clock: TTL + 3 s after
+	// the last write (the two roundings and the skew), and the drift
+	// allowance; counting from the ping it would be a second or more later.
+	bound := sent.Add(testTTL + 3*time.Second + 100*time.Millisecond)
+	for {
+		list, err := b.Entries(ctx, name)
+		if err == nil && len(list) == 0 {
+			return
+		}
+		if time.Now().After(bound) {
+			t.Fatalf("Entries: got (%v, %v) %v after the Register, want none: the entry lapses %v after its last write, whatever pings it",
+				list, err, time.Since(sent).Round(time.Millisecond), testTTL+3*time.Second)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // Close deletes the LeaseCandidates of the entries it registered.

@@ -56,10 +56,14 @@ const (
 func lastWrite(l *coordinationv1.Lease) (time.Time, bool) { return lastStamp(&l.ObjectMeta) }
 
 // lastStamp is lastWrite for the metadata of any object.
-func lastStamp(m *metav1.ObjectMeta) (time.Time, bool) {
+func lastStamp(m *metav1.ObjectMeta) (time.Time, bool) { return lastStampBut(m, nil) }
+
+// lastStampBut is lastStamp without the managedFields entries skip
+// reports (nil: none).
+func lastStampBut(m *metav1.ObjectMeta, skip func(metav1.ManagedFieldsEntry) bool) (time.Time, bool) {
 	var last time.Time
 	for _, f := range m.ManagedFields {
-		if f.Time != nil && f.Time.After(last) {
+		if f.Time != nil && f.Time.After(last) && (skip == nil || !skip(f)) {
 			last = f.Time.Time
 		}
 	}
