@@ -13,8 +13,8 @@
 # keeps its state in ELECTOR_STATE_DIR (set 0) or ELECTOR_STATE_DIR-i beside
 # it (default /tmp/elector-servers). Every set runs Redis, etcd and ZooKeeper;
 # the kube-apiserver only in a set whose packages' tests use it (testenv.Kube*).
-# A shard runs its packages that need no apiserver first, and starts the
-# apiserver only then: on a new machine its build (minutes) overlaps them.
+# A shard that needs the apiserver starts it (waiting for its build, which
+# .ci/run starts in the background) before its first package.
 # A set whose servers were all running already is left up; every other set
 # is stopped when its shard ends, and on exit whatever happens (a failure,
 # Ctrl-C, SIGTERM).
@@ -164,7 +164,7 @@ done
 
 # start_set I starts (idempotently) Redis, etcd and ZooKeeper on set I, at
 # once, each its own servers.sh (the kinds share nothing but the state dir).
-# The apiserver starts later (run_shard), storing in that etcd.
+# The apiserver starts after them (run_shard), storing in that etcd.
 start_set() {
 	local k pids=() pid rc=0
 	for k in redis etcd zk; do
@@ -195,10 +195,9 @@ compile_deps() {
 # ---------------------------------------------------------------- shards
 
 # run_shard I starts set I if needed, runs the shard's packages one module at
-# a time, those that need the apiserver last (starting it first), and writes
-# "STATUS SECONDS PKG" lines to $OUT/shardI.result.
+# a time and writes "STATUS SECONDS PKG" lines to $OUT/shardI.result.
 run_shard() {
-	local i=$1 mod pkgs st secs pkg t0 rc kinds_i k
+	local i=$1 mod pkgs st secs pkg t0 rc kinds_i
 	local logf=$OUT/shard$i.log res=$OUT/shard$i.result
 	: >"$res"
 	exec >"$logf" 2>&1
@@ -212,40 +211,38 @@ run_shard() {
 	fi
 	eval "$(set_servers "$i" env)"
 	flock "$OUT/compile.lock" true # compile_deps is done
-	for k in 0 1; do
-		if ((k)) && ((kube[i])); then
-			if ! set_servers "$i" start kube; then
-				echo "=== shard $i: starting the kube-apiserver failed"
-				awk '$3 == 1 { print "FAIL - " $2 " (servers did not start)" }' "$OUT/shard$i.pkgs" >>"$res"
-				break
-			fi
-			eval "$(set_servers "$i" env)"
+	if ((kube[i])); then
+		if ! set_servers "$i" start kube; then
+			echo "=== shard $i: starting the kube-apiserver failed"
+			awk '{ print "FAIL - " $2 " (servers did not start)" }' "$OUT/shard$i.pkgs" >>"$res"
+			return 1
 		fi
-		for mod in $(awk -v k="$k" '$3 == k && !seen[$1]++ { print $1 }' "$OUT/shard$i.pkgs"); do
-			pkgs=$(awk -v m="$mod" -v k="$k" '$1 == m && $3 == k { print $2 }' "$OUT/shard$i.pkgs")
-			echo "=== shard $i: module $mod: go test"
-			t0=$SECONDS
-			# shellcheck disable=SC2086 # TESTFLAGS and pkgs are word lists
-			(cd "$mod" && go test -race -count=1 -timeout 30m -p "${TESTP:-1}" ${TESTFLAGS:-} $pkgs) >"$OUT/shard$i.go" 2>&1 && rc=0 || rc=$?
-			cat "$OUT/shard$i.go"
-			# go test's own result lines: "ok  \tPKG\t1.234s", "FAIL\tPKG\t1.234s",
-			# "FAIL\tPKG [build failed]", "?   \tPKG\t[no test files]".
-			for pkg in $pkgs; do
-				read -r st secs < <(awk -F'\t' -v p="$pkg" '
-					$1 ~ /^(ok|FAIL|\?) *$/ && (split($2, w, " ") && w[1] == p) {
-						st = $1 ~ /^FAIL/ ? "FAIL" : "PASS"
-						split($3, t, " ")
-						secs = t[1] ~ /^[0-9.]+s$/ ? substr(t[1], 1, length(t[1]) - 1) : ($1 ~ /^\?/ ? 0 : "-")
-					}
-					END { print (st == "" ? "-" : st), (secs == "" ? "-" : secs) }' "$OUT/shard$i.go")
-				# No result line (e.g. TESTFLAGS=-json, or go test itself
-				# failed): the module's exit status decides.
-				if [[ $st == - ]]; then if ((rc == 0)); then st=PASS; else st=FAIL; fi; fi
-				echo "$st ${secs:--} $pkg" >>"$res"
-			done
-			echo "=== shard $i: module $mod: exit $rc after $((SECONDS - t0))s"
-			if ((rc != 0)) && ! grep -q '^FAIL ' "$res"; then echo "FAIL - $mod (go test exit $rc)" >>"$res"; fi
+		eval "$(set_servers "$i" env)"
+	fi
+	for mod in $(awk '!seen[$1]++ { print $1 }' "$OUT/shard$i.pkgs"); do
+		pkgs=$(awk -v m="$mod" '$1 == m { print $2 }' "$OUT/shard$i.pkgs")
+		echo "=== shard $i: module $mod: go test"
+		t0=$SECONDS
+		# shellcheck disable=SC2086 # TESTFLAGS and pkgs are word lists
+		(cd "$mod" && go test -race -count=1 -timeout 30m -p "${TESTP:-1}" ${TESTFLAGS:-} $pkgs) >"$OUT/shard$i.go" 2>&1 && rc=0 || rc=$?
+		cat "$OUT/shard$i.go"
+		# go test's own result lines: "ok  \tPKG\t1.234s", "FAIL\tPKG\t1.234s",
+		# "FAIL\tPKG [build failed]", "?   \tPKG\t[no test files]".
+		for pkg in $pkgs; do
+			read -r st secs < <(awk -F'\t' -v p="$pkg" '
+				$1 ~ /^(ok|FAIL|\?) *$/ && (split($2, w, " ") && w[1] == p) {
+					st = $1 ~ /^FAIL/ ? "FAIL" : "PASS"
+					split($3, t, " ")
+					secs = t[1] ~ /^[0-9.]+s$/ ? substr(t[1], 1, length(t[1]) - 1) : ($1 ~ /^\?/ ? 0 : "-")
+				}
+				END { print (st == "" ? "-" : st), (secs == "" ? "-" : secs) }' "$OUT/shard$i.go")
+			# No result line (e.g. TESTFLAGS=-json, or go test itself
+			# failed): the module's exit status decides.
+			if [[ $st == - ]]; then if ((rc == 0)); then st=PASS; else st=FAIL; fi; fi
+			echo "$st ${secs:--} $pkg" >>"$res"
 		done
+		echo "=== shard $i: module $mod: exit $rc after $((SECONDS - t0))s"
+		if ((rc != 0)) && ! grep -q '^FAIL ' "$res"; then echo "FAIL - $mod (go test exit $rc)" >>"$res"; fi
 	done
 	if ((owned[i])); then set_servers "$i" stop all || true; fi
 }
