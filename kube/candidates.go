@@ -286,9 +286,6 @@ func (c candidate) judge(s clockSample, judged bool, drift float64) (time.Time, 
 // election duration (5 s), which it does to the entries of a crashed
 // process too. Its stamp says nothing of the entry's writer.
 func pingOnly(f metav1.ManagedFieldsEntry) bool {
-	if f.FieldsV1 == nil {
-		return false
-	}
 	var top map[string]json.RawMessage
 	if json.Unmarshal(f.FieldsV1.GetRawBytes(), &top) != nil || len(top) != 1 {
 		return false

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1beta1 "k8s.io/api/coordination/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -140,48 +141,44 @@ func loseCreateReplies(next http.RoundTripper) http.RoundTripper {
 	})
 }
 
-// An entry whose writer stopped lapses about its TTL after its last write
-// even when the apiserver's Coordinated Leader Election controller pings
-// it (a write of spec.pingTime, stamped by the apiserver), as it does to a
-// candidate whose renewTime is 5 s old: the ping says nothing of the
-// writer.
-func TestPingedEntryLapses(t *testing.T) {
-	s := testServer(t)
-	a, b := testBackend(t, s, nil), testBackend(t, s, nil)
-	ctx := testCtx(t)
-	name := testName(t)
-	sent := time.Now()
-	reg, err := a.Register(ctx, cand(name, "dave"), false) // and never refreshed
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.Entries(ctx, name); err != nil { // b's clock sample, before the ping
-		t.Fatal(err)
-	}
-	time.Sleep(testTTL - 500*time.Millisecond) // the ping comes late in the TTL
-	pinger := candidateClient(s.client(t).RESTClient(), s.ns, candidatesPath)
-	obj, err := pinger.Get(ctx, reg.ID(), metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	obj.Spec.PingTime = new(metav1.NewMicroTime(time.Now()))
-	if _, err := pinger.Update(ctx, obj, metav1.UpdateOptions{FieldManager: "test-leader-election-controller"}); err != nil {
-		t.Fatalf("ping: %v", err)
-	}
-	// The bound of a judgment on the apiserver's clock: TTL + 3 s after
-	// the last write (the two roundings and the skew), and the drift
-	// allowance; counting from the ping it would be a second or more later.
-	bound := sent.Add(testTTL + 3*time.Second + 100*time.Millisecond)
-	for {
-		list, err := b.Entries(ctx, name)
-		if err == nil && len(list) == 0 {
-			return
+// An entry is judged by its writer's last write, not by the apiserver's
+// Coordinated Leader Election controller pinging it (an update that owns
+// spec.pingTime alone, as the apiserver records it in managedFields), which
+// the controller does to the entries of a crashed process too; a write of
+// any other field counts.
+func TestPingDoesNotKeepEntryLive(t *testing.T) {
+	w := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	local := time.Now()
+	entry := func(later string) *coordinationv1beta1.LeaseCandidate {
+		obj := &coordinationv1beta1.LeaseCandidate{}
+		obj.Name = "c"
+		obj.CreationTimestamp = metav1.NewTime(w.Add(-time.Hour))
+		obj.Annotations = map[string]string{CandidateAnnotation: backend.EncodeEntry(backend.Entry{Identity: "dave"}), TTLAnnotation: testTTL.String()}
+		obj.Spec.LeaseName = "l"
+		obj.ManagedFields = []metav1.ManagedFieldsEntry{
+			{Manager: "elector-kube", Time: new(metav1.NewTime(w)), FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:leaseName":{},"f:renewTime":{}}}`)},
+			{Manager: "kube-apiserver", Time: new(metav1.NewTime(w.Add(3 * time.Second))), FieldsV1: metav1.NewFieldsV1(later)},
 		}
-		if time.Now().After(bound) {
-			t.Fatalf("Entries: got (%v, %v) %v after the Register, want none: the entry lapses %v after its last write, whatever pings it",
-				list, err, time.Since(sent).Round(time.Millisecond), testTTL+3*time.Second)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return obj
+	}
+	for _, tc := range []struct {
+		name, later string
+		want        time.Duration // after the sample, taken at w
+	}{
+		{"pinged", `{"f:spec":{"f:pingTime":{}}}`, testTTL + 2*time.Second},
+		{"renewed", `{"f:spec":{"f:renewTime":{}}}`, testTTL + 5*time.Second},
+		{"pinged and renewed", `{"f:spec":{"f:pingTime":{},"f:renewTime":{}}}`, testTTL + 5*time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, ok := parseCandidate(entry(tc.later), "l")
+			if !ok {
+				t.Fatal("parseCandidate: not an entry")
+			}
+			got, ok := c.judge(clockSample{server: w, at: local}, true, 0)
+			if !ok || got.Sub(local) != tc.want {
+				t.Fatalf("judge: lapses %v after the sample (ok %v), want %v", got.Sub(local), ok, tc.want)
+			}
+		})
 	}
 }
 
