@@ -135,7 +135,7 @@ while read -r s mod pkg k; do
 	for ((i = 1; i < SHARDS; i++)); do ((load[i] < load[best])) && best=$i; done
 	load[best]=$((load[best] + s))
 	((k)) && kube[best]=1
-	echo "$mod $pkg $k" >>"$OUT/shard$best.pkgs"
+	echo "$mod $pkg" >>"$OUT/shard$best.pkgs"
 done < <(while read -r mod pkg k; do echo "${dur[$pkg]:-5} $mod $pkg $k"; done <"$OUT/pkgs" | sort -k1,1nr -k3,3)
 
 # ---------------------------------------------------------------- servers
@@ -162,12 +162,17 @@ for ((i = 0; i < SHARDS; i++)); do
 	fi
 done
 
-# start_set I starts (idempotently) Redis, etcd and ZooKeeper on set I, at
-# once, each its own servers.sh (the kinds share nothing but the state dir).
-# The apiserver starts after them (run_shard), storing in that etcd.
+# start_set I starts (idempotently) the kinds set I needs. Without kube the
+# kinds start at once, each its own servers.sh (the kinds share nothing but
+# the state dir); with kube, `start all`, which starts etcd before the
+# apiserver that stores in it (waiting for its build).
 start_set() {
 	local k pids=() pid rc=0
-	for k in redis etcd zk; do
+	if ((kube[$1])); then
+		set_servers "$1" start all
+		return
+	fi
+	for k in $(kinds "$1"); do
 		set_servers "$1" start "$k" &
 		pids+=($!)
 	done
@@ -203,7 +208,7 @@ run_shard() {
 	exec >"$logf" 2>&1
 	kinds_i=$(kinds "$i")
 	echo "=== shard $i: set at offset $(set_off "$i") ($kinds_i), packages:"
-	awk '{ print "    " $1 " " $2 }' "$OUT/shard$i.pkgs"
+	sed 's/^/    /' "$OUT/shard$i.pkgs"
 	if ! start_set "$i"; then
 		echo "=== shard $i: starting its servers failed"
 		awk '{ print "FAIL - " $2 " (servers did not start)" }' "$OUT/shard$i.pkgs" >>"$res"
@@ -211,14 +216,6 @@ run_shard() {
 	fi
 	eval "$(set_servers "$i" env)"
 	flock "$OUT/compile.lock" true # compile_deps is done
-	if ((kube[i])); then
-		if ! set_servers "$i" start kube; then
-			echo "=== shard $i: starting the kube-apiserver failed"
-			awk '{ print "FAIL - " $2 " (servers did not start)" }' "$OUT/shard$i.pkgs" >>"$res"
-			return 1
-		fi
-		eval "$(set_servers "$i" env)"
-	fi
 	for mod in $(awk '!seen[$1]++ { print $1 }' "$OUT/shard$i.pkgs"); do
 		pkgs=$(awk -v m="$mod" '$1 == m { print $2 }' "$OUT/shard$i.pkgs")
 		echo "=== shard $i: module $mod: go test"
