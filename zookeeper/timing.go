@@ -51,7 +51,7 @@ type Timing struct {
 	SyncLimit int
 	// Source says where the numbers come from: "Options", "conf of
 	// host:port" (the servers' conf four-letter word), or "assumed", when
-	// no server answered conf and ZooKeeper's sample configuration
+	// no server reported its timing and ZooKeeper's sample configuration
 	// (tickTime 2s, syncLimit 5) is assumed.
 	Source string
 }
@@ -95,7 +95,14 @@ func MinSafeTTL(tickTime time.Duration, syncLimit int) time.Duration {
 // checkTTL refuses a TTL too short for the timing, naming the numbers and
 // the ways out.
 func (t Timing) checkTTL(ttl time.Duration) error {
-	if floor := t.MinTTL(); ttl < floor {
+	floor := t.MinTTL()
+	if ttl < floor && t.Source == sourceUnanswered {
+		// Not a refusal: a slow server may report a timing that allows
+		// ttl, and the next Campaign asks again.
+		return fmt.Errorf("TTL %v is below %v, the shortest the assumed timing allows (%v, after %v): the ensemble's timing is not known yet, and the next Campaign asks again; Options.TickTime and Options.SyncLimit state it",
+			ttl, floor, t, confWait)
+	}
+	if ttl < floor {
 		return fmt.Errorf("%w: TTL %v is below %v, the shortest this ensemble allows (%v): "+
 			"a follower answers for up to syncLimit × tickTime after its leader last counted a session, so a lease's Deadline trails its last answer by %v; "+
 			"campaign with a TTL of at least %v, or run the ensemble with (syncLimit + 1) × tickTime at most %v%s",
@@ -107,21 +114,30 @@ func (t Timing) checkTTL(ttl time.Duration) error {
 
 // hint says how to state the timing when it was assumed.
 func (t Timing) hint() string {
-	if t.Source != sourceAssumed {
+	if t.Source != sourceAssumed && t.Source != sourceUnanswered {
 		return ""
 	}
 	return " and tell the Backend (Options.TickTime and Options.SyncLimit, or let the servers answer the conf four-letter word: 4lw.commands.whitelist=srvr,conf)"
 }
 
-const sourceAssumed = "assumed (ZooKeeper's sample configuration; no server answered the conf four-letter word)"
+// Sources of an assumed timing: the servers answered conf without their
+// timing (ZooKeeper's default whitelist refuses it), or none answered in
+// time.
+const (
+	sourceAssumed    = "assumed (ZooKeeper's sample configuration; no server reported its timing with the conf four-letter word)"
+	sourceUnanswered = "assumed (ZooKeeper's sample configuration; no server answered the conf four-letter word in time)"
+)
 
 // Timing returns the ensemble timing b's Deadlines rest on: the one
 // [Options.TickTime] and [Options.SyncLimit] state, or else the one the
 // servers report through the conf four-letter word, learned once (it needs
 // 4lw.commands.whitelist to include conf; ZooKeeper's default whitelist
 // holds srvr only), or else ZooKeeper's sample configuration, tickTime 2s
-// and syncLimit 5, assumed. It waits at most until ctx ends, and 2 s, for
-// the servers' answers.
+// and syncLimit 5, assumed. It waits at most until ctx ends, and 5 s, for
+// the servers' answers. A timing assumed because no server answered at all
+// is not kept: the next call asks again, and a Campaign refused by it
+// fails with an error that is not [backend.ErrInvalid], so that an Elector
+// tries again.
 func (b *Backend) Timing(ctx context.Context) (Timing, error) {
 	if b.cfg.tick > 0 {
 		return Timing{TickTime: b.cfg.tick, SyncLimit: b.cfg.syncLimit, Source: "Options"}, nil
@@ -148,8 +164,10 @@ type learned struct {
 	t     Timing
 }
 
-// confWait bounds how long Timing waits for the servers' conf answers.
-const confWait = 2 * time.Second
+// confWait bounds how long Timing waits for the servers' conf answers:
+// they have answered a session's handshake already, so only a loaded
+// server takes seconds.
+const confWait = 5 * time.Second
 
 // confGrace is how long Timing waits for the other servers once one has
 // reported its timing.
@@ -190,6 +208,9 @@ func askConf(ctx context.Context, servers []string, dial func(network, addr stri
 			if err := ctx.Err(); err != nil {
 				return Timing{}, false, err
 			}
+			if !answered {
+				t.Source = sourceUnanswered
+			}
 			return t, answered, nil
 		}
 		if a.err != nil {
@@ -211,6 +232,9 @@ func askConf(ctx context.Context, servers []string, dial func(network, addr stri
 		// ctx ended while the last failures came in: select took them
 		// first.
 		return Timing{}, false, err
+	}
+	if !answered {
+		t.Source = sourceUnanswered
 	}
 	return t, answered, nil
 }
@@ -263,11 +287,15 @@ func conf(ctx context.Context, addr string, dial func(network, addr string, time
 var _ backend.TTLFloor = (*Backend)(nil)
 
 // MinTTL implements [backend.TTLFloor]: [MinSafeTTL] of the ensemble's
-// [Backend.Timing] (at least [MinTTL]), and that timing in words.
+// [Backend.Timing] (at least [MinTTL]), and that timing in words. It
+// returns an error when no server answered conf: the floor is not known.
 func (b *Backend) MinTTL(ctx context.Context) (time.Duration, string, error) {
 	t, err := b.Timing(ctx)
 	if err != nil {
 		return 0, "", err
+	}
+	if t.Source == sourceUnanswered {
+		return 0, "", fmt.Errorf("zookeeper: the shortest TTL is not known: no server answered the conf four-letter word within %v", confWait)
 	}
 	return max(t.MinTTL(), MinTTL), t.String(), nil
 }

@@ -114,7 +114,9 @@ func TestStockEnsembleRefusesShortTTLs(t *testing.T) {
 
 // TestTimingUnansweredIsNotKept checks that Timing gives up on servers that
 // do not answer after about confWait, assumes the stock timing, and asks
-// again next time; and that a cancelled ctx ends the wait with its error.
+// again next time; that neither MinTTL nor Campaign takes that assumption
+// for the ensemble's answer; and that a cancelled ctx ends the wait with
+// its error.
 func TestTimingUnansweredIsNotKept(t *testing.T) {
 	hung := testenv.SilentListener(t)
 	b, err := New([]string{hung}, nil)
@@ -137,6 +139,15 @@ func TestTimingUnansweredIsNotKept(t *testing.T) {
 	}
 	if b.timing.known {
 		t.Fatal("an unanswered Timing was kept; want it asked again")
+	}
+	// The floor is not known, and a TTL below the assumed one is not
+	// refused for good: a slow ensemble may allow it.
+	if d, why, err := b.MinTTL(t.Context()); err == nil || !strings.Contains(err.Error(), "no server answered") {
+		t.Errorf("MinTTL of a server that does not answer: got %v (%q), %v; want an error saying no server answered", d, why, err)
+	}
+	err = got.checkTTL(2 * time.Second)
+	if err == nil || errors.Is(err, backend.ErrInvalid) || !strings.Contains(err.Error(), "asks again") {
+		t.Errorf("checkTTL(2s) on the unanswered timing: got %v; want an error that is not ErrInvalid and says the next Campaign asks again", err)
 	}
 	cctx, ccancel := context.WithCancel(context.Background())
 	ccancel()
