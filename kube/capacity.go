@@ -30,11 +30,15 @@ func clientLimiter(client any) *RateLimiter {
 	return r
 }
 
-// renewRate returns how many renewals a second l takes, from the interval
-// between its last two successful renewals (TTL/3, the portable layer's
-// default, before it has two): the retries of an outage would make the
-// held leases look several times as costly, and hold every campaign back
-// once the apiserver is back.
+// renewRate returns how many renewals a second l takes, from the intervals
+// between its successful renewals (TTL/3, the portable layer's default,
+// before it has two): the retries of an outage would make the held leases
+// look several times as costly, and hold every campaign back once the
+// apiserver is back. The estimate follows a shorter interval at once and
+// a longer one slowly (see renewed): a renewal late behind a slow answer
+// does not make the lease look cheaper than its schedule, which would let
+// in campaigns whose renewals take the client past its rate once the
+// apiserver answers quickly again.
 func (l *lease) renewRate() float64 {
 	every := time.Duration(l.every.Load())
 	if every <= 0 {
@@ -43,13 +47,22 @@ func (l *lease) renewRate() float64 {
 	return 1 / every.Seconds()
 }
 
+// slowGain is the weight of an interval longer than the estimate (see
+// renewRate): about slowGain intervals at a longer schedule move the
+// estimate most of the way to it.
+const slowGain = 8
+
 // renewed records that a renewal of l that succeeded started at now.
 func (l *lease) renewed(now time.Time) {
 	if !l.lastRenew.IsZero() {
 		ttl := time.Duration(l.secs) * time.Second
 		d := min(max(now.Sub(l.lastRenew), ttl/10), ttl)
-		if old := time.Duration(l.every.Load()); old > 0 {
+		switch old := time.Duration(l.every.Load()); {
+		case old <= 0:
+		case d < old:
 			d = (old + d) / 2
+		default:
+			d = old + (d-old)/slowGain
 		}
 		l.every.Store(int64(d))
 	}
