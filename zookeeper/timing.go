@@ -96,25 +96,25 @@ func MinSafeTTL(tickTime time.Duration, syncLimit int) time.Duration {
 // the ways out.
 func (t Timing) checkTTL(ttl time.Duration) error {
 	floor := t.MinTTL()
-	if ttl < floor && t.Source == sourceUnanswered {
+	switch {
+	case ttl >= floor:
+		return nil
+	case t.unanswered():
 		// Not a refusal: a slow server may report a timing that allows
 		// ttl, and the next Campaign asks again.
 		return fmt.Errorf("TTL %v is below %v, the shortest the assumed timing allows (%v, after %v): the ensemble's timing is not known yet, and the next Campaign asks again; Options.TickTime and Options.SyncLimit state it",
 			ttl, floor, t, confWait)
 	}
-	if ttl < floor {
-		return fmt.Errorf("%w: TTL %v is below %v, the shortest this ensemble allows (%v): "+
-			"a follower answers for up to syncLimit × tickTime after its leader last counted a session, so a lease's Deadline trails its last answer by %v; "+
-			"campaign with a TTL of at least %v, or run the ensemble with (syncLimit + 1) × tickTime at most %v%s",
-			backend.ErrInvalid, ttl, floor, t, t.ReportLag(), floor,
-			(time.Duration(float64(ttl)/minTTLFactor) - reportSlack).Truncate(time.Millisecond), t.hint())
-	}
-	return nil
+	return fmt.Errorf("%w: TTL %v is below %v, the shortest this ensemble allows (%v): "+
+		"a follower answers for up to syncLimit × tickTime after its leader last counted a session, so a lease's Deadline trails its last answer by %v; "+
+		"campaign with a TTL of at least %v, or run the ensemble with (syncLimit + 1) × tickTime at most %v%s",
+		backend.ErrInvalid, ttl, floor, t, t.ReportLag(), floor,
+		(time.Duration(float64(ttl)/minTTLFactor) - reportSlack).Truncate(time.Millisecond), t.hint())
 }
 
 // hint says how to state the timing when it was assumed.
 func (t Timing) hint() string {
-	if t.Source != sourceAssumed && t.Source != sourceUnanswered {
+	if t.Source != sourceAssumed {
 		return ""
 	}
 	return " and tell the Backend (Options.TickTime and Options.SyncLimit, or let the servers answer the conf four-letter word: 4lw.commands.whitelist=srvr,conf)"
@@ -127,6 +127,10 @@ const (
 	sourceAssumed    = "assumed (ZooKeeper's sample configuration; no server reported its timing with the conf four-letter word)"
 	sourceUnanswered = "assumed (ZooKeeper's sample configuration; no server answered the conf four-letter word in time)"
 )
+
+// unanswered reports whether t was assumed because no server answered conf
+// at all.
+func (t Timing) unanswered() bool { return t.Source == sourceUnanswered }
 
 // Timing returns the ensemble timing b's Deadlines rest on: the one
 // [Options.TickTime] and [Options.SyncLimit] state, or else the one the
@@ -147,11 +151,11 @@ func (b *Backend) Timing(ctx context.Context) (Timing, error) {
 	if b.timing.known {
 		return b.timing.t, nil
 	}
-	t, answered, err := askConf(ctx, b.servers, b.cfg.dialer)
+	t, err := askConf(ctx, b.servers, b.cfg.dialer)
 	if err != nil {
 		return Timing{}, err
 	}
-	if answered {
+	if !t.unanswered() {
 		b.timing.t, b.timing.known = t, true
 	}
 	return t, nil
@@ -183,9 +187,9 @@ type confAnswer struct {
 
 // askConf asks every server for conf at once, and returns the largest
 // tickTime and syncLimit reported, or the assumed stock timing when none
-// reported one, and whether any server answered at all (a refusal
-// included). It returns ctx's error if ctx ends first.
-func askConf(ctx context.Context, servers []string, dial func(network, addr string, timeout time.Duration) (net.Conn, error)) (Timing, bool, error) {
+// reported one, its Source saying whether any server answered at all (a
+// refusal included). It returns ctx's error if ctx ends first.
+func askConf(ctx context.Context, servers []string, dial func(network, addr string, timeout time.Duration) (net.Conn, error)) (Timing, error) {
 	if dial == nil {
 		dial = net.DialTimeout
 	}
@@ -195,28 +199,27 @@ func askConf(ctx context.Context, servers []string, dial func(network, addr stri
 	for _, addr := range servers {
 		go func() { answers <- conf(askCtx, addr, dial) }()
 	}
-	t := Timing{TickTime: stockTickTime, SyncLimit: stockSyncLimit, Source: sourceAssumed}
+	t := Timing{TickTime: stockTickTime, SyncLimit: stockSyncLimit, Source: sourceUnanswered}
 	var grace <-chan time.Time
-	reported, answered := false, false
+	reported := false
 	for range servers {
 		var a confAnswer
 		select {
 		case a = <-answers:
 		case <-grace:
-			return t, true, nil
+			return t, nil
 		case <-askCtx.Done():
 			if err := ctx.Err(); err != nil {
-				return Timing{}, false, err
+				return Timing{}, err
 			}
-			if !answered {
-				t.Source = sourceUnanswered
-			}
-			return t, answered, nil
+			return t, nil
 		}
 		if a.err != nil {
 			continue
 		}
-		answered = true
+		if t.unanswered() {
+			t.Source = sourceAssumed
+		}
 		if a.tick == 0 {
 			continue
 		}
@@ -228,15 +231,12 @@ func askConf(ctx context.Context, servers []string, dial func(network, addr stri
 			grace = time.After(confGrace)
 		}
 	}
-	if err := ctx.Err(); err != nil && !answered {
+	if err := ctx.Err(); err != nil && t.unanswered() {
 		// ctx ended while the last failures came in: select took them
 		// first.
-		return Timing{}, false, err
+		return Timing{}, err
 	}
-	if !answered {
-		t.Source = sourceUnanswered
-	}
-	return t, answered, nil
+	return t, nil
 }
 
 // conf asks the server at addr for its configuration with the conf
@@ -294,7 +294,7 @@ func (b *Backend) MinTTL(ctx context.Context) (time.Duration, string, error) {
 	if err != nil {
 		return 0, "", err
 	}
-	if t.Source == sourceUnanswered {
+	if t.unanswered() {
 		return 0, "", fmt.Errorf("zookeeper: the shortest TTL is not known: no server answered the conf four-letter word within %v", confWait)
 	}
 	return max(t.MinTTL(), MinTTL), t.String(), nil

@@ -255,7 +255,7 @@ func TestAskConfCancelled(t *testing.T) {
 			cancel()
 			return nil, errors.New("connection refused")
 		}
-		if _, _, err := askConf(ctx, []string{"127.0.0.1:1", "127.0.0.1:2"}, refuse); !errors.Is(err, context.Canceled) {
+		if _, err := askConf(ctx, []string{"127.0.0.1:1", "127.0.0.1:2"}, refuse); !errors.Is(err, context.Canceled) {
 			t.Fatalf("attempt %d: askConf with a ctx cancelled meanwhile: %v; want context.Canceled", i, err)
 		}
 	}
