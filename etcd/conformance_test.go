@@ -18,7 +18,7 @@ import (
 )
 
 // testTTL is the lease TTL the conformance suite campaigns with: etcd's
-// smallest (the test cluster's minimum is ceil(1.5 × 250 ms) = 375 ms,
+// smallest (the test cluster's minimum is ceil(1.5 × 500 ms) = 750 ms,
 // rounded up to whole seconds).
 const testTTL = time.Second
 

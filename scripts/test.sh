@@ -11,7 +11,8 @@
 #
 # Set i (0-based) listens at port offset ELECTOR_PORT_OFFSET + 100 × i and
 # keeps its state in ELECTOR_STATE_DIR (set 0) or ELECTOR_STATE_DIR-i beside
-# it (default /tmp/elector-servers). Every set runs Redis, etcd and ZooKeeper;
+# it (default servers.sh's: /dev/shm/elector-servers, or /tmp/elector-servers
+# without a writable /dev/shm). Every set runs Redis, etcd and ZooKeeper;
 # the kube-apiserver only in a set whose packages' tests use it (testenv.Kube*).
 # A shard that needs the apiserver starts it (waiting for its build, which
 # .ci/run starts in the background) before its first package.
@@ -50,7 +51,7 @@ SERVERS=$ROOT/scripts/servers.sh
 MODULES=(. cmd/elect integration_test examples kube)
 SHARDS=${TESTSHARDS:-3}
 BASE_OFF=${ELECTOR_PORT_OFFSET:-0}
-BASE_STATE=${ELECTOR_STATE_DIR:-/tmp/elector-servers}
+if [[ -z ${ELECTOR_STATE_DIR:-} && -d /dev/shm && -w /dev/shm ]]; then BASE_STATE=/dev/shm/elector-servers; else BASE_STATE=${ELECTOR_STATE_DIR:-/tmp/elector-servers}; fi
 DURATIONS=$ROOT/scripts/test-durations
 CACHED_DURATIONS=${XDG_CACHE_HOME:-$HOME/.cache}/elector/test-durations
 

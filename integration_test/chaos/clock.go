@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -181,9 +182,9 @@ func (c *campaign) jumpBareQuorum(ctx context.Context, rng *rand.Rand, kind stri
 // and a jump timed against a hand-over must land within a renewal
 // interval. The format ("OFFSET_US RATE_PPM SINCE_US") is clockshim.c's.
 func (c *campaign) stepClocks(nodes []string, step time.Duration, ratePPM int64) error {
-	state := os.Getenv("ELECTOR_STATE_DIR")
+	state := os.Getenv("ELECTOR_STATE_DIR") // servers.sh env sets it
 	if state == "" {
-		state = "/tmp/elector-servers" // servers.sh's default
+		return errors.New("ELECTOR_STATE_DIR is not set: eval the output of scripts/servers.sh env")
 	}
 	for _, n := range nodes {
 		dir := filepath.Join(state, "redis", n)
