@@ -74,6 +74,7 @@ var workloadNames = []string{"acquire+release", "throughput", "handover", "renew
 // backends and checks the report's shape and sanity, then that nothing is
 // left under its prefix.
 func TestCompareShort(t *testing.T) {
+	t.Parallel()
 	html := filepath.Join(t.TempDir(), "report.html")
 	var stdout testenv.Buffer
 	// One trial of the workloads whose every trial waits on the TTL.
@@ -159,6 +160,7 @@ func checkRenewCost(t *testing.T, name string, c *struct {
 // elections (renew) and while a crashed holder's lease is lapsing
 // (failover): it exits 130, and nothing is left under its prefix.
 func TestCompareInterrupted(t *testing.T) {
+	t.Parallel()
 	for _, phase := range []string{"handover", "renew", "failover"} {
 		t.Run(phase, func(t *testing.T) {
 			t.Parallel() // each run has a prefix of its own and injects no fault
@@ -192,6 +194,7 @@ func TestCompareInterrupted(t *testing.T) {
 // whose leases lapse on their own) and leaves nothing on Redis. A second
 // SIGINT stops the cleanup at once and says what may remain.
 func TestCompareInterruptedPrompt(t *testing.T) {
+	t.Parallel()
 	for _, twice := range []bool{false, true} {
 		t.Run(map[bool]string{false: "once", true: "twice"}[twice], func(t *testing.T) {
 			t.Parallel() // each run has a prefix of its own and injects no fault

@@ -24,6 +24,7 @@ import (
 // backend that cannot be reached, 1 for no leader or not
 // elected. Each row runs a real elect against the real servers.
 func TestExitCodeRule(t *testing.T) {
+	t.Parallel()
 	// Redis's requests get 2s, not 100ms: a loaded machine answers late.
 	redisURL := backendURL(t, "redis", nil) + "&request_timeout=2s"
 	etcdURL, zkURL := backendURL(t, "etcd", nil), backendURL(t, "zk", nil)

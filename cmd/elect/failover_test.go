@@ -18,6 +18,7 @@ import (
 // with SIGTERM stops its command, releases the lease (the third replica
 // takes over at once), and exits 0.
 func TestKilledLeaderHandsOver(t *testing.T) {
+	t.Parallel()
 	for _, name := range backends {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -82,6 +83,7 @@ func TestKilledLeaderHandsOver(t *testing.T) {
 // must die before the lease can expire, hence before the other replica's
 // command starts.
 func TestCutOffLeaderStopsCommand(t *testing.T) {
+	t.Parallel()
 	for _, name := range backends {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

@@ -22,6 +22,7 @@ import (
 // apiservers). Each firing waits 1 s, less than the TTL: none could watch
 // the Lease for a whole TTL before taking it over.
 func TestKubeOnceAfterKill9(t *testing.T) {
+	t.Parallel()
 	const ttl = 2 * time.Second
 	h := newHub(t)
 	url, elec := kubeURL(t), election(t)

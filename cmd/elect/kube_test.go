@@ -148,6 +148,7 @@ func TestKubePartitions(t *testing.T) {
 // Lease backend is measured under every workload, with its token source
 // and safety line, and leaves no election held.
 func TestKubeCompare(t *testing.T) {
+	t.Parallel()
 	var stdout testenv.Buffer
 	p := startElectOut(t, "compare", nil, &stdout, "compare", "--short", "--failover-trials=1", "--rebalance-trials=1", "--renew-rounds=1", "--json", "--backend="+kubeURL(t))
 	if code := p.wait(5 * time.Minute); code != 0 {

@@ -3,11 +3,13 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -15,6 +17,9 @@ import (
 
 	"go.uber.org/goleak"
 )
+
+// parallelTests is how many parallel tests run at once by default.
+const parallelTests = 4
 
 // electBin is the elect binary the tests run as a real process.
 var electBin string
@@ -47,6 +52,18 @@ func TestMain(m *testing.M) {
 	if err := os.Setenv("GORACE", strings.TrimSpace("atexit_sleep_ms=0 "+os.Getenv("GORACE"))); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
+	}
+	// Most tests here spend their time waiting on elect processes and the
+	// servers' timers, not on a CPU: unless -parallel is given, up to
+	// parallelTests of them run at once, not GOMAXPROCS.
+	flag.Parse()
+	parallelSet := false
+	flag.Visit(func(f *flag.Flag) { parallelSet = parallelSet || f.Name == "test.parallel" })
+	if !parallelSet {
+		if err := flag.Set("test.parallel", strconv.Itoa(parallelTests)); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
 	}
 	dir, err := os.MkdirTemp("", "elect-test")
 	if err != nil {

@@ -307,6 +307,7 @@ func (r *runbook) status(url string, want hubEvent, more ...string) string {
 // Redis. At every point one command runs at a time, tokens rise, status
 // names the leader (exit 0), and no replica exits on its own.
 func TestMigrationRunbook(t *testing.T) {
+	t.Parallel()
 	for _, to := range []string{"etcd", "zk", "kube"} {
 		t.Run(to, func(t *testing.T) {
 			t.Parallel() // an election and a hub of its own; no fault is injected

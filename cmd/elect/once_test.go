@@ -13,6 +13,7 @@ import (
 // TestOnceHoldsAfterTheCommand: a replica whose cron fires after the
 // winner's command has finished, but within --hold, does not run it again.
 func TestOnceHoldsAfterTheCommand(t *testing.T) {
+	t.Parallel()
 	h := newHub(t)
 	url, elec := backendURL(t, "etcd", nil), election(t)
 	args := []string{"run", "--once", "--wait=2s", "--hold=5s", "--backend=" + url, "--election=" + elec, "--", testBin(t)}

@@ -15,6 +15,7 @@ import (
 // is stopped first), watch marks the new leader's line as a yield, and
 // status lists both candidates.
 func TestRunPriority(t *testing.T) {
+	t.Parallel()
 	for _, name := range backends {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

@@ -42,6 +42,7 @@ func healthz(addr string) (int, string) {
 // once campaigning has failed for longer than the TTL, on every backend
 // (a silent, healthy-looking elect that never campaigns hides an outage).
 func TestUnreachableBackendIsLoud(t *testing.T) {
+	t.Parallel()
 	for _, url := range []string{"etcd://127.0.0.1:1", "zk://127.0.0.1:1"} {
 		t.Run(strings.Split(url, ":")[0], func(t *testing.T) {
 			t.Parallel()
@@ -88,6 +89,7 @@ func TestUnreachableBackendIsLoud(t *testing.T) {
 // run, and reported by status with exit 3, never a usage error (exit 2);
 // a URL that can never work still is one.
 func TestDownAtStartIsNotUsage(t *testing.T) {
+	t.Parallel()
 	down := []string{
 		"etcd://root:secret@127.0.0.1:1",   // client authenticates at open: was exit 2 after 5 s
 		"zk://user:secret@127.0.0.1:1",     // was exit 2 at once

@@ -61,6 +61,7 @@ func election(t *testing.T) string {
 // --hold outlasts it, so that no replica still waiting is elected after the
 // leader let go.
 func TestOnceRunsExactlyOnce(t *testing.T) {
+	t.Parallel()
 	for _, name := range backends {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -104,6 +105,7 @@ func TestOnceRunsExactlyOnce(t *testing.T) {
 // TestOnceExitStatus shows that the command's exit status comes back from
 // the replica that ran it.
 func TestOnceExitStatus(t *testing.T) {
+	t.Parallel()
 	code, out := runElect(t, nil, "run", "--once", "--wait=2s", "--hold=2s", "--backend="+backendURL(t, "etcd", nil),
 		"--election="+election(t), "--", "sh", "-c", "exit 7")
 	if code != 7 {

@@ -11,6 +11,7 @@ import (
 // and commands: each is refused before any backend is contacted, with a
 // message naming the problem and the documented exit code.
 func TestUsageErrors(t *testing.T) {
+	t.Parallel()
 	const ok = "--backend=etcd://127.0.0.1:1 --election=e"
 	for _, tc := range []struct {
 		args string
