@@ -67,7 +67,7 @@ SCRIPT=$(readlink -f "${BASH_SOURCE[0]}")
 # The state (data dirs, logs, PID files) lives in memory where it can: the
 # servers' fsyncs (etcd's WAL, ZooKeeper's transaction log, Redis's AOF) then
 # cost no disk flush, and a process killed by a test keeps what it wrote
-# either way. A set takes about 0.5 GB there (etcd preallocates its WAL).
+# either way. A set takes about 0.6 GB there, most of it etcd's preallocated WAL.
 if [[ -z ${ELECTOR_STATE_DIR:-} && -d /dev/shm && -w /dev/shm ]]; then STATE=/dev/shm/elector-servers; else STATE=${ELECTOR_STATE_DIR:-/tmp/elector-servers}; fi
 HOST=127.0.0.1
 # OFF shifts every port below, so that a second set of servers (another
