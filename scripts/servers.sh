@@ -795,8 +795,9 @@ kube_launch() { # kube_launch 1
 	dir=$(node_dir kube "$n")
 	port=$(kube_port "$n")
 	port_busy "$port" && die "kube $n: port $port is already in use by a process this script did not start"
-	for i in 1 2 3; do etcd_ready "$i" >/dev/null 2>&1 && break; done ||
-		die "kube $n: the etcd cluster does not answer; start it first (servers.sh start etcd)"
+	# The apiserver waits for its storage: the cluster must run, not yet answer.
+	for i in 1 2 3; do node_pid etcd "$i" >/dev/null && break; done ||
+		die "kube $n: the etcd cluster does not run; start it first (servers.sh start etcd)"
 	bin=$(kube_binary)
 	kube_certs
 	tls=$(kube_tls_dir)
@@ -929,15 +930,13 @@ cmd_start() {
 	for kind in $kinds; do kind_running "$kind" || rm -rf "${STATE:?}/$kind"; done
 	# shellcheck disable=SC2086 # a word list
 	make_tls $kinds
-	# Launch everything first (the JVMs are slowest), then wait for each kind.
-	for kind in zk etcd redis; do
+	# Launch everything first (the JVMs are slowest; the apiserver after its
+	# etcd, whose answer it waits for), then wait for each kind.
+	for kind in zk etcd redis kube; do
 		if [[ " $kinds " == *" $kind "* ]]; then launch_kind "$kind"; fi
 	done
 	for kind in $kinds; do
 		read -r -a nodes <<<"$(nodes_of "$kind")"
-		# The apiserver needs its etcd up: it starts once etcd is ready
-		# (kinds lists etcd before kube).
-		if [[ $kind == kube ]]; then launch_kind kube; fi
 		"${kind}_wait" "${nodes[@]}"
 		log "$kind ready ($(since "$t0") since start)"
 	done

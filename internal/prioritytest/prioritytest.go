@@ -24,10 +24,22 @@ import (
 type Maker func(t testing.TB) backend.Backend
 
 // Run runs the preferred-leader subtests with leases of the given TTL.
+// The subtests run in parallel: each has an election of its own and
+// injects no fault, and each spends its time waiting on the TTL.
 func Run(t *testing.T, ttl time.Duration, mk Maker) {
-	t.Run("PreferredElectedNext", func(t *testing.T) { testPreferredElectedNext(t, ttl, mk) })
-	t.Run("EqualNeverPreempt", func(t *testing.T) { testEqualNeverPreempt(t, ttl, mk) })
-	t.Run("StuckPreferredBounded", func(t *testing.T) { testStuckPreferredBounded(t, ttl, mk) })
+	for _, tc := range []struct {
+		name string
+		fn   func(*testing.T, time.Duration, Maker)
+	}{
+		{"PreferredElectedNext", testPreferredElectedNext},
+		{"EqualNeverPreempt", testEqualNeverPreempt},
+		{"StuckPreferredBounded", testStuckPreferredBounded},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.fn(t, ttl, mk)
+		})
+	}
 }
 
 // history records the terms of several electors of one election and fails
