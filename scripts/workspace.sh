@@ -7,6 +7,10 @@
 # pins (make pin). Run by the scripts that build across modules.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# Scripts run at once (.ci/run's lint and test) take turns: go work init
+# fails if go.work appeared since the check.
+exec {lock_fd}<scripts/workspace.sh
+flock "$lock_fd"
 if [[ ! -f go.work ]]; then
 	go work init . ./cmd/elect ./examples ./integration_test ./kube
 fi
