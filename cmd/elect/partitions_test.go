@@ -267,7 +267,6 @@ func TestPartitionsWrongCount(t *testing.T) {
 // TLS server whose certificate authority the URL does not name; without
 // numbers the user never set.
 func TestPartitionsNoAnswerCause(t *testing.T) {
-	t.Parallel()
 	endpoint, _, _, _ := testenv.EtcdTLS(t)
 	silent := testenv.SilentListener(t)
 	for _, tc := range []struct{ url, want string }{
