@@ -170,9 +170,10 @@ func TestThreeNodesDown(t *testing.T) {
 	b, _ := newBackend(t, nil)
 	ctx := testCtx(t)
 	e := name(t)
-	// A TTL that outlasts killing three nodes on a busy machine, so that the
-	// Renew below runs before the lease's Deadline.
-	la, err := a.Campaign(ctx, backend.Candidate{Election: e, Identity: "alice", TTL: 5 * time.Second})
+	// A TTL that outlasts killing three nodes on a busy machine (three
+	// servers.sh runs took over 5 s in a loaded CI run), so that the Renew
+	// below runs before the lease's Deadline.
+	la, err := a.Campaign(ctx, backend.Candidate{Election: e, Identity: "alice", TTL: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
