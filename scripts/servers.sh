@@ -7,6 +7,7 @@
 #   servers.sh start [redis|etcd|zk|kube|all]  start (idempotent) and wait until ready
 #   servers.sh stop  [redis|etcd|zk|kube|all]  stop what this script started; remove data
 #   servers.sh env                     print `export` lines for the running kinds
+#   servers.sh statedir                print the state directory (ELECTOR_STATE_DIR or the default)
 #   servers.sh status                  one line per node: port, pid, state
 #   servers.sh kill    KIND N          SIGKILL node N (1-based)
 #   servers.sh pause   KIND N          SIGSTOP node N
@@ -68,7 +69,10 @@ SCRIPT=$(readlink -f "${BASH_SOURCE[0]}")
 # servers' fsyncs (etcd's WAL, ZooKeeper's transaction log, Redis's AOF) then
 # cost no disk flush, and a process killed by a test keeps what it wrote
 # either way. A set takes about 0.6 GB there, most of it etcd's preallocated WAL.
-if [[ -z ${ELECTOR_STATE_DIR:-} && -d /dev/shm && -w /dev/shm ]]; then STATE=/dev/shm/elector-servers; else STATE=${ELECTOR_STATE_DIR:-/tmp/elector-servers}; fi
+STATE=${ELECTOR_STATE_DIR:-}
+if [[ -z $STATE ]]; then
+	if [[ -d /dev/shm && -w /dev/shm ]]; then STATE=/dev/shm/elector-servers; else STATE=/tmp/elector-servers; fi
+fi
 HOST=127.0.0.1
 # OFF shifts every port below, so that a second set of servers (another
 # ELECTOR_STATE_DIR) can run beside the first: ELECTOR_PORT_OFFSET=100 puts
@@ -1062,6 +1066,7 @@ main() {
 	start) cmd_start "$@" ;;
 	stop) cmd_stop "$@" ;;
 	env) cmd_env ;;
+	statedir) printf '%s\n' "$STATE" ;;
 	status) cmd_status ;;
 	kill) cmd_kill "$@" ;;
 	pause) cmd_pause "$@" ;;

@@ -51,7 +51,7 @@ SERVERS=$ROOT/scripts/servers.sh
 MODULES=(. cmd/elect integration_test examples kube)
 SHARDS=${TESTSHARDS:-3}
 BASE_OFF=${ELECTOR_PORT_OFFSET:-0}
-if [[ -z ${ELECTOR_STATE_DIR:-} && -d /dev/shm && -w /dev/shm ]]; then BASE_STATE=/dev/shm/elector-servers; else BASE_STATE=${ELECTOR_STATE_DIR:-/tmp/elector-servers}; fi
+BASE_STATE=$("$SERVERS" statedir)
 DURATIONS=$ROOT/scripts/test-durations
 CACHED_DURATIONS=${XDG_CACHE_HOME:-$HOME/.cache}/elector/test-durations
 

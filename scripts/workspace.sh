@@ -7,7 +7,7 @@
 # pins (make pin). Run by the scripts that build across modules.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-# Scripts run at once (.ci/run's lint and test) take turns: go work init
+# Scripts run at once (make lint beside make test) take turns: go work init
 # fails if go.work appeared since the check.
 exec {lock_fd}<scripts/workspace.sh
 flock "$lock_fd"
