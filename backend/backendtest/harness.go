@@ -44,6 +44,8 @@ type Harness interface {
 
 // HarnessMaker makes a fresh Harness for one subtest. Elections used by
 // different subtests have distinct names, so a maker may reuse one store.
+// [Run] calls it from one subtest at a time, but the Harnesses it made are
+// used at once, so they must not share state beyond the store.
 type HarnessMaker func(ctx context.Context, t *testing.T) (Harness, error)
 
 // Crasher is an optional Harness ability: simulate the crash of the process

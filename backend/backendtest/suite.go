@@ -5,6 +5,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"flag"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,7 +17,10 @@ import (
 // Run runs the conformance suite against the driver behind newHarness, one
 // named subtest per rule, each with a fresh Harness and a watchdog: every
 // call the suite makes carries a context that ends 60 s + 30 TTL after the
-// subtest starts.
+// subtest starts. Most rules wait out TTLs, so the subtests run at once, as
+// many as -test.parallel allows (go test's default: GOMAXPROCS), each on
+// its own Harness; newHarness is never called concurrently. Run returns
+// when every subtest has ended.
 func Run(t *testing.T, newHarness HarnessMaker) {
 	tests := []struct {
 		name string
@@ -41,24 +47,50 @@ func Run(t *testing.T, newHarness HarnessMaker) {
 		{"RegistryWatch", testRegistryWatch},
 		{"RegistryLiveness", testRegistryLiveness},
 	}
+	// t.Run from goroutines rather than t.Parallel: Run stays synchronous
+	// for its caller, and the subtests keep their names.
+	slots := make(chan struct{}, parallelism())
+	var makeMu sync.Mutex // a HarnessMaker need not be safe for concurrent use
+	var wg sync.WaitGroup
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			setup, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			h, err := newHarness(setup, t)
-			if err != nil {
-				t.Fatalf("making harness: %v", err)
-			}
-			t.Cleanup(h.Close) // registered first, so it runs after every Backend's Close
-			ttl := h.TTL()
-			if ttl <= 0 {
-				t.Fatalf("harness TTL is %v; want > 0", ttl)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute+30*ttl)
-			t.Cleanup(cancel)
-			tc.fn(&env{T: t, h: h, ttl: ttl, ctx: ctx, base: uniqueName(tc.name)})
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			t.Run(tc.name, func(t *testing.T) { runOne(t, tc.name, tc.fn, newHarness, &makeMu) })
 		})
 	}
+	wg.Wait()
+}
+
+// runOne runs one rule's subtest on a fresh Harness.
+func runOne(t *testing.T, name string, fn func(*env), newHarness HarnessMaker, makeMu *sync.Mutex) {
+	setup, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	makeMu.Lock()
+	h, err := newHarness(setup, t)
+	makeMu.Unlock()
+	if err != nil {
+		t.Fatalf("making harness: %v", err)
+	}
+	t.Cleanup(h.Close) // registered first, so it runs after every Backend's Close
+	ttl := h.TTL()
+	if ttl <= 0 {
+		t.Fatalf("harness TTL is %v; want > 0", ttl)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute+30*ttl)
+	t.Cleanup(cancel)
+	fn(&env{T: t, h: h, ttl: ttl, ctx: ctx, base: uniqueName(name)})
+}
+
+// parallelism is how many subtests Run runs at once: the -test.parallel
+// flag's value, or 1 outside go test.
+func parallelism() int {
+	if f := flag.Lookup("test.parallel"); f != nil {
+		if n, err := strconv.Atoi(f.Value.String()); err == nil && n > 0 {
+			return n
+		}
+	}
+	return 1
 }
 
 // env is one subtest's state.
