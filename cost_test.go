@@ -89,26 +89,3 @@ func BenchmarkHeldElections(b *testing.B) {
 		_ = store.Close()
 	}
 }
-
-// deepBackend is a memory Backend whose Campaign runs deep (as a driver's
-// does through its client library): it grows the calling goroutine's stack
-// to 8 KB before it campaigns.
-type deepBackend struct{ *memory.Backend }
-
-func (b deepBackend) Campaign(ctx context.Context, c backend.Candidate) (backend.Lease, error) {
-	return deepCampaign(ctx, b.Backend, c, 5)
-}
-
-//go:noinline
-func deepCampaign(ctx context.Context, b *memory.Backend, c backend.Candidate, depth int) (backend.Lease, error) {
-	var pad [1024]byte // 5 frames of 1 KB: past a 4 KB stack
-	if depth == 0 {
-		return b.Campaign(ctx, c)
-	}
-	pad[depth] = byte(depth)
-	l, err := deepCampaign(ctx, b, c, depth-1)
-	if pad[depth] != byte(depth) {
-		panic("unreachable")
-	}
-	return l, err
-}
