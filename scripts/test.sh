@@ -7,7 +7,9 @@
 # scripts/servers.sh. Within a shard the packages run one after the other:
 # some tests inject faults into their servers (kill, pause, restart a node),
 # so no two packages ever share a set while they run. Shards are balanced by
-# the packages' measured durations, longest first.
+# the packages' measured durations, longest first. The packages whose tests
+# use no server (none names testenv, an ELECTOR_ variable or servers.sh) run
+# beside the shards, in a lane of their own without a set, several at once.
 #
 # Set i (0-based) listens at port offset ELECTOR_PORT_OFFSET + 100 × i and
 # keeps its state in ELECTOR_STATE_DIR (set 0) or ELECTOR_STATE_DIR-i beside
@@ -22,14 +24,16 @@
 #
 # Each shard's log is printed whole when the shard ends; then one line per
 # package (PASS/FAIL, seconds, shard) and the total. Exits non-zero if any
-# package or module failed. go vet is not run here: `make lint` runs it.
+# package or module failed. go test runs no vet here (-vet=off): `make lint`
+# runs all of it, on the same race build.
 #
 # Environment:
 #   TESTFLAGS    extra `go test` flags, e.g. TESTFLAGS='-run Redis -v'
 #   TESTPKGS     packages to test in each module (default ./...), e.g.
 #                TESTPKGS=./zookeeper/...
 #   TESTP        test binaries a shard's `go test` runs at once on its servers
-#                (go test -p; default 1: packages never share servers)
+#                (go test -p; default 1: packages never share servers; the
+#                lane of packages without servers runs one per core)
 #   TESTSHARDS   shards, hence server sets, at once (default 3; at most what
 #                the port offsets allow: ELECTOR_PORT_OFFSET + 100 × (TESTSHARDS-1)
 #                below 2000)
@@ -78,7 +82,7 @@ set_servers() { ELECTOR_PORT_OFFSET=$(set_off "$1") ELECTOR_STATE_DIR=$(set_stat
 
 has_go_files() { [[ -n $(find "$1" -name '*.go' -print -quit) ]]; }
 
-# Every package to test: "MODULE IMPORTPATH NEEDS_KUBE" into $OUT/pkgs. Each
+# Every package to test: "MODULE IMPORTPATH NEEDS_KUBE NEEDS_SERVERS" into $OUT/pkgs. Each
 # TESTPKGS pattern is read in every module; a pattern naming a directory that
 # is not in a module is skipped there, and fails only if no module has it.
 failed_modules=()
@@ -101,9 +105,12 @@ for mod in "${MODULES[@]}"; do
 		while read -r pkg dir; do
 			[[ -n $pkg ]] || continue
 			matched[$pat]=1
-			kube=0
-			if compgen -G "$dir/*_test.go" >/dev/null && grep -q -E 'testenv\.Kube|ELECTOR_KUBE_' "$dir"/*_test.go; then kube=1; fi
-			echo "$mod $pkg $kube" >>"$OUT/pkgs"
+			kube=0 srv=0
+			if compgen -G "$dir/*_test.go" >/dev/null; then
+				grep -q -E 'testenv\.Kube|ELECTOR_KUBE_' "$dir"/*_test.go && kube=1
+				grep -q -E 'testenv\.|ELECTOR_|servers\.sh' "$dir"/*_test.go && srv=1
+			fi
+			echo "$mod $pkg $kube $srv" >>"$OUT/pkgs"
 		done <<<"$list"
 	done
 done
@@ -123,21 +130,30 @@ for f in "$DURATIONS" "$CACHED_DURATIONS"; do
 	done <"$f"
 done
 
-# Longest first, each to the shard with the least expected time so far.
-npkgs=$(wc -l <"$OUT/pkgs")
-((SHARDS <= npkgs)) || SHARDS=$npkgs
+# Longest first, each package that uses servers to the shard with the least
+# expected time so far; the others to the lane, run LANE (= SHARDS, the
+# index after the shards'), which has no set.
+nsrv=$(awk '$4 == 1' "$OUT/pkgs" | wc -l)
+((SHARDS <= nsrv)) || SHARDS=$nsrv
+LANE=$SHARDS
 declare -a load=() kube=()
-for ((i = 0; i < SHARDS; i++)); do
+for ((i = 0; i <= LANE; i++)); do
 	load[i]=0 kube[i]=0
 	: >"$OUT/shard$i.pkgs"
 done
-while read -r s mod pkg k; do
-	best=0
-	for ((i = 1; i < SHARDS; i++)); do ((load[i] < load[best])) && best=$i; done
+while read -r s mod pkg k srv; do
+	best=$LANE
+	if ((srv)); then
+		best=0
+		for ((i = 1; i < SHARDS; i++)); do ((load[i] < load[best])) && best=$i; done
+	fi
 	load[best]=$((load[best] + s))
 	((k)) && kube[best]=1
 	echo "$mod $pkg" >>"$OUT/shard$best.pkgs"
-done < <(while read -r mod pkg k; do echo "${dur[$pkg]:-5} $mod $pkg $k"; done <"$OUT/pkgs" | sort -k1,1nr -k3,3)
+done < <(while read -r mod pkg k srv; do echo "${dur[$pkg]:-5} $mod $pkg $k $srv"; done <"$OUT/pkgs" | sort -k1,1nr -k3,3)
+# RUNS: the shards, and the lane if it has packages.
+RUNS=$SHARDS
+[[ -s $OUT/shard$LANE.pkgs ]] && RUNS=$((LANE + 1))
 
 # ---------------------------------------------------------------- servers
 
@@ -154,6 +170,7 @@ all_running() {
 }
 
 declare -a owned=()
+owned[LANE]=0
 for ((i = 0; i < SHARDS; i++)); do
 	if all_running "$i"; then
 		owned[i]=0
@@ -188,41 +205,48 @@ start_set() {
 # while the shards start their servers: the shards' go test -p 1 would
 # otherwise compile them one at a time, and each shard the ones it shares
 # with another (the kube driver's client-go) at once with it. On a warm build
-# cache it only checks the cache. Its errors are go test's to report.
+# cache it only checks the cache. One go list and one go build over every
+# module (the workspace holds them all): each go command hashes the sources
+# of the whole graph. Its errors are go test's to report.
 compile_deps() {
-	local mod
-	for mod in $(awk '!seen[$1]++ { print $1 }' "$OUT/pkgs"); do
-		# shellcheck disable=SC2046 # a word list
-		(cd "$mod" && go list -deps -test -f '{{if and (not .Standard) (ne .Name "main")}}{{.ImportPath}}{{end}}' \
-			$(awk -v m="$mod" '$1 == m { print $2 }' "$OUT/pkgs") | grep -v ' \[' | sort -u | xargs -r go build -race) >/dev/null 2>&1 || true
-	done
+	# shellcheck disable=SC2046 # a word list
+	go list -deps -test -f '{{if and (not .Standard) (ne .Name "main")}}{{.ImportPath}}{{end}}' \
+		$(awk '{ print $2 }' "$OUT/pkgs") 2>/dev/null | grep -v ' \[' | sort -u | xargs -r go build -race >/dev/null 2>&1 || true
 }
 
 # ---------------------------------------------------------------- shards
 
 # run_shard I starts set I if needed, runs the shard's packages one module at
-# a time and writes "STATUS SECONDS PKG" lines to $OUT/shardI.result.
+# a time and writes "STATUS SECONDS PKG" lines to $OUT/shardI.result. The
+# lane (I = LANE) starts no set and runs its packages as many at once as
+# go test does by default.
 run_shard() {
-	local i=$1 mod pkgs st secs pkg t0 rc kinds_i
+	local i=$1 mod pkgs st secs pkg t0 rc kinds_i p=${TESTP:-1}
 	local logf=$OUT/shard$i.log res=$OUT/shard$i.result
 	: >"$res"
 	exec >"$logf" 2>&1
-	kinds_i=$(kinds "$i")
-	echo "=== shard $i: set at offset $(set_off "$i") ($kinds_i), packages:"
-	sed 's/^/    /' "$OUT/shard$i.pkgs"
-	if ! start_set "$i"; then
-		echo "=== shard $i: starting its servers failed"
-		awk '{ print "FAIL - " $2 " (servers did not start)" }' "$OUT/shard$i.pkgs" >>"$res"
-		return 1
+	if ((i == LANE)); then
+		echo "=== shard $i: no servers, packages:"
+		sed 's/^/    /' "$OUT/shard$i.pkgs"
+		p=$(nproc)
+	else
+		kinds_i=$(kinds "$i")
+		echo "=== shard $i: set at offset $(set_off "$i") ($kinds_i), packages:"
+		sed 's/^/    /' "$OUT/shard$i.pkgs"
+		if ! start_set "$i"; then
+			echo "=== shard $i: starting its servers failed"
+			awk '{ print "FAIL - " $2 " (servers did not start)" }' "$OUT/shard$i.pkgs" >>"$res"
+			return 1
+		fi
+		eval "$(set_servers "$i" env)"
 	fi
-	eval "$(set_servers "$i" env)"
 	flock "$OUT/compile.lock" true # compile_deps is done
 	for mod in $(awk '!seen[$1]++ { print $1 }' "$OUT/shard$i.pkgs"); do
 		pkgs=$(awk -v m="$mod" '$1 == m { print $2 }' "$OUT/shard$i.pkgs")
 		echo "=== shard $i: module $mod: go test"
 		t0=$SECONDS
 		# shellcheck disable=SC2086 # TESTFLAGS and pkgs are word lists
-		(cd "$mod" && go test -race -count=1 -timeout 30m -p "${TESTP:-1}" ${TESTFLAGS:-} $pkgs) >"$OUT/shard$i.go" 2>&1 && rc=0 || rc=$?
+		(cd "$mod" && go test -race -vet=off -count=1 -timeout 30m -p "$p" ${TESTFLAGS:-} $pkgs) >"$OUT/shard$i.go" 2>&1 && rc=0 || rc=$?
 		cat "$OUT/shard$i.go"
 		# go test's own result lines: "ok  \tPKG\t1.234s", "FAIL\tPKG\t1.234s",
 		# "FAIL\tPKG [build failed]", "?   \tPKG\t[no test files]".
@@ -273,17 +297,21 @@ flock "$compile_fd"
 compile_deps &
 compile_pid=$!
 exec {compile_fd}>&-
-for ((i = 0; i < SHARDS; i++)); do
+for ((i = 0; i < RUNS; i++)); do
 	run_shard "$i" &
 	shard_of[$!]=$i
-	log "shard $i: $(wc -l <"$OUT/shard$i.pkgs") packages, ~${load[i]}s expected, set at offset $(set_off "$i")"
+	if ((i == LANE)); then
+		log "shard $i: $(wc -l <"$OUT/shard$i.pkgs") packages that use no server, ~${load[i]}s expected one at a time"
+	else
+		log "shard $i: $(wc -l <"$OUT/shard$i.pkgs") packages, ~${load[i]}s expected, set at offset $(set_off "$i")"
+	fi
 done
 set +m
 wait "$compile_pid" || true
 compile_pid=
 
 # Print each shard's log whole as it ends.
-left=$SHARDS
+left=$RUNS
 while ((left > 0)); do
 	done_pid=
 	wait -n -p done_pid "${!shard_of[@]}" || true
@@ -305,10 +333,12 @@ while read -r dir; do
 	names=$(grep -ho '^func Test[A-Za-z0-9_]*' "$dir"/*_norace_test.go | sed 's/^func //' | paste -sd'|')
 	[[ -n $names ]] || continue
 	log "without -race in $dir: $names"
-	(cd "$dir" && go test -count=1 -run "^($names)\$" .) || failed+=("$dir (tests without -race)")
+	(cd "$dir" && go test -vet=off -count=1 -run "^($names)\$" .) || failed+=("$dir (tests without -race)")
 done < <(git ls-files '*_norace_test.go' | xargs -r -n1 dirname | sort -u)
-printf '\n=== summary (%d shards, %ds)\n' "$SHARDS" "$((SECONDS - t_all))"
-for ((i = 0; i < SHARDS; i++)); do
+lane=
+((RUNS > SHARDS)) && lane=" and the lane without servers"
+printf '\n=== summary (%d shards%s, %ds)\n' "$SHARDS" "$lane" "$((SECONDS - t_all))"
+for ((i = 0; i < RUNS; i++)); do
 	[[ -s $OUT/shard$i.result ]] || { failed+=("shard $i (no result)"); continue; }
 	while read -r st secs pkg; do
 		printf '%-4s %8s  %s  (shard %d)\n' "$st" "$secs" "$pkg" "$i"
