@@ -7,9 +7,7 @@
 # scripts/servers.sh. Within a shard the packages run one after the other:
 # some tests inject faults into their servers (kill, pause, restart a node),
 # so no two packages ever share a set while they run. Shards are balanced by
-# the packages' measured durations, longest first. The packages whose tests
-# use no server (none names testenv, an ELECTOR_ variable or servers.sh) run
-# beside the shards, in a lane of their own without a set, several at once.
+# the packages' measured durations, longest first.
 #
 # Set i (0-based) listens at port offset ELECTOR_PORT_OFFSET + 100 × i and
 # keeps its state in ELECTOR_STATE_DIR (set 0) or ELECTOR_STATE_DIR-i beside
@@ -32,8 +30,7 @@
 #   TESTPKGS     packages to test in each module (default ./...), e.g.
 #                TESTPKGS=./zookeeper/...
 #   TESTP        test binaries a shard's `go test` runs at once on its servers
-#                (go test -p; default 1: packages never share servers; the
-#                lane of packages without servers runs one per core)
+#                (go test -p; default 1: packages never share servers)
 #   TESTSHARDS   shards, hence server sets, at once (default 3; at most what
 #                the port offsets allow: ELECTOR_PORT_OFFSET + 100 × (TESTSHARDS-1)
 #                below 2000)
@@ -82,7 +79,7 @@ set_servers() { ELECTOR_PORT_OFFSET=$(set_off "$1") ELECTOR_STATE_DIR=$(set_stat
 
 has_go_files() { [[ -n $(find "$1" -name '*.go' -print -quit) ]]; }
 
-# Every package to test: "MODULE IMPORTPATH NEEDS_KUBE NEEDS_SERVERS" into $OUT/pkgs. Each
+# Every package to test: "MODULE IMPORTPATH NEEDS_KUBE" into $OUT/pkgs. Each
 # TESTPKGS pattern is read in every module; a pattern naming a directory that
 # is not in a module is skipped there, and fails only if no module has it.
 failed_modules=()
@@ -105,12 +102,9 @@ for mod in "${MODULES[@]}"; do
 		while read -r pkg dir; do
 			[[ -n $pkg ]] || continue
 			matched[$pat]=1
-			kube=0 srv=0
-			if compgen -G "$dir/*_test.go" >/dev/null; then
-				grep -q -E 'testenv\.Kube|ELECTOR_KUBE_' "$dir"/*_test.go && kube=1
-				grep -q -E 'testenv\.|ELECTOR_|servers\.sh' "$dir"/*_test.go && srv=1
-			fi
-			echo "$mod $pkg $kube $srv" >>"$OUT/pkgs"
+			kube=0
+			if compgen -G "$dir/*_test.go" >/dev/null && grep -q -E 'testenv\.Kube|ELECTOR_KUBE_' "$dir"/*_test.go; then kube=1; fi
+			echo "$mod $pkg $kube" >>"$OUT/pkgs"
 		done <<<"$list"
 	done
 done
@@ -130,30 +124,21 @@ for f in "$DURATIONS" "$CACHED_DURATIONS"; do
 	done <"$f"
 done
 
-# Longest first, each package that uses servers to the shard with the least
-# expected time so far; the others to the lane, run LANE (= SHARDS, the
-# index after the shards'), which has no set.
-nsrv=$(awk '$4 == 1' "$OUT/pkgs" | wc -l)
-((SHARDS <= nsrv)) || SHARDS=$nsrv
-LANE=$SHARDS
+# Longest first, each to the shard with the least expected time so far.
+npkgs=$(wc -l <"$OUT/pkgs")
+((SHARDS <= npkgs)) || SHARDS=$npkgs
 declare -a load=() kube=()
-for ((i = 0; i <= LANE; i++)); do
+for ((i = 0; i < SHARDS; i++)); do
 	load[i]=0 kube[i]=0
 	: >"$OUT/shard$i.pkgs"
 done
-while read -r s mod pkg k srv; do
-	best=$LANE
-	if ((srv)); then
-		best=0
-		for ((i = 1; i < SHARDS; i++)); do ((load[i] < load[best])) && best=$i; done
-	fi
+while read -r s mod pkg k; do
+	best=0
+	for ((i = 1; i < SHARDS; i++)); do ((load[i] < load[best])) && best=$i; done
 	load[best]=$((load[best] + s))
 	((k)) && kube[best]=1
 	echo "$mod $pkg" >>"$OUT/shard$best.pkgs"
-done < <(while read -r mod pkg k srv; do echo "${dur[$pkg]:-5} $mod $pkg $k $srv"; done <"$OUT/pkgs" | sort -k1,1nr -k3,3)
-# RUNS: the shards, and the lane if it has packages.
-RUNS=$SHARDS
-[[ -s $OUT/shard$LANE.pkgs ]] && RUNS=$((LANE + 1))
+done < <(while read -r mod pkg k; do echo "${dur[$pkg]:-5} $mod $pkg $k"; done <"$OUT/pkgs" | sort -k1,1nr -k3,3)
 
 # ---------------------------------------------------------------- servers
 
@@ -170,7 +155,6 @@ all_running() {
 }
 
 declare -a owned=()
-owned[LANE]=0
 for ((i = 0; i < SHARDS; i++)); do
 	if all_running "$i"; then
 		owned[i]=0
@@ -217,36 +201,28 @@ compile_deps() {
 # ---------------------------------------------------------------- shards
 
 # run_shard I starts set I if needed, runs the shard's packages one module at
-# a time and writes "STATUS SECONDS PKG" lines to $OUT/shardI.result. The
-# lane (I = LANE) starts no set and runs its packages as many at once as
-# go test does by default.
+# a time and writes "STATUS SECONDS PKG" lines to $OUT/shardI.result.
 run_shard() {
-	local i=$1 mod pkgs st secs pkg t0 rc kinds_i p=${TESTP:-1}
+	local i=$1 mod pkgs st secs pkg t0 rc kinds_i
 	local logf=$OUT/shard$i.log res=$OUT/shard$i.result
 	: >"$res"
 	exec >"$logf" 2>&1
-	if ((i == LANE)); then
-		echo "=== shard $i: no servers, packages:"
-		sed 's/^/    /' "$OUT/shard$i.pkgs"
-		p=$(nproc)
-	else
-		kinds_i=$(kinds "$i")
-		echo "=== shard $i: set at offset $(set_off "$i") ($kinds_i), packages:"
-		sed 's/^/    /' "$OUT/shard$i.pkgs"
-		if ! start_set "$i"; then
-			echo "=== shard $i: starting its servers failed"
-			awk '{ print "FAIL - " $2 " (servers did not start)" }' "$OUT/shard$i.pkgs" >>"$res"
-			return 1
-		fi
-		eval "$(set_servers "$i" env)"
+	kinds_i=$(kinds "$i")
+	echo "=== shard $i: set at offset $(set_off "$i") ($kinds_i), packages:"
+	sed 's/^/    /' "$OUT/shard$i.pkgs"
+	if ! start_set "$i"; then
+		echo "=== shard $i: starting its servers failed"
+		awk '{ print "FAIL - " $2 " (servers did not start)" }' "$OUT/shard$i.pkgs" >>"$res"
+		return 1
 	fi
+	eval "$(set_servers "$i" env)"
 	flock "$OUT/compile.lock" true # compile_deps is done
 	for mod in $(awk '!seen[$1]++ { print $1 }' "$OUT/shard$i.pkgs"); do
 		pkgs=$(awk -v m="$mod" '$1 == m { print $2 }' "$OUT/shard$i.pkgs")
 		echo "=== shard $i: module $mod: go test"
 		t0=$SECONDS
 		# shellcheck disable=SC2086 # TESTFLAGS and pkgs are word lists
-		(cd "$mod" && go test -race -vet=off -count=1 -timeout 30m -p "$p" ${TESTFLAGS:-} $pkgs) >"$OUT/shard$i.go" 2>&1 && rc=0 || rc=$?
+		(cd "$mod" && go test -race -vet=off -count=1 -timeout 30m -p "${TESTP:-1}" ${TESTFLAGS:-} $pkgs) >"$OUT/shard$i.go" 2>&1 && rc=0 || rc=$?
 		cat "$OUT/shard$i.go"
 		# go test's own result lines: "ok  \tPKG\t1.234s", "FAIL\tPKG\t1.234s",
 		# "FAIL\tPKG [build failed]", "?   \tPKG\t[no test files]".
@@ -297,21 +273,17 @@ flock "$compile_fd"
 compile_deps &
 compile_pid=$!
 exec {compile_fd}>&-
-for ((i = 0; i < RUNS; i++)); do
+for ((i = 0; i < SHARDS; i++)); do
 	run_shard "$i" &
 	shard_of[$!]=$i
-	if ((i == LANE)); then
-		log "shard $i: $(wc -l <"$OUT/shard$i.pkgs") packages that use no server, ~${load[i]}s expected one at a time"
-	else
-		log "shard $i: $(wc -l <"$OUT/shard$i.pkgs") packages, ~${load[i]}s expected, set at offset $(set_off "$i")"
-	fi
+	log "shard $i: $(wc -l <"$OUT/shard$i.pkgs") packages, ~${load[i]}s expected, set at offset $(set_off "$i")"
 done
 set +m
 wait "$compile_pid" || true
 compile_pid=
 
 # Print each shard's log whole as it ends.
-left=$RUNS
+left=$SHARDS
 while ((left > 0)); do
 	done_pid=
 	wait -n -p done_pid "${!shard_of[@]}" || true
@@ -335,10 +307,8 @@ while read -r dir; do
 	log "without -race in $dir: $names"
 	(cd "$dir" && go test -vet=off -count=1 -run "^($names)\$" .) || failed+=("$dir (tests without -race)")
 done < <(git ls-files '*_norace_test.go' | xargs -r -n1 dirname | sort -u)
-lane=
-((RUNS > SHARDS)) && lane=" and the lane without servers"
-printf '\n=== summary (%d shards%s, %ds)\n' "$SHARDS" "$lane" "$((SECONDS - t_all))"
-for ((i = 0; i < RUNS; i++)); do
+printf '\n=== summary (%d shards, %ds)\n' "$SHARDS" "$((SECONDS - t_all))"
+for ((i = 0; i < SHARDS; i++)); do
 	[[ -s $OUT/shard$i.result ]] || { failed+=("shard $i (no result)"); continue; }
 	while read -r st secs pkg; do
 		printf '%-4s %8s  %s  (shard %d)\n' "$st" "$secs" "$pkg" "$i"
