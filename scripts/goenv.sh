@@ -25,3 +25,8 @@ goenv_n=${GIT_CONFIG_COUNT:-0}
 export GIT_CONFIG_COUNT=$((goenv_n + 1)) "GIT_CONFIG_KEY_$goenv_n=url.file://$ROOT.insteadOf" \
 	"GIT_CONFIG_VALUE_$goenv_n=https://github.com/leaderkit/elector"
 unset goenv_n
+
+# norace_dirs prints, one a line, the directories of ROOT's Go files built
+# only without the race detector (a //go:build line with !race): lint.sh
+# checks them once more without -race, test.sh runs their tests without it.
+norace_dirs() { git -C "$ROOT" grep -l -E '^//go:build .*!race' -- '*.go' | xargs -r -n1 dirname | sort -u; }

@@ -54,7 +54,7 @@ done
 while read -r dir; do
 	echo "=== $dir without -race: go vet, staticcheck" >&2
 	(cd "$dir" && go vet . && "$tmp/staticcheck" .) || status=1
-done < <(git grep -l -E '^//go:build .*!race' -- '*.go' | xargs -r -n1 dirname | sort -u)
+done < <(norace_dirs)
 scripts/apicheck.sh || status=1
 echo "=== doclint: docs and comments state behaviour, not run logs" >&2
 scripts/doclint.sh || status=1

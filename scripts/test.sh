@@ -305,14 +305,14 @@ done
 failed=("${failed_modules[@]}")
 
 # Tests of what the race detector changes (stack sizes) are built only
-# without it (files *_norace_test.go, //go:build !race): run them once
-# more, without -race, in their packages.
+# without it (//go:build !race): run them once more, without -race, in
+# their packages.
 while read -r dir; do
-	names=$(grep -ho '^func Test[A-Za-z0-9_]*' "$dir"/*_norace_test.go | sed 's/^func //' | paste -sd'|')
+	names=$(grep -l -E '^//go:build .*!race' "$dir"/*_test.go 2>/dev/null | xargs -r grep -ho '^func Test[A-Za-z0-9_]*' | sed 's/^func //' | paste -sd'|')
 	[[ -n $names ]] || continue
 	log "without -race in $dir: $names"
 	(cd "$dir" && go test -vet=off -count=1 -run "^($names)\$" .) || failed+=("$dir (tests without -race)")
-done < <(git ls-files '*_norace_test.go' | xargs -r -n1 dirname | sort -u)
+done < <(norace_dirs)
 printf '\n=== summary (%d shards, %ds)\n' "$SHARDS" "$((SECONDS - t_all))"
 for ((i = 0; i < SHARDS; i++)); do
 	[[ -s $OUT/shard$i.result ]] || { failed+=("shard $i (no result)"); continue; }
