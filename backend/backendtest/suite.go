@@ -22,10 +22,7 @@ import (
 // its own Harness; newHarness is never called concurrently. Run returns
 // when every subtest has ended.
 func Run(t *testing.T, newHarness HarnessMaker) {
-	tests := []struct {
-		name string
-		fn   func(*env)
-	}{
+	tests := []rule{
 		{"CampaignFree", testCampaignFree},
 		{"TTL", testTTL},
 		{"InvalidNames", testInvalidNames},
@@ -56,14 +53,20 @@ func Run(t *testing.T, newHarness HarnessMaker) {
 		slots <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-slots }()
-			t.Run(tc.name, func(t *testing.T) { runOne(t, tc.name, tc.fn, newHarness, &makeMu) })
+			t.Run(tc.name, func(t *testing.T) { runOne(t, tc, newHarness, &makeMu) })
 		})
 	}
 	wg.Wait()
 }
 
-// runOne runs one rule's subtest on a fresh Harness.
-func runOne(t *testing.T, name string, fn func(*env), newHarness HarnessMaker, makeMu *sync.Mutex) {
+// rule is one rule of the suite: its subtest's name and body.
+type rule struct {
+	name string
+	fn   func(*env)
+}
+
+// runOne runs r's subtest on a fresh Harness.
+func runOne(t *testing.T, r rule, newHarness HarnessMaker, makeMu *sync.Mutex) {
 	setup, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	makeMu.Lock()
@@ -79,7 +82,7 @@ func runOne(t *testing.T, name string, fn func(*env), newHarness HarnessMaker, m
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute+30*ttl)
 	t.Cleanup(cancel)
-	fn(&env{T: t, h: h, ttl: ttl, ctx: ctx, base: uniqueName(name)})
+	r.fn(&env{T: t, h: h, ttl: ttl, ctx: ctx, base: uniqueName(r.name)})
 }
 
 // parallelism is how many subtests Run runs at once: the -test.parallel
