@@ -21,9 +21,14 @@ func (b *Backend) sessionCount() int {
 	return n
 }
 
-// owner returns the ephemeralOwner of a lease's znode, as the admin sees it.
+// owner returns the ephemeralOwner of a lease's znode, as the admin sees it
+// once its server has caught up with the leader (the admin may be connected
+// to a follower that has not yet applied the create).
 func (f *fixture) owner(l backend.Lease) int64 {
 	f.t.Helper()
+	if _, err := f.admin.Sync(l.(*lease).path); err != nil {
+		f.t.Fatalf("Sync(%s): %v", l.(*lease).path, err)
+	}
 	ok, st, err := f.admin.Exists(l.(*lease).path)
 	if err != nil || !ok {
 		f.t.Fatalf("Exists(%s): (%v, %v), want the znode", l.(*lease).path, ok, err)
