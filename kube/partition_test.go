@@ -157,11 +157,14 @@ func TestPartitionOnLeases(t *testing.T) {
 // An apiserver restart under a 3-member, 64-partition group at the default
 // rate (each member's client limited as a kube:// URL's: qps 50, burst
 // 100) and the shortest TTL client-go's candidates can share ([MinTTL])
-// leaves every partition owned again within 10 s of the apiserver being
+// leaves every partition owned again within 30 s of the apiserver being
 // ready, and still owned three TTLs later, with no renewal failing at the
 // rate limiter: each member resumes its one watch instead of reading and
 // watching every partition it waits for, and its renewals go before its
-// reads.
+// reads. The bound tells seconds from minutes, with room for a loaded
+// machine: alone the group recovers in about a quarter of a second, with
+// the cores loaded six times over in 2 to 4 s, and longer where the
+// restarted apiserver, starved, still times requests out once ready.
 func TestPartitionsRecoverFromApiserverRestart(t *testing.T) {
 	const n = 64
 	s := testServer(t)
@@ -195,7 +198,7 @@ func TestPartitionsRecoverFromApiserverRestart(t *testing.T) {
 	g.settle(n, ids, 60*time.Second)
 	testenv.Fault(t, "restart", "kube", "1")
 	ready := time.Now()
-	g.settle(n, ids, 10*time.Second)
+	g.settle(n, ids, 30*time.Second)
 	t.Logf("all %d partitions owned %v after the apiserver was ready again", n, time.Since(ready).Round(time.Millisecond))
 	recovered := g.assigned()
 	// Still all owned three TTLs later: not a snapshot of leases about to
