@@ -71,7 +71,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	electBin = filepath.Join(dir, "elect")
-	build := exec.Command("go", "build", "-race", "-o", electBin, ".")
+	// Linked without the symbol table and DWARF, as scripts/test.sh links
+	// the test binaries: race reports and panics keep every file:line.
+	build := exec.Command("go", "build", "-race", "-ldflags=-s -w", "-o", electBin, ".")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building elect:", err)

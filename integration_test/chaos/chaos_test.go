@@ -135,7 +135,7 @@ func TestChaos(t *testing.T) {
 
 	script := testenv.Scripts(t)
 	bin := filepath.Join(t.TempDir(), "candidate")
-	if b, err := exec.Command("go", "build", "-o", bin, "./candidate").CombinedOutput(); err != nil {
+	if b, err := exec.Command("go", "build", "-ldflags=-s -w", "-o", bin, "./candidate").CombinedOutput(); err != nil {
 		t.Fatalf("build candidate: %v\n%s", err, b)
 	}
 
