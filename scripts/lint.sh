@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # lint.sh — no tracked binary or large file; gofmt, go vet and staticcheck
 # over every module; the exported API against the snapshot in api/
-# (scripts/apicheck.sh); no commit hashes, dates, times of day or run
-# letters in docs and comments (scripts/doclint.sh). What `make lint` runs.
+# (scripts/apicheck.sh); the test apiserver on the module versions of
+# cmd/elect and kube (scripts/apiserver-deps.sh); no commit hashes, dates,
+# times of day or run letters in docs and comments (scripts/doclint.sh).
+# What `make lint` runs.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -56,6 +58,7 @@ while read -r dir; do
 	(cd "$dir" && go vet . && "$tmp/staticcheck" .) || status=1
 done < <(norace_dirs)
 scripts/apicheck.sh || status=1
+scripts/apiserver-deps.sh -check || status=1
 echo "=== doclint: docs and comments state behaviour, not run logs" >&2
 scripts/doclint.sh || status=1
 exit "$status"
