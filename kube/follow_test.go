@@ -2,11 +2,16 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/leaderkit/elector/internal/testenv"
 	"github.com/leaderkit/elector/internal/testproxy"
 )
 
@@ -97,6 +102,10 @@ func TestFollowResumesAfterCut(t *testing.T) {
 // list shows taken over.
 func TestFollowListsWhenVersionExpired(t *testing.T) {
 	s := testServer(t)
+	// The outage: a restarted apiserver's watch cache starts at the current
+	// version. A fresh one started at version 1 and still serves a watch
+	// from there.
+	testenv.Fault(t, "restart", "kube", "1")
 	b := testBackend(t, s, nil)
 	b.mu.Lock()
 	b.caching = true // this test runs the watch's steps itself
@@ -106,6 +115,11 @@ func TestFollowListsWhenVersionExpired(t *testing.T) {
 	}
 	l := mustCampaign(t, b, cand(testName(t), "holder"))
 	takeOver(t, s, l.name)
+	// Version 1 must be gone from etcd's history too: an apiserver whose
+	// cache is not ready serves the watch from etcd, which it compacts only
+	// every five minutes. Below revision 10 it disturbs no other watch:
+	// they all run from far later versions.
+	compactBelow(t, 10)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if rv, _ := b.cache.once(ctx, "1"); rv != "" {
@@ -122,4 +136,18 @@ func TestFollowListsWhenVersionExpired(t *testing.T) {
 	awaitLost(t, l, 5*time.Second, "the list showed the Lease taken over")
 	cancel()
 	<-done
+}
+
+// compactBelow compacts the history of the etcd cluster the apiserver
+// stores in below revision rev, unless it already is.
+func compactBelow(t *testing.T, rev int64) {
+	t.Helper()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: testenv.EtcdEndpoints(t), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	if _, err := cli.Compact(testCtx(t), rev); err != nil && !errors.Is(err, rpctypes.ErrCompacted) {
+		t.Fatalf("compacting etcd below revision %d: %v", rev, err)
+	}
 }
