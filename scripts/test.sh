@@ -6,8 +6,9 @@
 # and runs the shards at once, each on a server set of its own started with
 # scripts/servers.sh. Within a shard the packages run one after the other:
 # some tests inject faults into their servers (kill, pause, restart a node),
-# so no two packages ever share a set while they run. Shards are balanced by
-# the packages' measured durations, longest first.
+# so no two packages ever share a set while they run. The shards take the
+# packages from one queue, longest measured duration first, each the next
+# one when its last ends.
 #
 # Set i (0-based) listens at port offset ELECTOR_PORT_OFFSET + 100 × i and
 # keeps its state in ELECTOR_STATE_DIR (set 0) or ELECTOR_STATE_DIR-i beside
@@ -141,15 +142,43 @@ npkgs=$(wc -l <"$OUT/pkgs")
 declare -a load=() kube=()
 for ((i = 0; i < SHARDS; i++)); do
 	load[i]=0 kube[i]=0
-	: >"$OUT/shard$i.pkgs"
 done
 while read -r s mod pkg k; do
 	best=0
 	for ((i = 1; i < SHARDS; i++)); do ((load[i] < load[best])) && best=$i; done
 	load[best]=$((load[best] + s))
 	((k)) && kube[best]=1
-	echo "$mod $pkg" >>"$OUT/shard$best.pkgs"
 done < <(while read -r mod pkg k; do echo "${dur[$pkg]:-5} $mod $pkg $k"; done <"$OUT/pkgs" | sort -k1,1nr -k3,3)
+
+# The queue the shards take their work from, "SECONDS KUBE MODULE PKG..." a
+# line, longest expected first: a package expected to take SOLO seconds or
+# more is an item of its own, the others of a module (and a kube need) one
+# item together, so that a go command's start is paid once for them. The
+# assignment above decides only which sets run the apiserver; a shard whose
+# package ends takes the next item its set can serve, so the shards end
+# together even when a package takes longer than measured.
+SOLO=20
+while read -r mod pkg k; do echo "${dur[$pkg]:-5} $k $mod $pkg"; done <"$OUT/pkgs" |
+	awk -v solo="$SOLO" '
+		$1 >= solo { print; next }
+		{ key = $2 " " $3; sum[key] += $1; pkgs[key] = pkgs[key] " " $4 }
+		END { for (key in sum) print sum[key], key pkgs[key] }' |
+	sort -k1,1nr -k3,3 >"$OUT/queue"
+
+# take I prints the next queue item set I can serve ("MODULE PKG...") and
+# removes it from the queue; it fails when none is left.
+take() {
+	local item queue_fd
+	exec {queue_fd}>>"$OUT/queue.lock"
+	flock "$queue_fd"
+	item=$(awk -v k="${kube[$1]}" '$2 <= k { $1 = $2 = ""; sub(/^ +/, ""); print; exit }' "$OUT/queue")
+	if [[ -n $item ]]; then
+		awk -v k="${kube[$1]}" 'done || $2 > k { print; next } { done = 1 }' "$OUT/queue" >"$OUT/queue.tmp"
+		mv "$OUT/queue.tmp" "$OUT/queue"
+	fi
+	exec {queue_fd}>&-
+	[[ -n $item ]] && echo "$item"
+}
 
 # ---------------------------------------------------------------- servers
 
@@ -214,23 +243,22 @@ compile_deps() {
 # run_shard I starts set I if needed, runs the shard's packages one module at
 # a time and writes "STATUS SECONDS PKG" lines to $OUT/shardI.result.
 run_shard() {
-	local i=$1 mod pkgs st secs pkg t0 rc kinds_i
+	local i=$1 mod pkgs st secs pkg t0 rc kinds_i item
 	local logf=$OUT/shard$i.log res=$OUT/shard$i.result
 	: >"$res"
 	exec >"$logf" 2>&1
 	kinds_i=$(kinds "$i")
-	echo "=== shard $i: set at offset $(set_off "$i") ($kinds_i), packages:"
-	sed 's/^/    /' "$OUT/shard$i.pkgs"
+	echo "=== shard $i: set at offset $(set_off "$i") ($kinds_i)"
 	if ! start_set "$i"; then
 		echo "=== shard $i: starting its servers failed"
-		awk '{ print "FAIL - " $2 " (servers did not start)" }' "$OUT/shard$i.pkgs" >>"$res"
+		echo "FAIL - set $i (servers did not start)" >>"$res"
 		return 1
 	fi
 	eval "$(set_servers "$i" env)"
 	flock "$OUT/compile.lock" true # compile_deps is done
-	for mod in $(awk '!seen[$1]++ { print $1 }' "$OUT/shard$i.pkgs"); do
-		pkgs=$(awk -v m="$mod" '$1 == m { print $2 }' "$OUT/shard$i.pkgs")
-		echo "=== shard $i: module $mod: go test"
+	while item=$(take "$i"); do
+		mod=${item%% *} pkgs=${item#* }
+		echo "=== shard $i: module $mod: go test $pkgs"
 		t0=$SECONDS
 		# shellcheck disable=SC2086 # TESTFLAGS and pkgs are word lists
 		(cd "$mod" && go test -race -vet=off -ldflags="$LDFLAGS" -count=1 -timeout 30m -p "${TESTP:-1}" ${TESTFLAGS:-} $pkgs) >"$OUT/shard$i.go" 2>&1 && rc=0 || rc=$?
@@ -287,7 +315,7 @@ exec {compile_fd}>&-
 for ((i = 0; i < SHARDS; i++)); do
 	run_shard "$i" &
 	shard_of[$!]=$i
-	log "shard $i: $(wc -l <"$OUT/shard$i.pkgs") packages, ~${load[i]}s expected, set at offset $(set_off "$i")"
+	log "shard $i: set at offset $(set_off "$i") ($(kinds "$i"))"
 done
 set +m
 wait "$compile_pid" || true
@@ -308,6 +336,10 @@ done
 
 # Summary, the durations to keep, the exit status.
 failed=("${failed_modules[@]}")
+# What no shard took: its set failed to start and no other could serve it.
+while read -r _ _ _ pkgs; do
+	for pkg in $pkgs; do failed+=("$pkg (not run: no set could serve it)"); done
+done <"$OUT/queue"
 
 # Tests of what the race detector changes (stack sizes) are built only
 # without it (//go:build !race): run them once more, without -race, in
