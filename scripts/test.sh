@@ -14,9 +14,10 @@
 # keeps its state in ELECTOR_STATE_DIR (set 0) or ELECTOR_STATE_DIR-i beside
 # it (default servers.sh's: /dev/shm/elector-servers, or /tmp/elector-servers
 # without a writable /dev/shm). Every set runs Redis, etcd and ZooKeeper;
-# the kube-apiserver only in a set whose packages' tests use it (testenv.Kube*).
-# A shard that needs the apiserver starts it (waiting for its build, which
-# .ci/run starts in the background) before its first package.
+# the kube-apiserver in as many sets as a longest-first deal of the packages
+# would give one whose tests use it (testenv.Kube*), and only those sets
+# run such packages. A shard that needs the apiserver starts it (waiting for
+# its build, which .ci/run starts in the background) before its first package.
 # A set whose servers were all running already is left up; every other set
 # is stopped when its shard ends, and on exit whatever happens (a failure,
 # Ctrl-C, SIGTERM).
@@ -136,27 +137,12 @@ for f in "$DURATIONS" "$CACHED_DURATIONS"; do
 	done <"$f"
 done
 
-# Longest first, each to the shard with the least expected time so far.
-npkgs=$(wc -l <"$OUT/pkgs")
-((SHARDS <= npkgs)) || SHARDS=$npkgs
-declare -a load=() kube=()
-for ((i = 0; i < SHARDS; i++)); do
-	load[i]=0 kube[i]=0
-done
-while read -r s mod pkg k; do
-	best=0
-	for ((i = 1; i < SHARDS; i++)); do ((load[i] < load[best])) && best=$i; done
-	load[best]=$((load[best] + s))
-	((k)) && kube[best]=1
-done < <(while read -r mod pkg k; do echo "${dur[$pkg]:-5} $mod $pkg $k"; done <"$OUT/pkgs" | sort -k1,1nr -k3,3)
-
 # The queue the shards take their work from, "SECONDS KUBE MODULE PKG..." a
 # line, longest expected first: a package expected to take SOLO seconds or
 # more is an item of its own, the others of a module (and a kube need) one
-# item together, so that a go command's start is paid once for them. The
-# assignment above decides only which sets run the apiserver; a shard whose
-# package ends takes the next item its set can serve, so the shards end
-# together even when a package takes longer than measured.
+# item together, so that a go command's start is paid once for them. A
+# shard whose item ends takes the next one its set can serve, so the shards
+# end together even when a package takes longer than measured.
 SOLO=20
 while read -r mod pkg k; do echo "${dur[$pkg]:-5} $k $mod $pkg"; done <"$OUT/pkgs" |
 	awk -v solo="$SOLO" '
@@ -164,6 +150,23 @@ while read -r mod pkg k; do echo "${dur[$pkg]:-5} $k $mod $pkg"; done <"$OUT/pkg
 		{ key = $2 " " $3; sum[key] += $1; pkgs[key] = pkgs[key] " " $4 }
 		END { for (key in sum) print sum[key], key pkgs[key] }' |
 	sort -k1,1nr -k3,3 >"$OUT/queue"
+# No more shards, hence sets, than items to run.
+nitems=$(wc -l <"$OUT/queue")
+((SHARDS <= nitems)) || SHARDS=$nitems
+
+# Which sets run the apiserver: as if the items were dealt out longest first,
+# each to the shard with the least expected time so far, a set runs it if it
+# would be dealt an item that needs it.
+declare -a load=() kube=()
+for ((i = 0; i < SHARDS; i++)); do
+	load[i]=0 kube[i]=0
+done
+while read -r s k _; do
+	best=0
+	for ((i = 1; i < SHARDS; i++)); do ((load[i] < load[best])) && best=$i; done
+	load[best]=$((load[best] + s))
+	((k)) && kube[best]=1
+done <"$OUT/queue"
 
 # take I prints the next queue item set I can serve ("MODULE PKG...") and
 # removes it from the queue; it fails when none is left.
