@@ -203,10 +203,13 @@ func TestPartitionsRecoverFromApiserverRestart(t *testing.T) {
 	recovered := g.assigned()
 	// Still all owned three TTLs later: not a snapshot of leases about to
 	// pass their deadlines. A partition lost since (a renewal the loaded
-	// apiserver answered after its deadline) is free again a TTL later.
+	// apiserver answered after its deadline) is free again a TTL later and
+	// taken again; on a loaded machine the apiserver can time out a round
+	// of renewals more than once, so this too is bounded in seconds, not
+	// in TTLs.
 	later := time.NewTimer(3 * MinTTL)
 	<-later.C
-	g.settle(n, ids, 2*MinTTL)
+	g.settle(n, ids, 30*time.Second)
 	t.Logf("%d partitions assigned anew in the %v after recovery", g.assigned()-recovered, 3*MinTTL)
 	for i, rl := range limiters {
 		if late := rl.LateRenewals(); late != 0 {
