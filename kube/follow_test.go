@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/leaderkit/elector/internal/testenv"
@@ -142,12 +140,7 @@ func TestFollowListsWhenVersionExpired(t *testing.T) {
 // stores in below revision rev, unless it already is.
 func compactBelow(t *testing.T, rev int64) {
 	t.Helper()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: testenv.EtcdEndpoints(t), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
-	if _, err := cli.Compact(testCtx(t), rev); err != nil && !errors.Is(err, rpctypes.ErrCompacted) {
+	if _, err := etcdClient(t).Compact(testCtx(t), rev); err != nil && !errors.Is(err, rpctypes.ErrCompacted) {
 		t.Fatalf("compacting etcd below revision %d: %v", rev, err)
 	}
 }

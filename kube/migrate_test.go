@@ -43,12 +43,20 @@ func kubeSide(tb testing.TB) side {
 	}
 }
 
-func etcdSide(tb testing.TB) side {
+// etcdClient is a client of the etcd cluster the apiserver stores in,
+// closed when tb ends.
+func etcdClient(tb testing.TB) *clientv3.Client {
+	tb.Helper()
 	cli, err := clientv3.New(clientv3.Config{Endpoints: testenv.EtcdEndpoints(tb), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { _ = cli.Close() })
+	return cli
+}
+
+func etcdSide(tb testing.TB) side {
+	cli := etcdClient(tb)
 	return func(tb testing.TB) backend.Backend {
 		b, err := etcd.New(cli, nil)
 		if err != nil {

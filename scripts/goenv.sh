@@ -27,6 +27,8 @@ export GIT_CONFIG_COUNT=$((goenv_n + 1)) "GIT_CONFIG_KEY_$goenv_n=url.file://$RO
 unset goenv_n
 
 # norace_dirs prints, one a line, the directories of ROOT's Go files built
-# only without the race detector (a //go:build line with !race): lint.sh
-# checks them once more without -race, test.sh runs their tests without it.
-norace_dirs() { git -C "$ROOT" grep -l -E '^//go:build .*!race' -- '*.go' | xargs -r -n1 dirname | sort -u; }
+# only without the race detector (a //go:build line with !race, matched by
+# NORACE_BUILD): lint.sh checks them once more without -race, test.sh runs
+# their tests without it.
+NORACE_BUILD='^//go:build .*!race'
+norace_dirs() { git -C "$ROOT" grep -l -E "$NORACE_BUILD" -- '*.go' | xargs -r -n1 dirname | sort -u; }

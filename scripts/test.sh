@@ -174,11 +174,11 @@ take() {
 	local item queue_fd
 	exec {queue_fd}>>"$OUT/queue.lock"
 	flock "$queue_fd"
-	item=$(awk -v k="${kube[$1]}" '$2 <= k { $1 = $2 = ""; sub(/^ +/, ""); print; exit }' "$OUT/queue")
-	if [[ -n $item ]]; then
-		awk -v k="${kube[$1]}" 'done || $2 > k { print; next } { done = 1 }' "$OUT/queue" >"$OUT/queue.tmp"
-		mv "$OUT/queue.tmp" "$OUT/queue"
-	fi
+	item=$(awk -v k="${kube[$1]}" -v rest="$OUT/queue.tmp" '
+		BEGIN { printf "" >rest }
+		!taken && $2 <= k { taken = 1; $1 = $2 = ""; sub(/^ +/, ""); print; next }
+		{ print >rest }' "$OUT/queue")
+	mv "$OUT/queue.tmp" "$OUT/queue"
 	exec {queue_fd}>&-
 	[[ -n $item ]] && echo "$item"
 }
@@ -243,8 +243,8 @@ compile_deps() {
 
 # ---------------------------------------------------------------- shards
 
-# run_shard I starts set I if needed, runs the shard's packages one module at
-# a time and writes "STATUS SECONDS PKG" lines to $OUT/shardI.result.
+# run_shard I starts set I if needed, runs the queue items it takes one at a
+# time and writes "STATUS SECONDS PKG" lines to $OUT/shardI.result.
 run_shard() {
 	local i=$1 mod pkgs st secs pkg t0 rc kinds_i item
 	local logf=$OUT/shard$i.log res=$OUT/shard$i.result
@@ -348,7 +348,7 @@ done <"$OUT/queue"
 # without it (//go:build !race): run them once more, without -race, in
 # their packages.
 while read -r dir; do
-	names=$(grep -l -E '^//go:build .*!race' "$dir"/*_test.go 2>/dev/null | xargs -r grep -ho '^func Test[A-Za-z0-9_]*' | sed 's/^func //' | paste -sd'|')
+	names=$(grep -l -E "$NORACE_BUILD" "$dir"/*_test.go 2>/dev/null | xargs -r grep -ho '^func Test[A-Za-z0-9_]*' | sed 's/^func //' | paste -sd'|')
 	[[ -n $names ]] || continue
 	log "without -race in $dir: $names"
 	(cd "$dir" && go test -vet=off -ldflags="$LDFLAGS" -count=1 -run "^($names)\$" .) || failed+=("$dir (tests without -race)")
