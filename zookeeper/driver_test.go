@@ -518,9 +518,16 @@ func TestUnreachableEnsemble(t *testing.T) {
 
 func TestDisconnectGraceChecksZnode(t *testing.T) {
 	f := newFixture(t)
-	a, da := f.backend(&Options{Prefix: testPrefix, DisconnectGrace: testTTL / 2})
+	// A grace of 10 s, and a term twice that, so that a loaded machine's slow
+	// reconnection is still told apart from the grace running out.
+	const grace = 10 * time.Second
+	a, da := f.backend(&Options{Prefix: testPrefix, DisconnectGrace: grace})
 	election := "grace-gone-" + randomSuffix()
-	l := f.acquire(a, election, "alice")
+	ll, err := a.Campaign(f.ctx, backend.Candidate{Election: election, Identity: "alice", TTL: 2 * grace})
+	if err != nil {
+		t.Fatalf("Campaign: %v", err)
+	}
+	l := ll.(*lease)
 	da.setCut(true)
 	// While alice is cut off, an operator deletes her znode; then her
 	// connection breaks and she reconnects at once, well inside the grace.
@@ -529,7 +536,7 @@ func TestDisconnectGraceChecksZnode(t *testing.T) {
 	}
 	da.drop()
 	da.setCut(false)
-	awaitLost(t, l, testTTL/4,
+	awaitLost(t, l, grace/2,
 		"a lease whose znode vanished during a disconnection is lost on reconnection, before the grace ends")
 	if err := l.Renew(f.ctx); !errors.Is(err, backend.ErrLost) {
 		t.Fatalf("Renew: got %v, want ErrLost", err)
