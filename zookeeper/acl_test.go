@@ -70,7 +70,7 @@ func TestNoAuthIsWorldACL(t *testing.T) {
 	}
 	select {
 	case <-l.Lost():
-	case <-time.After(testTTL):
-		t.Fatal("lease not lost within a TTL after its znode was deleted")
+	case <-time.After(10 * time.Second):
+		t.Fatal("lease not lost within 10s after its znode was deleted")
 	}
 }

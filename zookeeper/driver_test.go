@@ -179,7 +179,7 @@ func TestDeadlineFollowsPings(t *testing.T) {
 	first := l.Deadline()
 	// No Renew: go-zookeeper's pings (every third of the timeout) alone move
 	// the Deadline.
-	eventually(t, testTTL, func() bool { return l.Deadline().After(first.Add(testTTL / 10)) },
+	eventually(t, 10*time.Second, func() bool { return l.Deadline().After(first.Add(testTTL / 10)) },
 		"answered pings move the Deadline")
 	if lost(l) {
 		t.Fatal("Lost closed on a healthy lease")
@@ -237,33 +237,41 @@ func TestDisconnectStepsDownAtOnce(t *testing.T) {
 	a, da := f.backend(nil)
 	b, _ := f.backend(nil)
 	election := "disconnect-" + randomSuffix()
-	l := f.acquire(a, election, "alice")
+	// Alice's term is 20 s, so that her Deadline is more than 10 s off when
+	// her connection drops: a loaded machine, allowed 5 s for each step
+	// below, is not mistaken for her Deadline passing.
+	const term = 20 * time.Second
+	ll, err := a.Campaign(f.ctx, backend.Candidate{Election: election, Identity: "alice", TTL: term})
+	if err != nil {
+		t.Fatalf("Campaign: %v", err)
+	}
+	l := ll.(*lease)
 	waiting := f.campaignAsync(b, election, "bob")
-	f.awaitCandidates(election, 2, time.Second, "bob queues")
+	f.awaitCandidates(election, 2, 10*time.Second, "bob queues")
 	dropped := time.Now()
 	da.drop()
-	awaitLost(t, l, testTTL/4, "a disconnection ends the lease at once (Curator's standard policy)")
+	awaitLost(t, l, 5*time.Second, "a disconnection ends the lease at once (Curator's standard policy)")
 	// The session survives the drop. Alice learns of the loss through Lost
 	// and may act until she stops: her znode must stay, and bob wait, until
 	// she releases the lease (or her Deadline passes). Deleting it on
 	// reconnection let bob lead while alice still acted (a chaos overlap).
-	awaitSession(t, l.s, testTTL/2, func(st state) bool { return st.up }, "the session reconnects")
+	awaitSession(t, l.s, 5*time.Second, func(st state) bool { return st.up }, "the session reconnects")
 	ok, _, changed, err := f.admin.ExistsW(l.path)
 	if err != nil || !ok {
 		t.Fatalf("alice's znode went (exists %v, %v) before she released it or her Deadline passed", ok, err)
 	}
-	select { // for a quarter of the TTL, with alice's znode watched
+	select { // for half a second, with alice's znode watched
 	case ev := <-changed:
 		t.Fatalf("alice's znode changed (%v) before she released it or her Deadline passed", ev.Type)
 	case r := <-waiting:
 		t.Fatalf("bob led (%v) while alice had not released and her Deadline had not passed", r.err)
-	case <-time.After(testTTL / 4):
+	case <-time.After(500 * time.Millisecond):
 	}
 	released := time.Now()
 	if err := l.Release(f.ctx); !errors.Is(err, backend.ErrLost) {
 		t.Fatalf("Release of the lost lease: got %v, want ErrLost", err)
 	}
-	r := f.await(waiting, testTTL/2, "the next candidate leads once the stepped-down leader released")
+	r := f.await(waiting, 5*time.Second, "the next candidate leads once the stepped-down leader released, not at her Deadline")
 	t.Logf("lease lost at once; successor elected %v after alice released, %v after the drop", r.at.Sub(released), r.at.Sub(dropped))
 	if err := l.Renew(f.ctx); !errors.Is(err, backend.ErrLost) {
 		t.Fatalf("Renew of the stepped-down lease: got %v, want ErrLost", err)
@@ -275,12 +283,19 @@ func TestDisconnectStepsDownAtOnce(t *testing.T) {
 
 func TestDisconnectGraceRidesOut(t *testing.T) {
 	f := newFixture(t)
-	a, da := f.backend(&Options{Prefix: testPrefix, DisconnectGrace: testTTL / 2})
+	// A grace of 10 s, and a term twice that, so that a loaded machine's slow
+	// reconnection is still told apart from the grace running out.
+	const grace = 10 * time.Second
+	a, da := f.backend(&Options{Prefix: testPrefix, DisconnectGrace: grace})
 	election := "grace-" + randomSuffix()
-	l := f.acquire(a, election, "alice")
+	ll, err := a.Campaign(f.ctx, backend.Candidate{Election: election, Identity: "alice", TTL: 2 * grace})
+	if err != nil {
+		t.Fatalf("Campaign: %v", err)
+	}
+	l := ll.(*lease)
 	before, _ := l.s.state()
 	da.drop()
-	awaitSession(t, l.s, testTTL, func(now state) bool {
+	awaitSession(t, l.s, grace/2, func(now state) bool {
 		return now.up && now.epoch > before.epoch && now.id == before.id
 	}, "the session reconnects")
 	if err := l.Renew(f.ctx); err != nil {
@@ -292,9 +307,11 @@ func TestDisconnectGraceRidesOut(t *testing.T) {
 	if got := f.candidates(election); len(got) != 1 || testPrefix+"/"+election+"/"+got[0] != l.path {
 		t.Fatalf("candidates: got %v, want only the leader's znode", got)
 	}
-	// A disconnection longer than the grace ends the lease.
+	// A disconnection longer than the grace ends the lease: the connection
+	// breaks and no new one is let through.
 	da.setCut(true)
-	awaitLost(t, l, testTTL*2, "a disconnection past the grace ends the lease")
+	da.drop()
+	awaitLost(t, l, 2*grace, "a disconnection past the grace ends the lease")
 }
 
 func TestCutLeaderStepsDownBeforeExpiry(t *testing.T) {
@@ -302,9 +319,18 @@ func TestCutLeaderStepsDownBeforeExpiry(t *testing.T) {
 	a, da := f.backend(nil)
 	b, _ := f.backend(nil)
 	election := "cut-" + randomSuffix()
-	l := f.acquire(a, election, "alice")
+	// Cut off, alice's session notices the silence after two thirds of its
+	// timeout, and the servers expire it after all of it: a term of 15 s
+	// leaves 5 s between the two, so that a loaded machine still steps down
+	// before the successor's election.
+	const term = 15 * time.Second
+	ll, err := a.Campaign(f.ctx, backend.Candidate{Election: election, Identity: "alice", TTL: term})
+	if err != nil {
+		t.Fatalf("Campaign: %v", err)
+	}
+	l := ll.(*lease)
 	waiting := f.campaignAsync(b, election, "bob")
-	f.awaitCandidates(election, 2, time.Second, "bob queues")
+	f.awaitCandidates(election, 2, 10*time.Second, "bob queues")
 	var steppedDown time.Time
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -314,7 +340,7 @@ func TestCutLeaderStepsDownBeforeExpiry(t *testing.T) {
 		steppedDown = time.Now()
 	}()
 	da.setCut(true) // silent: no reset, the server keeps the session until it expires
-	r := f.await(waiting, 2*testTTL, "the cut-off leader's session expires")
+	r := f.await(waiting, term+10*time.Second, "the cut-off leader's session expires")
 	wg.Wait()
 	deadline := l.Deadline()
 	t.Logf("leader stepped down %v before the successor was elected; Deadline %v before", r.at.Sub(steppedDown), r.at.Sub(deadline))
@@ -337,10 +363,10 @@ func TestSessionExpiryRecampaigns(t *testing.T) {
 	l := f.acquire(a, election, "alice")
 	old, _ := l.s.state()
 	da.setCut(true)
-	awaitLost(t, l, testTTL, "the cut-off lease is lost")
-	f.awaitCandidates(election, 0, 3*testTTL, "the servers expire the session")
+	awaitLost(t, l, 10*time.Second, "the cut-off lease is lost")
+	f.awaitCandidates(election, 0, 15*time.Second, "the servers expire the session")
 	da.setCut(false)
-	awaitSession(t, l.s, 3*testTTL, func(now state) bool {
+	awaitSession(t, l.s, 15*time.Second, func(now state) bool {
 		return now.up && now.id != old.id && now.id != 0
 	}, "the Backend opens a new session")
 	l2 := f.acquire(a, election, "alice")
@@ -385,12 +411,12 @@ func TestCanceledCampaignDeletesZnode(t *testing.T) {
 		_, err := a.Campaign(ctx, backend.Candidate{Election: election, Identity: "bob", TTL: testTTL})
 		ch <- err
 	}()
-	f.awaitCandidates(election, 2, time.Second, "bob queues")
+	f.awaitCandidates(election, 2, 10*time.Second, "bob queues")
 	cancel()
 	if err := <-ch; err != context.Canceled {
 		t.Fatalf("canceled Campaign: got %v, want context.Canceled", err)
 	}
-	f.awaitCandidates(election, 1, time.Second, "the abandoned znode is deleted")
+	f.awaitCandidates(election, 1, 10*time.Second, "the abandoned znode is deleted")
 	if err := l.Release(f.ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -421,7 +447,7 @@ func TestDigestAuth(t *testing.T) {
 	if err := l.Release(f.ctx); err != nil {
 		t.Fatal(err)
 	}
-	r := f.await(ch, testTTL/2, "an authenticated candidate is handed the election")
+	r := f.await(ch, 10*time.Second, "an authenticated candidate is handed the election")
 	if err := r.l.Release(f.ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -555,14 +581,14 @@ func TestWatchEndsWithSession(t *testing.T) {
 		t.Fatalf("Watch: first call got %+v, want alice's term", h)
 	}
 	da.setCut(true)
-	f.awaitCandidates(election, 0, 3*testTTL, "the servers expire the session")
+	f.awaitCandidates(election, 0, 15*time.Second, "the servers expire the session")
 	da.setCut(false)
 	select {
 	case err := <-done:
 		if err == nil || errors.Is(err, context.Canceled) {
 			t.Fatalf("Watch after session expiry: got %v, want an error: its watches ended", err)
 		}
-	case <-time.After(3 * testTTL):
+	case <-time.After(15 * time.Second):
 		t.Fatal("Watch still running after its session expired, want it to return an error")
 	}
 }

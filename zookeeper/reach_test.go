@@ -48,7 +48,7 @@ func TestUnreachableEnsembleNamesTheCause(t *testing.T) {
 				took := time.Since(began)
 				require.Error(t, err, call)
 				t.Logf("%s: %v after %v", call, err, took.Round(time.Millisecond))
-				assert.Less(t, took, connectPatience+2*time.Second, "%s: the error comes within a few seconds", call)
+				assert.Less(t, took, connectPatience+10*time.Second, "%s: the error comes after at most connectPatience, not when ctx ends", call)
 				assert.False(t, errors.Is(err, context.DeadlineExceeded) || backend.IsPermanent(err), "%s: %v: want a transient error", call, err)
 				assert.Contains(t, err.Error(), tc.want, "%s: the error names the cause", call)
 			}

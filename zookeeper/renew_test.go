@@ -34,20 +34,24 @@ func TestRenewSharesSession(t *testing.T) {
 	})
 	// A round costs about two reads: one in flight when the round's last
 	// Renew begins, and the one that Renew then waits for (a Renew that
-	// the scheduler delays past the second one's send costs a third).
-	// Between rounds the quiet session sends a read of its own every
-	// TTL/probeDivisor (dispatch.go), however many leases it holds. Each
-	// lease reading its own znode would cost n per round.
+	// the scheduler delays past the second one's send costs a third, and
+	// a lease whose watch the dispatcher has not armed again yet reads its
+	// znode). Between rounds the quiet session sends a read of its own at
+	// each tick of a ticker TTL/probeDivisor apart (dispatch.go), however
+	// many leases it holds, and one ticked before the rounds may be sent
+	// after they began. Each lease reading its own znode would cost n per
+	// round: a loaded host is allowed a third of that.
 	got := d.exists.Load() - before
-	want := int64(3*rounds) + int64(time.Since(began)/(testTTL/probeDivisor)) + 1
+	want := int64(rounds*n/3) + int64(time.Since(began)/(testTTL/probeDivisor)) + 2
 	t.Logf("%d rounds of renewing %d leases sent %d reads (at most %d)", rounds, n, got, want)
 	if got > want {
 		t.Errorf("%d rounds of renewing %d leases sent %d reads; want at most %d: the session's liveness renews every lease", rounds, n, got, want)
 	}
+	// A stall of the host leaves the Deadline trailing until the session's
+	// next answers are confirmed; one that stopped moving never gets ahead.
 	for _, l := range leases {
-		if dl := time.Until(l.Deadline()); dl < testTTL/3 {
-			t.Errorf("Deadline after Renew in %v; want at least TTL/3 = %v ahead", dl, testTTL/3)
-		}
+		eventually(t, 10*time.Second, func() bool { return time.Until(l.Deadline()) >= testTTL/3 },
+			"the Deadline of a renewed lease is at least TTL/3 ahead")
 	}
 
 	victim := leases[0]
@@ -85,10 +89,15 @@ func TestRenewSinceSharesSequentialRenewals(t *testing.T) {
 		}
 	})
 	// A round costs one read, or none when a ping or the session's own
-	// read was sent after the round began and answered; between rounds
-	// the quiet session sends a read of its own every TTL/probeDivisor.
+	// read was sent after the round began and answered (a lease whose
+	// watch the dispatcher has not armed again yet reads its znode);
+	// between rounds the quiet session sends a read of its own at each tick
+	// of a ticker TTL/probeDivisor apart, and one ticked before the rounds
+	// may be sent after they began. Each renewal beginning after the
+	// previous one's answer would cost n per round: a loaded host is
+	// allowed a third of that.
 	got := d.exists.Load() - before
-	want := int64(rounds) + int64(time.Since(began)/(testTTL/probeDivisor)) + 1
+	want := int64(rounds*n/3) + int64(time.Since(began)/(testTTL/probeDivisor)) + 2
 	t.Logf("%d rounds of renewing %d leases one after another sent %d reads (at most %d)", rounds, n, got, want)
 	if got > want {
 		t.Errorf("%d rounds of renewing %d leases one after another sent %d reads; want at most %d: renewals since one instant share a read", rounds, n, got, want)

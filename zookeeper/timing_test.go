@@ -124,7 +124,7 @@ func TestTimingUnansweredIsNotKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	start := time.Now()
 	got, err := b.Timing(ctx)
@@ -134,7 +134,7 @@ func TestTimingUnansweredIsNotKept(t *testing.T) {
 	if got.TickTime != 2*time.Second || got.SyncLimit != 5 || !strings.HasPrefix(got.Source, "assumed") {
 		t.Fatalf("Timing of a server that does not answer: got %+v, want the assumed tickTime 2s, syncLimit 5", got)
 	}
-	if d := time.Since(start); d > confWait+time.Second {
+	if d := time.Since(start); d > confWait+5*time.Second {
 		t.Fatalf("Timing took %v, want at most about %v", d, confWait)
 	}
 	if b.timing.known {

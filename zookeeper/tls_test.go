@@ -135,7 +135,7 @@ func TestZKTLSRefusals(t *testing.T) {
 		t.Run(tc.what, func(t *testing.T) {
 			rec := &slogRecorder{}
 			b := openRecording(t, tc.raw, rec)
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			_, err := b.Campaign(ctx, backend.Candidate{Election: "e", Identity: "mallory", TTL: testTTL})
 			if !errors.Is(err, zk.ErrNoServer) {
