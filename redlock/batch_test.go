@@ -60,10 +60,12 @@ func (h *scriptCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redi
 }
 
 // holdMany returns a Backend whose clients count their script calls, and k
-// leases it holds on distinct elections with ttl.
+// leases it holds on distinct elections with ttl. Nodes that just
+// (re)started count at once: the tests restart none, and their TTLs would
+// otherwise hold their campaigns in the restart delay.
 func holdMany(t *testing.T, k int, ttl time.Duration) (*Backend, []*scriptCounter, []*lease) {
 	t.Helper()
-	b, n := newBackend(t, &Options{RequestTimeout: time.Second})
+	b, n := newBackend(t, &Options{RequestTimeout: time.Second, RestartDelay: time.Millisecond})
 	counters := make([]*scriptCounter, len(n.clients))
 	for i, c := range n.clients {
 		counters[i] = newScriptCounter()
@@ -155,7 +157,7 @@ func expectCalls(t *testing.T, counters []*scriptCounter, want []int64, d int64,
 // once: they share a few script calls per node instead of one each.
 func TestRenewalsCoalesce(t *testing.T) {
 	const k = 200
-	b, counters, leases := holdMany(t, k, 10*time.Second)
+	b, counters, leases := holdMany(t, k, 30*time.Second)
 	if b.batch == nil {
 		t.Fatal("a Backend over single Redis servers does not batch renewals")
 	}
@@ -195,7 +197,9 @@ func TestRenewalsCoalesce(t *testing.T) {
 // their own Renew then sends nothing, until a Renew finds no newer rider
 // renewal to use.
 func TestRidersRenewedEarly(t *testing.T) {
-	const k, ttl = 100, 10 * time.Second
+	// A rider renewal serves its lease's Renew for TTL/6: 5 s, for the
+	// Renews below on a loaded machine.
+	const k, ttl = 100, 30 * time.Second
 	b, counters, leases := holdMany(t, k, ttl)
 	ctx := testCtx(t)
 	warmUp(t, leases)
@@ -228,7 +232,8 @@ func TestRidersRenewedEarly(t *testing.T) {
 // TestNoRiderRightAfterAcquire renews one of two leases just acquired: the
 // other, confirmed a moment ago, does not ride along.
 func TestNoRiderRightAfterAcquire(t *testing.T) {
-	_, counters, leases := holdMany(t, 2, 10*time.Second)
+	// A lease acquired less than TTL/6 (5 s) ago does not ride along.
+	_, counters, leases := holdMany(t, 2, 30*time.Second)
 	ctx := testCtx(t)
 	before := calls(counters)
 	if err := leases[0].Renew(ctx); err != nil {
@@ -277,7 +282,9 @@ func TestRiderLost(t *testing.T) {
 // idle node workers are left, at most maxIdleWorkers per node.
 func TestRenewalsLeaveNoGoroutinePerLease(t *testing.T) {
 	const k = 500
-	b, _, leases := holdMany(t, k, 10*time.Second)
+	// The first lease's TTL outlasts the campaigns of the others, which
+	// took most of 10 s on a loaded machine.
+	b, _, leases := holdMany(t, k, 30*time.Second)
 	ctx := testCtx(t)
 	warmUp(t, leases)
 	for _, l := range leases { // no rider renewals: each Renew asks for its own

@@ -37,9 +37,9 @@ func (h *harness) MakeBackend(context.Context) (backend.Backend, error) {
 
 // conformanceRequestTimeout bounds each request of the suite's Backends. The
 // rules run at once, beside the other shards' tests, and none of them times
-// RequestTimeout itself: a reply the loaded machine delays past
-// testRequestTimeout on three nodes at once would fail a rule that only
-// reads (the Registry's Entries).
+// RequestTimeout itself: a reply the loaded machine delays past 250 ms on
+// three nodes at once would fail a rule that only reads (the Registry's
+// Entries).
 const conformanceRequestTimeout = 500 * time.Millisecond
 
 // TTL is short enough for a quick suite, long enough that a round bounded

@@ -126,9 +126,13 @@ func TestKeysAreRedlockKeys(t *testing.T) {
 
 // TestForeignLockExcludes: a plain SET NX PX lock on a majority of nodes,
 // as redsync or node-redlock would take, keeps our candidates out until it
-// expires, and Leader reports it without identity.
+// expires, and Leader reports it without identity. The candidate's TTL is
+// far above the lock's PTTL, so that a Campaign that waited a TTL (the cap
+// for a holder whose keys do not expire) instead of the PTTL shows.
 func TestForeignLockExcludes(t *testing.T) {
-	b, n := newBackend(t, &Options{NoPrefix: true})
+	// Nodes just (re)started would be in the restart delay of a 20 s TTL:
+	// the Campaign must wait for the lock only.
+	b, n := newBackend(t, &Options{NoPrefix: true, RestartDelay: time.Millisecond})
 	ctx := testCtx(t)
 	e := name(t)
 	// Timed from before the lock is taken: the lock lapses no sooner than
@@ -144,12 +148,12 @@ func TestForeignLockExcludes(t *testing.T) {
 		t.Errorf("Leader under a foreign lock: got %+v, %v; want an anonymous holder with a TTL", h, err)
 	}
 	start := time.Now()
-	l, err := b.Campaign(ctx, backend.Candidate{Election: e, Identity: "alice", TTL: time.Second})
+	l, err := b.Campaign(ctx, backend.Candidate{Election: e, Identity: "alice", TTL: 20 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Release(ctx)
-	if held, waited := time.Since(locked), time.Since(start); held < 250*time.Millisecond || waited > time.Second {
+	if held, waited := time.Since(locked), time.Since(start); held < 250*time.Millisecond || waited > 5*time.Second {
 		t.Errorf("Campaign under a foreign 300ms lock returned %v after the lock was taken (%v after it began), want about 300ms: it waits for the PTTL", held, waited)
 	}
 }
@@ -254,7 +258,9 @@ func TestRenewRestoresMissingNodes(t *testing.T) {
 	ctx := testCtx(t)
 	e := name(t)
 	key := b.lockKey(e)
-	l, err := b.Campaign(ctx, backend.Candidate{Election: e, Identity: "alice", TTL: 2 * time.Second})
+	// A TTL that outlasts the checks and the rival's attempt between the
+	// two renewals on a loaded machine.
+	l, err := b.Campaign(ctx, backend.Candidate{Election: e, Identity: "alice", TTL: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,7 +318,7 @@ func TestAuth(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = b.Close() })
 		e := name(t) + "-" + opts.Username
-		l, err := b.Campaign(ctx, backend.Candidate{Election: e, Identity: "alice", TTL: time.Second})
+		l, err := b.Campaign(ctx, backend.Candidate{Election: e, Identity: "alice", TTL: 10 * time.Second})
 		if err != nil {
 			t.Fatalf("Campaign as %q: %v", opts.Username, err)
 		}
@@ -376,7 +382,9 @@ func TestPausedLeaderFenced(t *testing.T) {
 	ctx := testCtx(t)
 	e := name(t)
 	g := NewFence(n.clients[0], b.lockKey(e)+"/fence")
-	la, err := a.Campaign(ctx, backend.Candidate{Election: e, Identity: "alice", TTL: 200 * time.Millisecond})
+	// Her TTL is what bob waits out; it leaves her acquire round 2 s,
+	// which a loaded machine may take.
+	la, err := a.Campaign(ctx, backend.Candidate{Election: e, Identity: "alice", TTL: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -384,7 +392,7 @@ func TestPausedLeaderFenced(t *testing.T) {
 		t.Fatal(err)
 	}
 	// alice "pauses": no renewals. bob is elected after her TTL.
-	lb, err := b.Campaign(ctx, backend.Candidate{Election: e, Identity: "bob", TTL: time.Second})
+	lb, err := b.Campaign(ctx, backend.Candidate{Election: e, Identity: "bob", TTL: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -423,7 +431,8 @@ func TestAcquireFollowsOwnRelease(t *testing.T) {
 	}
 	ctx := testCtx(t)
 	e := name(t)
-	c := backend.Candidate{Election: e, Identity: "alice", TTL: 2 * time.Second}
+	// Each round's key must still be there when the test reads it back.
+	c := backend.Candidate{Election: e, Identity: "alice", TTL: 10 * time.Second}
 	var prev uint64
 	skips := 0
 	for i := range 100 {

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/leaderkit/elector/backend"
 	"github.com/leaderkit/elector/internal/testenv"
 )
@@ -69,14 +71,14 @@ func TestOneNodeKilled(t *testing.T) {
 	ctx := testCtx(t)
 	e := name(t)
 	kill(t, 3)
-	la, err := a.Campaign(ctx, backend.Candidate{Election: e, Identity: "alice", TTL: 2 * time.Second})
+	la, err := a.Campaign(ctx, backend.Candidate{Election: e, Identity: "alice", TTL: 20 * time.Second})
 	if err != nil {
 		t.Fatalf("Campaign with one node down: %v, want a lease: 4 of 5 is a quorum", err)
 	}
 	if err := la.Renew(ctx); err != nil {
 		t.Fatalf("Renew with one node down: %v", err)
 	}
-	bob := backend.Candidate{Election: e, Identity: "bob", TTL: 2 * time.Second}
+	bob := backend.Candidate{Election: e, Identity: "bob", TTL: 20 * time.Second}
 	wantWaits(t, b, bob, 300*time.Millisecond, "alice holds a quorum")
 	done := make(chan error, 1)
 	var lb backend.Lease
@@ -92,8 +94,8 @@ func TestOneNodeKilled(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if took := time.Since(released); took > time.Second {
-		t.Errorf("hand-over with one node down took %v, want well under the 2s TTL", took)
+	if took := time.Since(released); took > 5*time.Second {
+		t.Errorf("hand-over with one node down took %v, want well under the 20s TTL", took)
 	}
 	if lb.Token() <= la.Token() {
 		t.Errorf("bob's token %d, want > alice's %d", lb.Token(), la.Token())
@@ -103,17 +105,31 @@ func TestOneNodeKilled(t *testing.T) {
 
 // TestPausedNodesBounded proves that RequestTimeout, and a renewal's
 // Deadline, bound the socket I/O: a SIGSTOPped node accepts connections but
-// never answers, and go-redis would wait out its ReadTimeout (3 s) without
-// ContextTimeoutEnabled.
+// never answers, and go-redis would wait out its ReadTimeout (30 s on these
+// clients) for a request whose context had no deadline.
 func TestPausedNodesBounded(t *testing.T) {
 	const requestTimeout = 200 * time.Millisecond
-	const bound = requestTimeout + 300*time.Millisecond // ReadTimeout would be 3s
-	a, _ := newBackend(t, &Options{RequestTimeout: requestTimeout})
+	const readTimeout = 30 * time.Second
+	const slack = 5 * time.Second // for a loaded machine; far below readTimeout
+	const bound = requestTimeout + slack
+	n := &nodes{}
+	for _, addr := range testenv.RedisAddrs(t) {
+		o := clientOptions(addr)
+		o.ReadTimeout = readTimeout
+		n.clients = append(n.clients, redis.NewClient(o))
+	}
+	t.Cleanup(n.close)
+	a, err := New(n.clients, &Options{RequestTimeout: requestTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Close() })
 	ctx := testCtx(t)
 	e := name(t)
-	// A TTL that outlasts pausing two more nodes on a loaded machine, so
-	// that the second Renew starts before the lease's Deadline.
-	c := backend.Candidate{Election: e, Identity: "alice", TTL: 5 * time.Second}
+	// A TTL that outlasts pausing two more nodes on a loaded machine (four
+	// servers.sh runs, which took over 5 s there), so that the second Renew
+	// starts before the lease's Deadline.
+	c := backend.Candidate{Election: e, Identity: "alice", TTL: 15 * time.Second}
 
 	pause(t, 5)
 	timedTo := func(bound time.Duration, what string, f func() error) error {
@@ -141,11 +157,11 @@ func TestPausedNodesBounded(t *testing.T) {
 
 	// Two more paused: no quorum answers, every round ends at RequestTimeout,
 	// except the renewal, which waits until the lease's Deadline (under the
-	// 3 s ReadTimeout), when no reply could renew the lease any more.
+	// 30 s ReadTimeout), when no reply could renew the lease any more.
 	pause(t, 4)
 	pause(t, 3)
 	deadline := l.Deadline()
-	if err := timedTo(time.Until(deadline)+300*time.Millisecond, "Renew", func() error { return l.Renew(ctx) }); err == nil || errors.Is(err, backend.ErrLost) {
+	if err := timedTo(time.Until(deadline)+slack, "Renew", func() error { return l.Renew(ctx) }); err == nil || errors.Is(err, backend.ErrLost) {
 		t.Errorf("Renew with three nodes paused: got %v, want a transient error (the outcome is unknown)", err)
 	}
 	if l.Deadline() != deadline {
@@ -277,7 +293,9 @@ func TestRestartWithAOF(t *testing.T) {
 	b, _ := newBackend(t, &Options{NoRestartDelay: true})
 	ctx := testCtx(t)
 	e := name(t)
-	la, err := a.Campaign(ctx, backend.Candidate{Election: e, Identity: "alice", TTL: 30 * time.Second})
+	// A TTL that outlasts three kills and restarts on a loaded machine, so
+	// that the Renew below runs before the lease's Deadline.
+	la, err := a.Campaign(ctx, backend.Candidate{Election: e, Identity: "alice", TTL: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,9 +332,13 @@ func TestRestartWithAOF(t *testing.T) {
 // starved client or a node stalled for a moment would have it: its
 // validity counts from its send time, so the late reply still proves it.
 func TestRenewOutwaitsSlowMajority(t *testing.T) {
-	a, _ := newBackend(t, &Options{RequestTimeout: 100 * time.Millisecond})
+	// The nodes an earlier test restarted need not be waited out: this
+	// test restarts none.
+	a, _ := newBackend(t, &Options{RequestTimeout: 100 * time.Millisecond, RestartDelay: time.Millisecond})
 	ctx := testCtx(t)
-	l, err := a.Campaign(ctx, backend.Candidate{Election: name(t), Identity: "alice", TTL: 10 * time.Second})
+	// A TTL that outlasts pausing three nodes (six servers.sh runs, which
+	// took 10 s on a loaded machine) and resuming one.
+	l, err := a.Campaign(ctx, backend.Candidate{Election: name(t), Identity: "alice", TTL: 30 * time.Second})
 	if err != nil {
 		t.Fatalf("Campaign: %v", err)
 	}
@@ -324,7 +346,7 @@ func TestRenewOutwaitsSlowMajority(t *testing.T) {
 		pause(t, i)
 	}
 	// The nodes come back 600 ms after the renewal below was sent: six
-	// RequestTimeouts late, and 9 s before the Deadline.
+	// RequestTimeouts late, and well before the Deadline.
 	resumed := make(chan struct{})
 	time.AfterFunc(600*time.Millisecond, func() {
 		defer close(resumed)
@@ -338,7 +360,7 @@ func TestRenewOutwaitsSlowMajority(t *testing.T) {
 	if err := l.Renew(ctx); err != nil {
 		t.Fatalf("Renew with a majority stalled for 600 ms: %v, want the late quorum to renew the lease", err)
 	}
-	if d := l.Deadline(); !d.After(before) || d.Before(start.Add(9*time.Second)) {
+	if d := l.Deadline(); !d.After(before) || d.Before(start.Add(29*time.Second)) {
 		t.Fatalf("Deadline after the renewal sent at %v: %v (was %v), want it counted from the send time", start, d, before)
 	}
 }
@@ -347,12 +369,14 @@ func TestRenewOutwaitsSlowMajority(t *testing.T) {
 // majority as long as the lease has time left, but Close does not wait
 // that long.
 func TestCloseEndsRenewalToStalledNodes(t *testing.T) {
-	a, _ := newBackend(t, &Options{RequestTimeout: 100 * time.Millisecond})
+	// The nodes an earlier test restarted need not be waited out: this
+	// test restarts none.
+	a, _ := newBackend(t, &Options{RequestTimeout: 100 * time.Millisecond, RestartDelay: time.Millisecond})
 	if a.batch == nil {
 		t.Fatal("the test nodes are single Redis servers: want a batching Backend")
 	}
 	ctx := testCtx(t)
-	l, err := a.Campaign(ctx, backend.Candidate{Election: name(t), Identity: "alice", TTL: 30 * time.Second})
+	l, err := a.Campaign(ctx, backend.Candidate{Election: name(t), Identity: "alice", TTL: time.Minute})
 	if err != nil {
 		t.Fatalf("Campaign: %v", err)
 	}
@@ -368,10 +392,11 @@ func TestCloseEndsRenewalToStalledNodes(t *testing.T) {
 	if err := a.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	// The renewal's requests may wait up to the Deadline, about 29 s away;
-	// Close ends that wait, though not a read go-redis has already begun,
-	// which its own timeouts end within about 5 s.
-	if took := time.Since(start); took > 7*time.Second {
+	// The renewal's requests may wait up to the Deadline, most of a
+	// minute away (less the pauses, which take seconds on a loaded
+	// machine); Close ends that wait, though not a read go-redis has
+	// already begun, which its own timeouts end within about 5 s.
+	if took := time.Since(start); took > 15*time.Second {
 		t.Fatalf("Close took %v: it waited for the renewal to the stalled nodes", took)
 	}
 }

@@ -80,8 +80,11 @@ func (n *nodes) close() {
 }
 
 // testRequestTimeout is the RequestTimeout of test Backends unless a test sets
-// one: generous, since CI runs every package's tests at once on two cores.
-const testRequestTimeout = 250 * time.Millisecond
+// one: generous, since CI runs every package's tests at once on two cores,
+// where a node or this process stalls for seconds. A test that needs a
+// round to time out sets its own, or cuts the nodes off (which fails at
+// once).
+const testRequestTimeout = 5 * time.Second
 
 // newBackend returns a Backend over fresh clients on the five test nodes,
 // closed at the end of the test.

@@ -21,7 +21,8 @@ import (
 // wrong password, or over plain redis://, the same node refuses.
 func TestURLRedisTLS(t *testing.T) {
 	addr, ca, cert, key := testenv.RedisTLS(t)
-	q := url.Values{"ca": {ca}, "cert": {cert}, "key": {key}, "request_timeout": {"1s"}}
+	// Each request of the election below must succeed on a loaded machine.
+	q := url.Values{"ca": {ca}, "cert": {cert}, "key": {key}, "request_timeout": {"5s"}}
 	good := "rediss://:" + url.QueryEscape(testenv.RedisPassword) + "@" + addr + "?" + q.Encode()
 
 	b, closer := openURLTest(t, good)
