@@ -17,10 +17,12 @@ import (
 	"github.com/leaderkit/elector/internal/testproxy"
 )
 
-// testTTL is the lease TTL the conformance suite campaigns with: etcd's
-// smallest (the test cluster's minimum is ceil(1.5 × 500 ms) = 750 ms,
-// rounded up to whole seconds).
-const testTTL = time.Second
+// testTTL is the lease TTL the conformance suite campaigns with, and the
+// tests' candidates: twice etcd's smallest (the test cluster's minimum is
+// ceil(1.5 × 500 ms) = 750 ms, rounded up to whole seconds), so that the
+// suite's hand-over (TTL/2) and prompt (500 ms + TTL/10) bounds and its
+// renewals every TTL/4 leave a loaded machine room.
+const testTTL = 2 * time.Second
 
 func TestConformance(t *testing.T) {
 	endpoints := testenv.EtcdEndpoints(t)

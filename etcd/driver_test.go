@@ -109,9 +109,12 @@ func TestSharedLease(t *testing.T) {
 	b := testBackend(t, cli, nil)
 	base := testName(t)
 	const n = 100
+	// Renewed every TTL/4 below: the lease outlasts 6 s of stalls between
+	// two rounds, and a round's renewals share a keepalive over TTL/5.
+	const ttl = 8 * time.Second
 	leases := make([]*lease, n)
 	for i := range leases {
-		leases[i] = mustCampaign(t, b, cand(fmt.Sprintf("%s/e%d", base, i), "alice"))
+		leases[i] = mustCampaign(t, b, backend.Candidate{Election: fmt.Sprintf("%s/e%d", base, i), Identity: "alice", TTL: ttl})
 		if leases[i].s != leases[0].s {
 			t.Fatalf("election %d: got etcd lease %x, want the shared %x", i, int64(leases[i].s.id), int64(leases[0].s.id))
 		}
@@ -119,7 +122,7 @@ func TestSharedLease(t *testing.T) {
 	// Three rounds of renewals, as electors with RenewInterval TTL/3 make.
 	before := counter.n.Load()
 	for range 3 {
-		time.Sleep(testTTL / 4) // lets the shared acknowledgement age past reuse
+		time.Sleep(ttl / 4) // lets the shared acknowledgement age past reuse
 		var wg sync.WaitGroup
 		for _, l := range leases {
 			wg.Go(func() {
@@ -151,7 +154,7 @@ func TestSharedLease(t *testing.T) {
 // Upstream's Campaign keeps waiting after its lease is gone (etcd#19597).
 func TestLostWhileWaiting(t *testing.T) {
 	cli := testClient(t)
-	holder := mustCampaign(t, testBackend(t, cli, nil), cand(testName(t), "alice"))
+	holder := mustCampaign(t, testBackend(t, cli, nil), unrenewed(testName(t), "alice"))
 	name := holder.election
 	for _, how := range []string{"lease revoked", "key deleted"} {
 		t.Run(how, func(t *testing.T) {
@@ -159,7 +162,7 @@ func TestLostWhileWaiting(t *testing.T) {
 			ch := campaignAsync(testCtx(t), b, cand(name, "bob"))
 			queued(t, b, name, 2, ch)
 			b.mu.Lock()
-			ss := b.sessions[1]
+			ss := b.sessions[int64(testTTL/time.Second)]
 			b.mu.Unlock()
 			if len(ss) == 0 {
 				t.Fatal("no session once the Campaign has queued")
@@ -178,7 +181,8 @@ func TestLostWhileWaiting(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r := await(t, ch, testTTL)
+			// Upstream keeps waiting: that shows as no result at all.
+			r := await(t, ch, 10*time.Second)
 			if !errors.Is(r.err, backend.ErrLost) {
 				t.Fatalf("waiting Campaign after its %s: got (%v, %v), want ErrLost", how, r.l, r.err)
 			}
@@ -193,7 +197,7 @@ func TestLostWhileWaiting(t *testing.T) {
 // Upstream leaves the key of a canceled Campaign (etcd#21128).
 func TestCanceledCampaignLeavesNoKey(t *testing.T) {
 	cli := testClient(t)
-	holder := mustCampaign(t, testBackend(t, cli, nil), cand(testName(t), "alice"))
+	holder := mustCampaign(t, testBackend(t, cli, nil), unrenewed(testName(t), "alice"))
 	dir := holder.election + "/"
 	ctx, cancel := context.WithTimeout(testCtx(t), 200*time.Millisecond)
 	defer cancel()
@@ -222,8 +226,8 @@ func TestFailedReleaseOrphansKey(t *testing.T) {
 	cli := testClient(t)
 	b := testBackend(t, cli, nil)
 	name := testName(t)
-	other := mustCampaign(t, b, cand(name+"-other", "alice"))
-	l := mustCampaign(t, b, cand(name, "alice"))
+	other := mustCampaign(t, b, unrenewed(name+"-other", "alice"))
+	l := mustCampaign(t, b, unrenewed(name, "alice"))
 	if l.s != other.s {
 		t.Fatal("two candidates with one TTL on one Backend have two etcd leases; want one shared")
 	}
@@ -253,7 +257,7 @@ func TestFailedReleaseOrphansKey(t *testing.T) {
 	if err := other.Renew(testCtx(t)); err != nil {
 		t.Fatalf("the other candidate's Renew: got %v, want nil: a failed Release gives up only its own key", err)
 	}
-	next := mustCampaign(t, b, cand(name, "bob"))
+	next := mustCampaign(t, b, unrenewed(name, "bob"))
 	if next.s == l.s {
 		t.Error("a new candidate joined the etcd lease of a failed Release; want a new one")
 	}
@@ -293,7 +297,7 @@ func TestGuard(t *testing.T) {
 	if err := la.Release(testCtx(t)); err != nil {
 		t.Fatal(err)
 	}
-	r := await(t, ch, testTTL)
+	r := await(t, ch, 10*time.Second)
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
@@ -335,10 +339,13 @@ func TestDeadlineFromGrant(t *testing.T) {
 }
 
 // A Campaign waiting while etcd is unreachable stays responsive: Close ends
-// it at once although its keepalive hangs.
+// it at once although its keepalive hangs. The waiter's TTL is 15 s: a
+// keepalive every TTL/3, each bounded by TTL/3 (5 s; RequestTimeout is
+// longer), which a Close that waited for it would take.
 func TestCloseWhileCutOff(t *testing.T) {
+	const ttl = 15 * time.Second
 	cli := testClient(t)
-	holder := mustCampaign(t, testBackend(t, cli, nil), cand(testName(t), "alice"))
+	holder := mustCampaign(t, testBackend(t, cli, nil), unrenewed(testName(t), "alice"))
 	p := testproxy.New(t, cli.Endpoints()[0])
 	defer p.Close()
 	pcli := newClient(t, []string{p.Addr()})
@@ -347,11 +354,11 @@ func TestCloseWhileCutOff(t *testing.T) {
 	pcli.Lease = keepalives
 	watches := signalWatcher{pcli.Watcher, make(chan struct{}, 1)}
 	pcli.Watcher = watches
-	b, err := New(pcli, &Options{CleanupTimeout: 100 * time.Millisecond})
+	b, err := New(pcli, &Options{CleanupTimeout: 100 * time.Millisecond, RequestTimeout: ttl})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ch := campaignAsync(testCtx(t), b, cand(holder.election, "bob"))
+	ch := campaignAsync(testCtx(t), b, backend.Candidate{Election: holder.election, Identity: "bob", TTL: ttl})
 	queued(t, b, holder.election, 2, ch)
 	// Then the Campaign watches its predecessor and keeps its session
 	// alive meanwhile: cut once both have begun.
@@ -368,8 +375,8 @@ func TestCloseWhileCutOff(t *testing.T) {
 	}
 	select {
 	case <-keepalives.calls:
-	case <-time.After(3 * testTTL):
-		t.Fatalf("no keepalive of the waiting Campaign's session within %v of its watch", 3*testTTL)
+	case <-time.After(2 * ttl):
+		t.Fatalf("no keepalive of the waiting Campaign's session within %v of its watch", 2*ttl)
 	}
 	p.Cut()
 	// Close must meet a keepalive of the waiter's session in flight while
@@ -382,20 +389,21 @@ func TestCloseWhileCutOff(t *testing.T) {
 	if keepalives.inflight.Load() == 0 {
 		select {
 		case <-keepalives.calls:
-		case <-time.After(3 * testTTL):
-			t.Fatalf("no keepalive of the waiting Campaign's session within %v of the cut", 3*testTTL)
+		case <-time.After(2 * ttl):
+			t.Fatalf("no keepalive of the waiting Campaign's session within %v of the cut", 2*ttl)
 		}
 	}
 	closed := time.Now()
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	r := await(t, ch, time.Second)
+	r := await(t, ch, 2*ttl)
 	if !errors.Is(r.err, backend.ErrClosed) {
 		t.Errorf("Campaign after Close: got (%v, %v), want ErrClosed", r.l, r.err)
 	}
-	if d := time.Since(closed); d > 300*time.Millisecond {
-		t.Errorf("Campaign returned %v after Close, want within 300ms", d)
+	// Close itself waits CleanupTimeout (100 ms) for its revokes.
+	if d := time.Since(closed); d > ttl/6 {
+		t.Errorf("Campaign returned %v after Close, want within %v: not after its keepalive (bounded by %v)", d, ttl/6, ttl/3)
 	}
 	p.Heal()
 	if err := holder.Release(testCtx(t)); err != nil {

@@ -50,7 +50,7 @@ func TestInteropConcurrency(t *testing.T) {
 		if err != nil {
 			t.Fatalf("concurrency Campaign: %v", err)
 		}
-	case <-time.After(2 * time.Second):
+	case <-time.After(10 * time.Second):
 		t.Fatal("concurrency Campaign did not win after ours released")
 	}
 	h, err := b.Leader(testCtx(t), name)
@@ -64,7 +64,7 @@ func TestInteropConcurrency(t *testing.T) {
 	if err := upstream.Resign(testCtx(t)); err != nil {
 		t.Fatal(err)
 	}
-	r := await(t, ch, 2*time.Second)
+	r := await(t, ch, 10*time.Second)
 	if r.err != nil {
 		t.Fatalf("Campaign after concurrency's Resign: %v", r.err)
 	}
@@ -89,7 +89,7 @@ func TestInteropEtcdctl(t *testing.T) {
 	l := mustCampaign(t, b, unrenewed(name, "alice"))
 
 	observer := startEtcdctl(t, endpoints, "elect", "-l", name)
-	observer.expect(t, "alice", 5*time.Second)
+	observer.expect(t, "alice", 15*time.Second)
 	observer.stop(t)
 
 	bob := startEtcdctl(t, endpoints, "elect", name, "bob")
@@ -97,7 +97,7 @@ func TestInteropEtcdctl(t *testing.T) {
 	if err := l.Release(testCtx(t)); err != nil {
 		t.Fatal(err)
 	}
-	bob.expect(t, "bob", 5*time.Second)
+	bob.expect(t, "bob", 15*time.Second)
 	h, err := b.Leader(testCtx(t), name)
 	if err != nil || h.Identity != "bob" {
 		t.Fatalf("Leader while etcdctl leads: got (%+v, %v), want bob", h, err)
@@ -105,7 +105,7 @@ func TestInteropEtcdctl(t *testing.T) {
 	ch := campaignAsync(testCtx(t), b, unrenewed(name, "carol"))
 	queued(t, b, name, 2, ch)
 	bob.stop(t) // SIGINT: etcdctl resigns
-	r := await(t, ch, 5*time.Second)
+	r := await(t, ch, 15*time.Second)
 	if r.err != nil {
 		t.Fatalf("Campaign after etcdctl resigned: %v", r.err)
 	}

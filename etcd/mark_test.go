@@ -12,7 +12,7 @@ func TestUnmarkOnlyTheMarker(t *testing.T) {
 	b := testBackend(t, cli, nil)
 	ctx := testCtx(t)
 	e := testName(t)
-	live := mustCampaign(t, b, cand(e, "alice"))
+	live := mustCampaign(t, b, unrenewed(e, "alice"))
 	removed, err := b.Unmark(ctx, e)
 	if err != nil || removed {
 		t.Fatalf("Unmark with a live leader and no marker: got %v, %v; want false, nil", removed, err)

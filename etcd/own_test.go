@@ -47,8 +47,8 @@ func TestOwnWatchOneStream(t *testing.T) {
 	b := testBackend(t, cli, &Options{Prefix: ownPrefix})
 	name := testName(t)
 	var ls []*lease
-	for i := range 20 {
-		ls = append(ls, mustCampaign(t, b, cand(fmt.Sprintf("%s-%d", name, i), "a")))
+	for i := range 20 { // unrenewed: none may lapse but the one deleted
+		ls = append(ls, mustCampaign(t, b, unrenewed(fmt.Sprintf("%s-%d", name, i), "a")))
 	}
 	b.own.mu.Lock()
 	runs, keys := b.own.runs, len(b.own.keys)
@@ -116,9 +116,9 @@ func TestOwnWatchLateRegistration(t *testing.T) {
 	cli := testClient(t)
 	b := testBackend(t, cli, &Options{Prefix: ownPrefix})
 	name := testName(t)
-	keep := mustCampaign(t, b, cand(name+"-keep", "a")) // keeps the stream running
+	keep := mustCampaign(t, b, unrenewed(name+"-keep", "a")) // keeps the stream running
 	defer keep.Release(testCtx(t))
-	l := mustCampaign(t, b, cand(name, "a"))
+	l := mustCampaign(t, b, unrenewed(name, "a"))
 	b.own.drop(l)
 	resp, err := cli.Delete(testCtx(t), l.key)
 	if err != nil {
@@ -162,8 +162,8 @@ func TestOwnWatchCompacted(t *testing.T) {
 	cli := testClient(t)
 	b := testBackend(t, cli, &Options{Prefix: ownPrefix})
 	name := testName(t)
-	a := mustCampaign(t, b, cand(name+"-a", "a"))
-	c := mustCampaign(t, b, cand(name+"-c", "a"))
+	a := mustCampaign(t, b, unrenewed(name+"-a", "a"))
+	c := mustCampaign(t, b, unrenewed(name+"-c", "a"))
 	// Take both off the Backend's stream, delete c's key while nothing
 	// watches, and compact the history past it.
 	b.own.drop(a)

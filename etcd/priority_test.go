@@ -13,9 +13,12 @@ import (
 )
 
 // TestPriority runs the preferred-leader checks on the test cluster: each
-// candidate on a client and Backend of its own, as separate processes.
+// candidate on a client and Backend of its own, as separate processes. The
+// TTL bounds the hand-over (TTL/2) and the renewal stalls a leader survives
+// in the windows where no term may change: 5 s leaves a loaded machine
+// seconds for both.
 func TestPriority(t *testing.T) {
-	prioritytest.Run(t, 2*time.Second, makeBackend)
+	prioritytest.Run(t, 5*time.Second, makeBackend)
 }
 
 func makeBackend(t testing.TB) backend.Backend { return testBackend(t, testClient(t), nil) }
@@ -30,7 +33,9 @@ func TestRegistryInvisibleToConcurrency(t *testing.T) {
 	cli := testClient(t)
 	b := testBackend(t, cli, nil)
 	name := testName(t)
-	reg, err := b.Register(testCtx(t), backend.Candidate{Election: name, Identity: "alice", TTL: 2 * time.Second, Priority: 5}, false)
+	// The entry outlives the campaign below: one seen as a candidate
+	// keeps it waiting.
+	reg, err := b.Register(testCtx(t), backend.Candidate{Election: name, Identity: "alice", TTL: 30 * time.Second, Priority: 5}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +49,7 @@ func TestRegistryInvisibleToConcurrency(t *testing.T) {
 	if resp, err := upstream.Leader(testCtx(t)); !errors.Is(err, concurrency.ErrElectionNoLeader) {
 		t.Fatalf("concurrency Leader beside an entry: got (%v, %v), want ErrElectionNoLeader: entries lie outside <election>/", resp, err)
 	}
-	ctx, cancel := context.WithTimeout(testCtx(t), 2*time.Second)
+	ctx, cancel := context.WithTimeout(testCtx(t), 10*time.Second)
 	defer cancel()
 	if err := upstream.Campaign(ctx, "bob"); err != nil {
 		t.Fatalf("concurrency Campaign beside an entry: got %v, want a win at once", err)

@@ -57,8 +57,9 @@ func TestTLSAndAuth(t *testing.T) {
 	name := testName(t)
 	// A keepalive to this member takes 0.2-0.3 s (password auth), against
 	// 2 ms for a read: a 1 s TTL, renewed every TTL/3 with that bound,
-	// leaves no slack on a loaded machine.
-	const ttl = 3 * time.Second
+	// leaves no slack on a loaded machine; alice's lease must also outlast
+	// bob's campaign over TLS before her renewal.
+	const ttl = 10 * time.Second
 	la := mustCampaign(t, a, backend.Candidate{Election: name, Identity: "alice", TTL: ttl})
 	ch := campaignAsync(testCtx(t), b, backend.Candidate{Election: name, Identity: "bob", TTL: ttl})
 	queued(t, b, name, 2, ch)
@@ -72,7 +73,7 @@ func TestTLSAndAuth(t *testing.T) {
 	if err := la.Release(testCtx(t)); err != nil {
 		t.Fatal(err)
 	}
-	r := await(t, ch, 2*time.Second)
+	r := await(t, ch, 10*time.Second)
 	if r.err != nil {
 		t.Fatalf("Campaign over TLS after the release: %v", r.err)
 	}
