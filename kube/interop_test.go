@@ -18,7 +18,7 @@ import (
 )
 
 // client-go's timing in these tests: a Lease of 3 s (elector's [MinTTL]),
-// retried and renewed every 200 ms.
+// or of interopLease, retried and renewed every 200 ms.
 const (
 	goLeaseDuration = 3 * time.Second
 	goRenewDeadline = 2 * time.Second
@@ -77,6 +77,27 @@ func startLeaderElector(t testing.TB, id string, cfg leaderelection.LeaderElecti
 	return g
 }
 
+// interopLease is the longer Lease duration of the interop tests that tell a
+// take-over at a release or an expiry apart from one much later.
+const interopLease = 10 * time.Second
+
+// runClientGoFor is runClientGo with a LeaseDuration of d, and a
+// RenewDeadline of 2/3 of it.
+func runClientGoFor(t testing.TB, cli coordinationv1client.LeasesGetter, ns, name, id string, releaseOnCancel bool, d time.Duration) *goCandidate {
+	t.Helper()
+	return startLeaderElector(t, id, leaderelection.LeaderElectionConfig{
+		Lock: &resourcelock.LeaseLock{
+			LeaseMeta:  metav1.ObjectMeta{Name: name, Namespace: ns},
+			Client:     cli,
+			LockConfig: resourcelock.ResourceLockConfig{Identity: id},
+		},
+		LeaseDuration:   d,
+		RenewDeadline:   d * 2 / 3,
+		RetryPeriod:     goRetryPeriod,
+		ReleaseOnCancel: releaseOnCancel,
+	})
+}
+
 // runClientGoT runs a client-go candidate (ReleaseOnCancel) for the Lease
 // name on a client of its own.
 func runClientGoT(t testing.TB, s server, name, id string) *goCandidate {
@@ -130,10 +151,14 @@ func TestInteropClientGoWaitsForElector(t *testing.T) {
 	s := testServer(t)
 	b := testBackend(t, s, nil)
 	name := testName(t)
-	l := mustCampaign(t, b, cand(name, "elector-a"))
-	stop := renewEvery(t, l, testTTL/4)
+	// A TTL long beside client-go's RetryPeriod: had the release not
+	// freed the Lease, client-go would take it over at its expiry, at
+	// least 3/4 of the TTL after the release, well after the bound below.
+	const ttl = interopLease
+	l := mustCampaign(t, b, backendCand(name, "elector-a", ttl))
+	stop := renewEvery(t, l, ttl/4)
 	g := runClientGo(t, s.client(t), s.ns, name, "client-go-b", true)
-	if g.leads(testTTL + time.Second) {
+	if g.leads(ttl + time.Second) {
 		t.Fatalf("client-go started leading while the elector lease was held and renewed; want it waiting")
 	}
 	stop()
@@ -141,8 +166,8 @@ func TestInteropClientGoWaitsForElector(t *testing.T) {
 	if err := l.Release(testCtx(t)); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
-	if !g.leads(2*goRetryPeriod + time.Second) {
-		t.Fatalf("client-go did not lead within %v of the elector's Release", 2*goRetryPeriod+time.Second)
+	if within := 2*goRetryPeriod + 5*time.Second; !g.leads(within) {
+		t.Fatalf("client-go did not lead within %v of the elector's Release", within)
 	}
 	t.Logf("client-go took over %v after the release", time.Since(released))
 	h, err := b.Leader(testCtx(t), name)
@@ -158,8 +183,11 @@ func TestInteropElectorWaitsForClientGo(t *testing.T) {
 	s := testServer(t)
 	b := testBackend(t, s, nil)
 	name := testName(t)
-	g := runClientGo(t, s.client(t), s.ns, name, "client-go-a", true)
-	if !g.leads(5 * time.Second) {
+	// A LeaseDuration long beside a take-over on the release: had the
+	// elector missed it, it would take the Lease at its expiry, about
+	// 10 s after, well after the bound below.
+	g := runClientGoFor(t, s.client(t), s.ns, name, "client-go-a", true, interopLease)
+	if !g.leads(10 * time.Second) {
 		t.Fatal("client-go did not lead a free Lease")
 	}
 	h, err := b.Leader(testCtx(t), name)
@@ -167,10 +195,10 @@ func TestInteropElectorWaitsForClientGo(t *testing.T) {
 		t.Fatalf("Leader: got (%+v, %v), want client-go-a", h, err)
 	}
 	ch := campaignAsync(testCtx(t), b, cand(name, "elector-b"))
-	pending(t, ch, goLeaseDuration+500*time.Millisecond) // longer than the Lease: client-go renews it
+	pending(t, ch, interopLease+500*time.Millisecond) // longer than the Lease: client-go renews it
 	stopped := time.Now()
 	g.stop()
-	r := await(t, ch, time.Second)
+	r := await(t, ch, 5*time.Second)
 	if r.err != nil {
 		t.Fatalf("Campaign after client-go released: %v", r.err)
 	}
@@ -192,22 +220,27 @@ func TestInteropClientGoExpires(t *testing.T) {
 	b := testBackend(t, s, nil)
 	name := testName(t)
 	p := testproxy.New(t, s.addr())
-	g := runClientGo(t, s.via(t, p.Addr()), s.ns, name, "client-go-a", false)
-	if !g.leads(5 * time.Second) {
+	// A LeaseDuration long beside the margins of the elector's judgment
+	// and a loaded machine's delays: a take-over at twice the
+	// LeaseDuration is told apart from one at the LeaseDuration.
+	g := runClientGoFor(t, s.via(t, p.Addr()), s.ns, name, "client-go-a", false, interopLease)
+	if !g.leads(10 * time.Second) {
 		t.Fatal("client-go did not lead a free Lease")
 	}
 	ch := campaignAsync(testCtx(t), b, cand(name, "elector-b"))
 	pending(t, ch, 500*time.Millisecond)
 	p.Cut() // client-go's renewals stop reaching the apiserver
 	cut := time.Now()
-	r := await(t, ch, goLeaseDuration+2*time.Second)
+	// About the LeaseDuration after the cut; 8 s more for the margins of a
+	// judgment on the apiserver's clock and a loaded machine.
+	r := await(t, ch, interopLease+8*time.Second)
 	if r.err != nil {
 		t.Fatalf("Campaign after client-go was cut off: %v", r.err)
 	}
 	after := r.at.Sub(cut)
 	t.Logf("elector took over %v after client-go was cut off", after)
-	if after < goLeaseDuration-goRetryPeriod*2 {
-		t.Errorf("elector took over %v after client-go's last possible renewal, want at least about its lease duration %v", after, goLeaseDuration)
+	if after < interopLease-goRetryPeriod*2 {
+		t.Errorf("elector took over %v after client-go's last possible renewal, want at least about its lease duration %v", after, interopLease)
 	}
 	g.stop()
 	if err := r.l.Release(testCtx(t)); err != nil {
@@ -225,7 +258,9 @@ func TestInteropElectorExpires(t *testing.T) {
 	s := testServer(t)
 	b, p := proxiedBackend(t, s)
 	name := testName(t)
-	const ttl = MinTTL
+	// A TTL long beside a loaded machine's delays: client-go taking over
+	// at twice the TTL is told apart from taking over at the TTL.
+	const ttl = interopLease
 	l := mustCampaign(t, b, backendCand(name, "elector-a", ttl))
 	g := runClientGo(t, s.client(t), s.ns, name, "client-go-b", true)
 	stop := renewEvery(t, l, 150*time.Millisecond)
@@ -235,8 +270,8 @@ func TestInteropElectorExpires(t *testing.T) {
 	stop()
 	p.Cut()
 	deadline := l.Deadline()
-	if !g.leads(ttl + 2*time.Second) {
-		t.Fatalf("client-go did not take over an expired elector lease within %v", ttl+2*time.Second)
+	if within := ttl + 7*time.Second; !g.leads(within) {
+		t.Fatalf("client-go did not take over an expired elector lease within %v", within)
 	}
 	if early := deadline.Sub(g.at); early > 0 {
 		t.Fatalf("client-go led %v before the elector lease's Deadline; want after it", early)

@@ -39,7 +39,10 @@ func TestLostOnForeignWrite(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			b := testBackend(t, s, nil)
 			elec := testName(t)
-			l := mustCampaign(t, b, cand(elec, "holder"))
+			// A long TTL: the watch has seconds to spare on a loaded machine
+			// before the renewal it must beat.
+			const ttl = 30 * time.Second
+			l := mustCampaign(t, b, backendCand(elec, "holder", ttl))
 			select {
 			case <-l.Lost():
 				t.Fatal("Lost closed before the foreign write; want it open while the lease is held")
@@ -51,7 +54,7 @@ func TestLostOnForeignWrite(t *testing.T) {
 			written := time.Now()
 			// The renewal the portable layer would make comes a third of
 			// the TTL after the take-over; the watch must be faster than that.
-			within := testTTL / 3
+			within := ttl / 3
 			select {
 			case <-l.Lost():
 				t.Logf("Lost closed %v after the foreign write", time.Since(written).Round(time.Millisecond))

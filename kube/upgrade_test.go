@@ -17,10 +17,11 @@ import (
 )
 
 // The rolling upgrade's timing: client-go's usual ratios scaled down, and
-// an elector TTL equal to client-go's LeaseDuration.
+// an elector TTL equal to client-go's LeaseDuration. A hand-over takes
+// about 0.1 s; the TTL, which bounds it, leaves room for a loaded machine.
 const (
-	upgradeTTL         = 3 * time.Second
-	upgradeRenewDL     = 2 * time.Second
+	upgradeTTL         = 6 * time.Second
+	upgradeRenewDL     = 4 * time.Second
 	upgradeRetryPeriod = 500 * time.Millisecond
 	upgradeReplicas    = 3
 )
