@@ -26,7 +26,9 @@ import (
 func TestSignalsAndOnExit(t *testing.T) {
 	h := newHub(t)
 	url, elec := backendURL(t, "redis", nil), election(t)
-	p := startElect(t, "leader", []string{h.childEnv()}, "run", "--ttl=2s", "--on-exit=restart", "--restart-delay=10ms",
+	// A TTL that a loaded machine does not cost the term of: the restart
+	// must come in the same term.
+	p := startElect(t, "leader", []string{h.childEnv()}, "run", "--ttl=20s", "--on-exit=restart", "--restart-delay=10ms",
 		"--backend="+url, "--election="+elec, "--identity=leader", "--", testBin(t))
 	first := h.next(20*time.Second, "the command to start")
 	for _, sig := range []syscall.Signal{syscall.SIGHUP, syscall.SIGUSR1} {
@@ -51,7 +53,7 @@ func TestSignalsAndOnExit(t *testing.T) {
 	}
 	h.next(5*time.Second, "the restarted command's bye")
 
-	p = startElect(t, "exiting", []string{h.childEnv()}, "run", "--ttl=2s",
+	p = startElect(t, "exiting", []string{h.childEnv()}, "run", "--ttl=20s",
 		"--backend="+url, "--election="+elec, "--identity=exiting", "--", testBin(t))
 	e := h.next(20*time.Second, "the command to start")
 	e.tell("exit 5")
@@ -80,7 +82,7 @@ func TestStatusWatchAndMetrics(t *testing.T) {
 			addr := freeAddr(t)
 			// A TTL that a loaded machine does not cost the term of: the
 			// checks below expect one term.
-			p := startElect(t, "leader", []string{h.childEnv()}, "run", "--ttl=5s", "--metrics-addr="+addr,
+			p := startElect(t, "leader", []string{h.childEnv()}, "run", "--ttl=20s", "--metrics-addr="+addr,
 				"--backend="+url, "--election="+elec, "--identity=the-leader", "--", testBin(t))
 			hello := h.next(20*time.Second, "the command to start")
 
@@ -193,8 +195,12 @@ func get(t *testing.T, url string) string {
 func TestOnExitResign(t *testing.T) {
 	h := newHub(t)
 	url, elec := backendURL(t, "zk", nil), election(t)
+	// A lease left to lapse instead, renewed at most a RenewInterval
+	// (TTL/3) before the exit, would elect b past half the TTL: seconds
+	// after a resignation does on a loaded machine.
+	const ttl = 20 * time.Second
 	args := func(id string) []string {
-		return []string{"run", "--ttl=2s", "--on-exit=resign", "--backend=" + url, "--election=" + elec, "--identity=" + id, "--", testBin(t)}
+		return []string{"run", "--ttl=" + ttl.String(), "--on-exit=resign", "--backend=" + url, "--election=" + elec, "--identity=" + id, "--", testBin(t)}
 	}
 	a := startElect(t, "a", []string{h.childEnv()}, args("a")...)
 	first := h.next(20*time.Second, "a's command to start")
@@ -223,8 +229,8 @@ func TestOnExitResign(t *testing.T) {
 	if err != nil {
 		t.Fatalf("b's elected line: %v", err)
 	}
-	if took := elected.Sub(exited); took >= time.Second {
-		t.Errorf("b was elected %v after a's command exited; want well under the TTL (2s): a resigned", took)
+	if took := elected.Sub(exited); took >= ttl/2 {
+		t.Errorf("b was elected %v after a's command exited; want within half the TTL (%v): a resigned", took, ttl)
 	}
 	select {
 	case <-a.done:

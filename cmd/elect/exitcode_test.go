@@ -112,7 +112,9 @@ func TestWatchUnknownWhileBlind(t *testing.T) {
 	})
 	h := newHub(t)
 	elec := election(t)
-	leader := startElect(t, "leader", []string{h.childEnv()}, "run", "--ttl=2s", "--backend="+backendURL(t, "etcd", nil),
+	// A TTL that a loaded machine does not cost the term of: watch's first
+	// line must show this leader.
+	leader := startElect(t, "leader", []string{h.childEnv()}, "run", "--ttl=20s", "--backend="+backendURL(t, "etcd", nil),
 		"--election="+elec, "--identity=the-leader", "--", testBin(t))
 	h.next(20*time.Second, "the leader's command to start")
 	w := startElectPipe(t, "watch", nil, "watch", "--json", "--backend="+via, "--election="+elec)

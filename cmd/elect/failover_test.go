@@ -22,7 +22,11 @@ func TestKilledLeaderHandsOver(t *testing.T) {
 	for _, name := range backends {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			const ttl = 2 * time.Second
+			// Long enough that a lease left to lapse after the SIGTERM,
+			// renewed at most a RenewInterval (TTL/3) before it, would
+			// elect the third replica past half the TTL: seconds after
+			// a release does on a loaded machine.
+			const ttl = 10 * time.Second
 			h := newHub(t)
 			url, elec := backendURL(t, name, nil), election(t)
 			procs := map[string]*proc{}
@@ -62,8 +66,8 @@ func TestKilledLeaderHandsOver(t *testing.T) {
 			if !third.hello || third.identity == first.identity || third.identity == second.identity {
 				t.Fatalf("got %v, want a hello from the third replica", third)
 			}
-			if took := third.elected.Sub(stopped); took >= ttl {
-				t.Errorf("the third replica was elected %v after the SIGTERM; want before the TTL %v (the lease was released)", took.Round(time.Millisecond), ttl)
+			if took := third.elected.Sub(stopped); took >= ttl/2 {
+				t.Errorf("the third replica was elected %v after the SIGTERM; want within half the TTL %v (the lease was released)", took.Round(time.Millisecond), ttl)
 			}
 			t.Logf("%s: SIGTERM: command died after %v, successor elected after %v, its command started after %v", name,
 				bye.at.Sub(stopped).Round(time.Millisecond), third.elected.Sub(stopped).Round(time.Millisecond), third.at.Sub(stopped).Round(time.Millisecond))
@@ -71,7 +75,7 @@ func TestKilledLeaderHandsOver(t *testing.T) {
 			if code := procs[third.identity].wait(10 * time.Second); code != 0 {
 				t.Errorf("%s stopped by SIGTERM: exit %d, want 0", third.identity, code)
 			}
-			if e := h.next(time.Second, "the last command's bye"); e.hello {
+			if e := h.next(10*time.Second, "the last command's bye"); e.hello {
 				t.Errorf("got %v, want a bye", e)
 			}
 		})
@@ -87,7 +91,11 @@ func TestCutOffLeaderStopsCommand(t *testing.T) {
 	for _, name := range backends {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			const ttl = 2 * time.Second
+			// The cut-off leader steps down at most TTL - margin after the
+			// cut and kills its command half the margin later: 5.5 s
+			// before the TTL with the widest margin allowed (under
+			// TTL/2). Killed after --grace, it would die long past it.
+			const ttl, margin = 24 * time.Second, 11 * time.Second
 			h := newHub(t)
 			var proxies []*testproxy.Proxy
 			via := func(addr string) string {
@@ -97,7 +105,7 @@ func TestCutOffLeaderStopsCommand(t *testing.T) {
 			}
 			elec := election(t)
 			args := func(url, id string) []string {
-				return []string{"run", "--ttl=" + ttl.String(), "--grace=10s", "--backend=" + url,
+				return []string{"run", "--ttl=" + ttl.String(), "--safety-margin=" + margin.String(), "--grace=60s", "--backend=" + url,
 					"--election=" + elec, "--identity=" + id, "--", testBin(t)}
 			}
 			// Its command ignores SIGTERM: only the SIGKILL that elect sends

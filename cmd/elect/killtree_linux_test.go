@@ -35,7 +35,9 @@ func startTree(t *testing.T, bin string, extra ...string) (*treeElect, []int, st
 	t.Helper()
 	marker := fmt.Sprintf("ELECTTEST_TREE=%s-%d", t.Name(), time.Now().UnixNano())
 	pidFile, lines := lineFIFO(t)
-	args := append([]string{"run", "--ttl=2s", "--backend=" + backendURL(t, "redis", nil), "--election=" + election(t)}, extra...)
+	// A TTL that a loaded machine does not cost the term of: a new term
+	// would start another tree.
+	args := append([]string{"run", "--ttl=20s", "--backend=" + backendURL(t, "redis", nil), "--election=" + election(t)}, extra...)
 	// GORACE: a binary built with -race, as the tests build elect, sleeps
 	// a second before it exits; the watchdog must not.
 	env := []string{marker, "PIDS=" + pidFile, "GORACE=atexit_sleep_ms=0"}
@@ -252,14 +254,15 @@ func describe(pids []int) string {
 }
 
 // TestKill9KillsTheWholeTree: when elect dies of SIGKILL, every process of
-// the command's tree dies within 100 ms, even a grandchild that ignores
-// SIGTERM and one that called setsid. Otherwise they run on while the next
-// leader, elected one TTL later, starts its own copy.
-// The 100 ms count from elect's death as its parent sees it: on a busy
-// machine the kernel may take longer than that to tear elect down after
-// the signal, and nothing can act before it has.
+// the command's tree dies at once, even a grandchild that ignores SIGTERM
+// and one that called setsid, not after --grace (here a minute). Otherwise
+// they run on while the next leader, elected one TTL later, starts its own
+// copy. The test allows 5 s, which stalls of the watchdog or of the test on
+// a loaded machine do not reach, counted from elect's death as its parent
+// sees it: on a busy machine the kernel may take a while to tear elect down
+// after the signal, and nothing can act before it has.
 func TestKill9KillsTheWholeTree(t *testing.T) {
-	p, _, marker := startTree(t, plainElect(t))
+	p, _, marker := startTree(t, plainElect(t), "--grace=1m")
 	tree := marked(marker, p.cmd.Process.Pid) // the watchdog too
 	desc := map[int]string{}
 	for _, pid := range tree {
@@ -288,7 +291,7 @@ func TestKill9KillsTheWholeTree(t *testing.T) {
 	}
 	t.Logf("after SIGKILL: elect had exited after %v, the tree was gone %v later",
 		p.exited.Sub(killed).Round(time.Millisecond), gone.Sub(p.exited).Round(time.Millisecond))
-	if late := gone.Sub(p.exited); late > 100*time.Millisecond {
+	if late := gone.Sub(p.exited); late > 5*time.Second {
 		t.Errorf("%v after elect had died of SIGKILL, a process of the command's tree still ran:%s", late.Round(time.Millisecond), desc[last.pid])
 	}
 	if left := marked(marker, p.cmd.Process.Pid); len(left) != 0 {

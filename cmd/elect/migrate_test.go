@@ -196,10 +196,12 @@ func (r *runbook) collect(stop <-chan struct{}) {
 	}
 }
 
-// start starts replica i on url.
+// start starts replica i on url, with a TTL that a loaded machine does not
+// cost a term of: a stalled leader whose lease lapsed would still run its
+// command when the next one starts.
 func (r *runbook) start(i int, phase, url string) {
 	r.ids[i] = fmt.Sprintf("r%d-%s", i, phase)
-	r.replicas[i] = startElect(r.t, r.ids[i], []string{r.h.childEnv()}, "run", "--ttl=2s", "--grace=5s",
+	r.replicas[i] = startElect(r.t, r.ids[i], []string{r.h.childEnv()}, "run", "--ttl=10s", "--grace=5s",
 		"--backend="+url, "--election="+r.elec, "--identity="+r.ids[i], "--", testBin(r.t))
 }
 

@@ -51,11 +51,12 @@ func TestUnreachableBackendIsLoud(t *testing.T) {
 				"--backend="+url, "--election="+election(t), "--", "true")
 			w := startElect(t, "watch", nil, "watch", "--backend="+url, "--election=x")
 			// 5 s is the aim; the slack is for a loaded machine running a
-			// -race build.
+			// -race build, whose start alone can take seconds: etcd names
+			// the cause only once its request timeout (3 s) has passed.
 			began := time.Now()
-			waitOutput(t, w, "connection refused", 8*time.Second)
+			waitOutput(t, w, "connection refused", 15*time.Second)
 			t.Logf("watch warned naming the cause after %v", time.Since(began).Round(time.Millisecond))
-			waitOutput(t, p, "campaign failed", 8*time.Second)
+			waitOutput(t, p, "campaign failed", 15*time.Second)
 			t.Logf("run warned after %v", time.Since(began).Round(time.Millisecond))
 			if out := p.out.String(); !strings.Contains(out, "level=WARN") || !strings.Contains(out, "connection refused") {
 				t.Errorf("the first campaign warning does not name the cause (want level=WARN and \"connection refused\"):\n%s", out)
@@ -110,7 +111,7 @@ func TestDownAtStartIsNotUsage(t *testing.T) {
 		t.Run("run "+url, func(t *testing.T) {
 			t.Parallel()
 			p := startElect(t, "run", nil, "run", "--backend="+url, "--election=x", "--", "true")
-			waitOutput(t, p, "level=WARN", 10*time.Second)
+			waitOutput(t, p, "level=WARN", 20*time.Second)
 			p.signal(syscall.SIGTERM)
 			if code := p.wait(15 * time.Second); code != 0 {
 				t.Errorf("run stopped by SIGTERM while the backend was down: exit %d, want 0:\n%s", code, p.out.String())
