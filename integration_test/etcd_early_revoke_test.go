@@ -109,22 +109,29 @@ func TestEtcdPausedRaftLeaderNoEarlyRevoke(t *testing.T) {
 	pausedAt := time.Now()
 	testenv.Fault(t, "pause", "etcd", strconv.Itoa(member))
 	t.Cleanup(func() { testenv.Fault(t, "resume", "etcd", strconv.Itoa(member)) })
-	// The fault itself: the member stays frozen for 1.5 TTL.
+	// The fault itself: the member stays frozen for 1.5 TTL. The new raft
+	// leader may expire the lease meanwhile, once the holder's Deadline has
+	// passed (renewals end when the driver sees the raft term change): the
+	// check below holds any deletion to that Deadline.
 	freeze := time.NewTimer(ttl * 3 / 2)
+	var d deletion
+	deletedPaused := false
 	select {
 	case <-freeze.C:
-	case d := <-deleted:
-		t.Fatalf("key deleted at revision %d while the raft leader was still paused", d.rev)
+	case d = <-deleted:
+		deletedPaused = true
+		t.Logf("key deleted at revision %d while the raft leader was still paused", d.rev)
 	}
 	testenv.Fault(t, "resume", "etcd", strconv.Itoa(member))
 	resumedAt := time.Now()
 
-	var d deletion
-	select {
-	case d = <-deleted:
-	case <-time.After(10 * ttl):
-		t.Logf("no early revoke: the key outlived 10 TTL after the resume (server with the fix for etcd-io/etcd#15247)")
-		return
+	if !deletedPaused {
+		select {
+		case d = <-deleted:
+		case <-time.After(10 * ttl):
+			t.Logf("no early revoke: the key outlived 10 TTL after the resume (server with the fix for etcd-io/etcd#15247)")
+			return
+		}
 	}
 	deadline := l.Deadline()
 	after := leaseExpiredCounts(t, endpoints)

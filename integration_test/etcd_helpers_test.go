@@ -93,7 +93,7 @@ func etcdCtx(tb testing.TB) context.Context {
 func raftLeader(t *testing.T, cli *clientv3.Client, endpoints []string) int {
 	t.Helper()
 	for i, ep := range endpoints {
-		ctx, cancel := context.WithTimeout(etcdCtx(t), 2*time.Second)
+		ctx, cancel := context.WithTimeout(etcdCtx(t), 10*time.Second)
 		st, err := cli.Status(ctx, ep)
 		cancel()
 		if err == nil && st.Header.MemberId == st.Leader {

@@ -116,12 +116,12 @@ func zkPackets(tb testing.TB) func() float64 {
 
 // zkMntr returns one value of a ZooKeeper server's mntr output.
 func zkMntr(addr, key string) (float64, error) {
-	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	c, err := net.DialTimeout("tcp", addr, 10*time.Second)
 	if err != nil {
 		return 0, err
 	}
 	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
 	if _, err := c.Write([]byte("mntr")); err != nil {
 		return 0, err
 	}

@@ -16,6 +16,7 @@ import (
 // for the fault tests' checks.
 type termLog struct {
 	ttl    time.Duration
+	margin time.Duration // the electors' SafetyMargin; 0: the default
 	logger func(*testing.T) *slog.Logger
 
 	mu      sync.Mutex
@@ -40,9 +41,10 @@ func newTermLog(ttl time.Duration, logger func(*testing.T) *slog.Logger) *termLo
 func (tl *termLog) elector(t *testing.T, b backend.Backend, election, who string) *elector.Elector {
 	t.Helper()
 	e, err := elector.New(b, election, &elector.Options{
-		Identity: who,
-		TTL:      tl.ttl,
-		Logger:   tl.logger(t),
+		Identity:     who,
+		TTL:          tl.ttl,
+		SafetyMargin: tl.margin,
+		Logger:       tl.logger(t),
 		OnElected: func(ctx context.Context, term elector.Term) {
 			lt := loggedTerm{who: who, token: term.Token, start: time.Now()}
 			tl.elected <- lt

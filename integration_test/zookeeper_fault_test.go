@@ -24,7 +24,7 @@ func TestZooKeeperKillLeaderServer(t *testing.T) {
 	name := zkName("kill-leader")
 	alice := tl.elector(t, zkBackend(t, servers, nil), name, "alice")
 	runElector(t, alice)
-	first := waitTerm(t, tl.elected, 5*time.Second, "alice's election")
+	first := waitTerm(t, tl.elected, 20*time.Second, "alice's election")
 	bob := tl.elector(t, zkBackend(t, servers, nil), name, "bob")
 	runElector(t, bob)
 	admin := zkConn(t, servers, nil)
@@ -56,12 +56,12 @@ func TestZooKeeperKillLeaderServer(t *testing.T) {
 	if next.who == "bob" {
 		leader, other = bob, alice
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if err := leader.Resign(ctx); err != nil {
 		t.Fatalf("Resign after the fault: %v", err)
 	}
-	third := waitTerm(t, tl.elected, 5*time.Second, "hand-over after the fault")
+	third := waitTerm(t, tl.elected, 20*time.Second, "hand-over after the fault")
 	if third.who != other.Identity() {
 		t.Errorf("after Resign: %s elected, want %s", third.who, other.Identity())
 	}
@@ -75,11 +75,16 @@ func TestZooKeeperKillLeaderServer(t *testing.T) {
 func TestZooKeeperPartitionedLeaderStepsDown(t *testing.T) {
 	servers := testenv.ZKServers(t)
 	proxy := startToxiproxy(t, "zookeeper", servers[0])
-	tl := newTermLog(zkTTL, testLogger)
+	// The widest safety margin (under TTL/2): the step-down comes 5.5 s
+	// before the session can expire at the servers, longer than a loaded
+	// machine delays the one or the other.
+	const ttl = 12 * time.Second
+	tl := newTermLog(ttl, testLogger)
+	tl.margin = 5500 * time.Millisecond
 	name := zkName("partition")
 	alice := tl.elector(t, zkBackend(t, []string{proxy.Listen}, nil), name, "alice")
 	runElector(t, alice)
-	first := waitTerm(t, tl.elected, 5*time.Second, "alice's election")
+	first := waitTerm(t, tl.elected, 20*time.Second, "alice's election")
 	bob := tl.elector(t, zkBackend(t, servers[1:], nil), name, "bob")
 	runElector(t, bob)
 	admin := zkConn(t, servers[1:], nil)
@@ -100,15 +105,15 @@ func TestZooKeeperPartitionedLeaderStepsDown(t *testing.T) {
 	cut := time.Now()
 	heal := cutLinks(t, proxy)
 
-	down := waitTerm(t, tl.ended, 2*zkTTL, "step-down of the cut-off leader")
-	next := waitTerm(t, tl.elected, 3*zkTTL, "successor's election")
+	down := waitTerm(t, tl.ended, 2*ttl, "step-down of the cut-off leader")
+	next := waitTerm(t, tl.elected, 3*ttl, "successor's election")
 	expired := <-gone
 	heal()
 	if down.who != first.who || next.who != "bob" {
 		t.Fatalf("got %s stepping down and %s elected, want alice then bob", down.who, next.who)
 	}
 	t.Logf("cut at 0; alice stepped down at %v; the servers expired her session at %v; bob elected at %v (session timeout %v)",
-		down.end.Sub(cut), expired.Sub(cut), next.start.Sub(cut), zkTTL)
+		down.end.Sub(cut), expired.Sub(cut), next.start.Sub(cut), ttl)
 	if !down.end.Before(expired) {
 		t.Errorf("alice stepped down %v after her session expired; want before", down.end.Sub(expired))
 	}

@@ -99,11 +99,11 @@ func zkLeaderServer(t *testing.T, servers []string) int {
 	for i, s := range servers {
 		// The srvr four-letter word (go-zookeeper's FLWSrvr cannot parse
 		// the 3.8 version line).
-		c, err := net.DialTimeout("tcp", s, time.Second)
+		c, err := net.DialTimeout("tcp", s, 5*time.Second)
 		if err != nil {
 			continue
 		}
-		c.SetDeadline(time.Now().Add(time.Second))
+		c.SetDeadline(time.Now().Add(5 * time.Second))
 		_, _ = c.Write([]byte("srvr"))
 		out, _ := io.ReadAll(c)
 		c.Close()
@@ -130,7 +130,7 @@ func zkCount(kids []string) int {
 // change of its children (or of its existence).
 func waitZKCandidates(tb testing.TB, conn *zk.Conn, dir string, n int) {
 	tb.Helper()
-	deadline := time.NewTimer(5 * time.Second)
+	deadline := time.NewTimer(20 * time.Second)
 	defer deadline.Stop()
 	for {
 		kids, _, changed, err := conn.ChildrenW(dir)
@@ -150,7 +150,7 @@ func waitZKCandidates(tb testing.TB, conn *zk.Conn, dir string, n int) {
 		select {
 		case <-changed:
 		case <-deadline.C:
-			tb.Fatalf("%s: %d candidates after 5s, want %d", dir, got, n)
+			tb.Fatalf("%s: %d candidates after 20s, want %d", dir, got, n)
 		}
 	}
 }

@@ -18,13 +18,16 @@ import (
 // the extra nodes (Redis 6, etcd 4) and one ZooKeeper follower, restore every
 // node before they end, and rely on `make test` running one package at a time.
 
-// authClient returns a client for the Redis auth node that fails fast.
+// authClient returns a client for the Redis auth node that never retries:
+// a refused connection fails at once. Its timeouts leave a node just
+// restarted on a loaded machine seconds to answer; a test that wants a
+// request to time out gives it a context of its own.
 func authClient(t *testing.T) *redis.Client {
 	c := redis.NewClient(&redis.Options{
 		Addr:                  testenv.RedisAuthAddr(t),
 		Password:              testenv.RedisPassword,
-		DialTimeout:           time.Second,
-		ReadTimeout:           300 * time.Millisecond,
+		DialTimeout:           5 * time.Second,
+		ReadTimeout:           5 * time.Second,
 		ContextTimeoutEnabled: true,
 		MaxRetries:            -1,
 	})
