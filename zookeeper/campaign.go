@@ -126,31 +126,54 @@ func (b *Backend) createListedOnce(ctx context.Context, s *session, in *intent, 
 		}
 	}
 	written := s.nextCreate()
-	type created struct {
-		path string
-		err  error
-	}
 	cc := make(chan created, 1)
 	go func() {
 		path, err := b.createCandidate(ctx, s, dir, uuid, data)
 		cc <- created{path, err}
 	}()
-	var first *listing
-	select {
-	case <-written:
-		s.listen(in, dir)
-		ls, err := do(b, ctx, func() (listing, error) {
-			kids, stat, _, err := s.conn.ChildrenW(dir)
-			return listing{kids, stat}, err
-		}, nil)
-		if err == nil {
-			first = &ls
-		}
-	case r := <-cc:
+	if r, done := createdFirst(written, cc); done {
 		return r.path, nil, r.err
+	}
+	var first *listing
+	s.listen(in, dir)
+	ls, err := do(b, ctx, func() (listing, error) {
+		kids, stat, _, err := s.conn.ChildrenW(dir)
+		return listing{kids, stat}, err
+	}, nil)
+	if err == nil {
+		first = &ls
 	}
 	r := <-cc
 	return r.path, first, r.err
+}
+
+// created is the outcome of a candidate's create.
+type created struct {
+	path string
+	err  error
+}
+
+// createdFirst waits until the create is written or answered. It reports
+// done, with the outcome, when the create failed or was answered before it
+// was written (a retry's); a create that was written and succeeded is put
+// back in cc and the listing goes behind it, even when its answer is in
+// already: a listing read after the create decides at once whether the
+// candidate leads.
+func createdFirst(written <-chan struct{}, cc chan created) (created, bool) {
+	select {
+	case <-written:
+		return created{}, false
+	case r := <-cc:
+		select {
+		case <-written:
+			if r.err == nil {
+				cc <- r
+				return created{}, false
+			}
+		default:
+		}
+		return r, true
+	}
 }
 
 // leadsAtOnce reports whether first, the listing read right behind the

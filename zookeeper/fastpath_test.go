@@ -1,6 +1,7 @@
 package zookeeper
 
 import (
+	"errors"
 	"sync"
 	"testing"
 
@@ -95,6 +96,41 @@ func TestLeadsAtOnce(t *testing.T) {
 // one create, the listing pipelined behind it and one delete: no read of
 // the candidate's own znode, no watch request of its own. The first
 // Campaign of an election, which makes the election's znode, also leads
+// TestCreatedFirstPrefersTheListing: a create that was written and
+// succeeded gets the listing behind it even when its answer is in by the
+// time the campaign looks, so a slow scheduler does not cost the fast
+// path; a failed create, or one answered before it was written, ends the
+// attempt at once.
+func TestCreatedFirstPrefersTheListing(t *testing.T) {
+	closedCh := make(chan struct{})
+	close(closedCh)
+	for i := range 200 {
+		cc := make(chan created, 1)
+		cc <- created{path: "/e/c-0000000001"}
+		if r, done := createdFirst(closedCh, cc); done {
+			t.Fatalf("try %d: written and answered: got done with %+v, want the listing first", i, r)
+		}
+		if r := <-cc; r.path != "/e/c-0000000001" {
+			t.Fatalf("try %d: the outcome put back is %+v, want the create's", i, r)
+		}
+	}
+	cc := make(chan created, 1)
+	for i := range 200 {
+		cc <- created{err: zk.ErrNoNode}
+		r, done := createdFirst(closedCh, cc)
+		if !done { // the listing goes first; the error waits in cc
+			r = <-cc
+		}
+		if !errors.Is(r.err, zk.ErrNoNode) {
+			t.Fatalf("try %d: failed create: got %+v, want ErrNoNode", i, r)
+		}
+	}
+	cc <- created{path: "/e/c-0000000002"}
+	if r, done := createdFirst(make(chan struct{}), cc); !done || r.path != "/e/c-0000000002" {
+		t.Errorf("answered, not written: got %+v, %v; want the outcome, done", r, done)
+	}
+}
+
 // from a listing pipelined behind its create.
 func TestAcquireReleaseRequests(t *testing.T) {
 	f := newFixture(t)
