@@ -19,7 +19,7 @@ func Example() {
 	replica := func(id string) *elector.Elector {
 		e, err := elector.New(store.Peer(), "send-invoices", &elector.Options{
 			Identity: id,
-			TTL:      2 * time.Second,
+			TTL:      30 * time.Second,
 			Logger:   slog.New(slog.DiscardHandler),
 			OnElected: func(ctx context.Context, t elector.Term) {
 				events <- fmt.Sprintf("%s elected, token %d", t.Identity, t.Token)
@@ -103,7 +103,7 @@ func ExampleOptions_priority() {
 		e, err := elector.New(store.Peer(), "send-invoices", &elector.Options{
 			Identity: id,
 			Priority: priority,
-			TTL:      2 * time.Second,
+			TTL:      30 * time.Second,
 			Logger:   slog.New(slog.DiscardHandler),
 			OnElected: func(ctx context.Context, t elector.Term) {
 				elected <- fmt.Sprintf("%s elected, token %d", t.Identity, t.Token)

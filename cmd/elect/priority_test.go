@@ -21,7 +21,7 @@ func TestRunPriority(t *testing.T) {
 			t.Parallel()
 			h := newHub(t)
 			url, elec := backendURL(t, name, nil), election(t)
-			low := startElect(t, "low", []string{h.childEnv()}, "run", "--ttl=2s", "--priority=1",
+			low := startElect(t, "low", []string{h.childEnv()}, "run", "--ttl=6s", "--priority=1",
 				"--backend="+url, "--election="+elec, "--identity=low", "--", testBin(t))
 			first := h.next(20*time.Second, "the low replica's command to start")
 			if first.kind != "hello" || first.identity != "low" {
@@ -31,12 +31,12 @@ func TestRunPriority(t *testing.T) {
 			if got := w.nextLine(20 * time.Second); !strings.Contains(got, `"identity":"low"`) || strings.Contains(got, `"yield"`) {
 				t.Fatalf("watch's first line: got %q, want low, no yield", got)
 			}
-			high := startElect(t, "high", []string{h.childEnv()}, "run", "--ttl=2s", "--priority=5",
+			high := startElect(t, "high", []string{h.childEnv()}, "run", "--ttl=6s", "--priority=5",
 				"--backend="+url, "--election="+elec, "--identity=high", "--", testBin(t))
 			if e := h.next(20*time.Second, "the low replica's command to stop"); e.kind != "bye" || e.identity != "low" {
 				t.Fatalf("got %v, want bye from low: the lower leader yields", e)
 			}
-			e := h.next(10*time.Second, "the high replica's command to start")
+			e := h.next(20*time.Second, "the high replica's command to start")
 			if e.kind != "hello" || e.identity != "high" || e.token <= first.token {
 				t.Fatalf("got %v, want hello from high with a token above %d", e, first.token)
 			}
