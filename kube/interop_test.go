@@ -21,7 +21,7 @@ import (
 // or of interopLease, retried and renewed every 200 ms.
 const (
 	goLeaseDuration = 3 * time.Second
-	goRenewDeadline = 2 * time.Second
+	goRenewDeadline = goLeaseDuration * 2 / 3
 	goRetryPeriod   = 200 * time.Millisecond
 )
 
@@ -39,17 +39,7 @@ type goCandidate struct {
 // releaseOnCancel is LeaderElectionConfig.ReleaseOnCancel.
 func runClientGo(t testing.TB, cli coordinationv1client.LeasesGetter, ns, name, id string, releaseOnCancel bool) *goCandidate {
 	t.Helper()
-	return startLeaderElector(t, id, leaderelection.LeaderElectionConfig{
-		Lock: &resourcelock.LeaseLock{
-			LeaseMeta:  metav1.ObjectMeta{Name: name, Namespace: ns},
-			Client:     cli,
-			LockConfig: resourcelock.ResourceLockConfig{Identity: id},
-		},
-		LeaseDuration:   goLeaseDuration,
-		RenewDeadline:   goRenewDeadline,
-		RetryPeriod:     goRetryPeriod,
-		ReleaseOnCancel: releaseOnCancel,
-	})
+	return runClientGoFor(t, cli, ns, name, id, releaseOnCancel, goLeaseDuration)
 }
 
 // startLeaderElector runs client-go's LeaderElector of cfg, named id, with
