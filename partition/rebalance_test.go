@@ -143,6 +143,11 @@ func TestLeaveNoticedAtOnce(t *testing.T) {
 				ms[1].stop(t)
 				ms = slices.Delete(ms, 1, 2)
 				want := placedOwners("w", n, ids(ms), before)
+				defer func() {
+					if t.Failed() {
+						t.Logf("owners before the leave: %v\nthe placement wanted: %v\nowners now: %v", before, want, g.owners(n))
+					}
+				}()
 				leave := until(t, time.Minute, func() bool { return slices.Equal(g.owners(n), want) })
 				t.Logf("leave %v", leave)
 				if leave > 100*time.Millisecond {
