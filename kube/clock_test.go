@@ -117,6 +117,22 @@ func writeHolder(t *testing.T, s server, name, holder string, secs int32) time.T
 	return sent
 }
 
+// crashedSecs is the duration of a crashed holder's Lease in the clock
+// tests: long beside the margins, so that a reader that waits twice the
+// duration is told apart.
+const crashedSecs = 10
+
+// writeCrashed writes the Lease name as a holder that then crashes leaves
+// it, for crashedSecs, and returns when the write was sent and by when a
+// reader must report the holder gone: stamps and Date headers are whole
+// seconds, and a reader allows serverSkew, so within the duration + 3 s of
+// the write, plus 5 s for the write and the reads on a loaded machine.
+func writeCrashed(t *testing.T, s server, name string) (sent, bound time.Time) {
+	t.Helper()
+	sent = writeHolder(t, s, name, "crashed", crashedSecs)
+	return sent, sent.Add(crashedSecs*time.Second + 3*time.Second + 5*time.Second)
+}
+
 // TestOneLookSeesCrashedHolderExpire: a holder that stopped without
 // releasing is reported gone by a Backend that reads the Lease once (a new
 // process: elect status, run --once, a partition reading), about its
@@ -125,15 +141,10 @@ func writeHolder(t *testing.T, s server, name, holder string, secs int32) time.T
 func TestOneLookSeesCrashedHolderExpire(t *testing.T) {
 	s := testServer(t)
 	name, other := testName(t), testName(t)
-	const secs = 10 // long beside the margins: a reader that waits twice the duration is told apart
-	d := secs * time.Second
-	sent := writeHolder(t, s, name, "crashed", secs)
+	const d = crashedSecs * time.Second
+	sent, bound := writeCrashed(t, s, name)
 	cli := s.client(t)
-	// Stamps and Date headers are whole seconds, and a reader allows
-	// serverSkew: gone within d + 3 s of the write, plus 5 s for the
-	// write and the looks on a loaded machine. A Backend that cannot
-	// judge from one look never reports it gone.
-	bound := sent.Add(d + 3*time.Second + 5*time.Second)
+	// A Backend that cannot judge from one look never reports it gone.
 	var gone time.Time
 	looks := time.NewTicker(200 * time.Millisecond) // the looks of new processes
 	defer looks.Stop()
@@ -286,11 +297,9 @@ func TestMissingNamespace(t *testing.T) {
 func TestOneCampaignTakesCrashedHolder(t *testing.T) {
 	s := testServer(t)
 	name := testName(t)
-	const secs = 10 // long beside the margins: a reader that waits twice the duration is told apart
-	d := secs * time.Second
-	sent := writeHolder(t, s, name, "crashed", secs)
+	const d = crashedSecs * time.Second
+	sent, bound := writeCrashed(t, s, name)
 	cli := s.client(t)
-	bound := sent.Add(d + 3*time.Second + 5*time.Second) // as TestOneLookSeesCrashedHolderExpire
 	tries := time.NewTicker(200 * time.Millisecond)
 	defer tries.Stop()
 	for {

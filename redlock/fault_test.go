@@ -112,13 +112,7 @@ func TestPausedNodesBounded(t *testing.T) {
 	const readTimeout = 30 * time.Second
 	const slack = 5 * time.Second // for a loaded machine; far below readTimeout
 	const bound = requestTimeout + slack
-	n := &nodes{}
-	for _, addr := range testenv.RedisAddrs(t) {
-		o := clientOptions(addr)
-		o.ReadTimeout = readTimeout
-		n.clients = append(n.clients, redis.NewClient(o))
-	}
-	t.Cleanup(n.close)
+	n := newNodesWith(t, testenv.RedisAddrs(t), func(o *redis.Options) { o.ReadTimeout = readTimeout })
 	a, err := New(n.clients, &Options{RequestTimeout: requestTimeout})
 	if err != nil {
 		t.Fatal(err)

@@ -58,10 +58,18 @@ func clientOptions(addr string) *redis.Options {
 }
 
 // newNodes returns clients on addrs, closed at the end of the test.
-func newNodes(t testing.TB, addrs []string) *nodes {
+func newNodes(t testing.TB, addrs []string) *nodes { return newNodesWith(t, addrs, nil) }
+
+// newNodesWith is newNodes with tune, when not nil, applied to each
+// client's options.
+func newNodesWith(t testing.TB, addrs []string, tune func(*redis.Options)) *nodes {
 	n := &nodes{}
 	for _, a := range addrs {
-		c := redis.NewClient(clientOptions(a))
+		o := clientOptions(a)
+		if tune != nil {
+			tune(o)
+		}
+		c := redis.NewClient(o)
 		c.AddHook(isolateHook{n})
 		n.clients = append(n.clients, c)
 	}

@@ -40,7 +40,13 @@ func (f *fixture) backend(opts *Options) (*Backend, *faultDialer) {
 
 func (f *fixture) acquire(b *Backend, election, id string) *lease {
 	f.t.Helper()
-	l, err := b.Campaign(f.ctx, backend.Candidate{Election: election, Identity: id, TTL: testTTL})
+	return f.acquireFor(b, election, id, testTTL)
+}
+
+// acquireFor is acquire with a term of ttl.
+func (f *fixture) acquireFor(b *Backend, election, id string, ttl time.Duration) *lease {
+	f.t.Helper()
+	l, err := b.Campaign(f.ctx, backend.Candidate{Election: election, Identity: id, TTL: ttl})
 	if err != nil {
 		f.t.Fatalf("Campaign(%q, %q): %v", election, id, err)
 	}
@@ -241,11 +247,7 @@ func TestDisconnectStepsDownAtOnce(t *testing.T) {
 	// her connection drops: a loaded machine, allowed 5 s for each step
 	// below, is not mistaken for her Deadline passing.
 	const term = 20 * time.Second
-	ll, err := a.Campaign(f.ctx, backend.Candidate{Election: election, Identity: "alice", TTL: term})
-	if err != nil {
-		t.Fatalf("Campaign: %v", err)
-	}
-	l := ll.(*lease)
+	l := f.acquireFor(a, election, "alice", term)
 	waiting := f.campaignAsync(b, election, "bob")
 	f.awaitCandidates(election, 2, 10*time.Second, "bob queues")
 	dropped := time.Now()
@@ -288,11 +290,7 @@ func TestDisconnectGraceRidesOut(t *testing.T) {
 	const grace = 10 * time.Second
 	a, da := f.backend(&Options{Prefix: testPrefix, DisconnectGrace: grace})
 	election := "grace-" + randomSuffix()
-	ll, err := a.Campaign(f.ctx, backend.Candidate{Election: election, Identity: "alice", TTL: 2 * grace})
-	if err != nil {
-		t.Fatalf("Campaign: %v", err)
-	}
-	l := ll.(*lease)
+	l := f.acquireFor(a, election, "alice", 2*grace)
 	before, _ := l.s.state()
 	da.drop()
 	awaitSession(t, l.s, grace/2, func(now state) bool {
@@ -324,11 +322,7 @@ func TestCutLeaderStepsDownBeforeExpiry(t *testing.T) {
 	// leaves 5 s between the two, so that a loaded machine still steps down
 	// before the successor's election.
 	const term = 15 * time.Second
-	ll, err := a.Campaign(f.ctx, backend.Candidate{Election: election, Identity: "alice", TTL: term})
-	if err != nil {
-		t.Fatalf("Campaign: %v", err)
-	}
-	l := ll.(*lease)
+	l := f.acquireFor(a, election, "alice", term)
 	waiting := f.campaignAsync(b, election, "bob")
 	f.awaitCandidates(election, 2, 10*time.Second, "bob queues")
 	var steppedDown time.Time
@@ -549,11 +543,7 @@ func TestDisconnectGraceChecksZnode(t *testing.T) {
 	const grace = 10 * time.Second
 	a, da := f.backend(&Options{Prefix: testPrefix, DisconnectGrace: grace})
 	election := "grace-gone-" + randomSuffix()
-	ll, err := a.Campaign(f.ctx, backend.Candidate{Election: election, Identity: "alice", TTL: 2 * grace})
-	if err != nil {
-		t.Fatalf("Campaign: %v", err)
-	}
-	l := ll.(*lease)
+	l := f.acquireFor(a, election, "alice", 2*grace)
 	da.setCut(true)
 	// While alice is cut off, an operator deletes her znode; then her
 	// connection breaks and she reconnects at once, well inside the grace.
