@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/leaderkit/elector/integration_test/internal/toxileak"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 )
@@ -16,9 +17,9 @@ func (quietRedisLogger) Printf(context.Context, string, ...any) {}
 
 func TestMain(m *testing.M) {
 	redis.SetLogger(quietRedisLogger{})
-	goleak.VerifyTestMain(m,
+	goleak.VerifyTestMain(m, append(toxileak.Ignore,
 		// After a failed dial go-redis probes the node in the background once
 		// a second until the pool is closed; it ends within a second.
 		goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"),
-	)
+	)...)
 }
