@@ -128,7 +128,13 @@ func TestLeaveReadsNothing(t *testing.T) {
 // TestLeaveNoticedAtOnce: on a backend that watches, the members notice a
 // graceful leave when the leaver releases its membership slot, not at their
 // next poll, whatever the phase of the leave against their polls: the
-// leaver's partitions are owned again within a few round trips.
+// leaver's partitions are owned again, and the group balanced over the
+// members left, within a few round trips. Balanced, not a placement computed
+// from the owners before the leave: a member whose view placed one of the
+// leaver's partitions on itself keeps its campaign for it after a newer view
+// places it elsewhere (keeps, in campaign.go), and a kept campaign that wins
+// stays where it won within its member's quota, so which member ends up
+// with such a partition depends on the members' timing.
 func TestLeaveNoticedAtOnce(t *testing.T) {
 	for _, phase := range []time.Duration{0, 130 * time.Millisecond, 260 * time.Millisecond, 390 * time.Millisecond} {
 		t.Run(phase.String(), func(t *testing.T) {
@@ -142,13 +148,12 @@ func TestLeaveNoticedAtOnce(t *testing.T) {
 				before := g.owners(n)
 				ms[1].stop(t)
 				ms = slices.Delete(ms, 1, 2)
-				want := placedOwners("w", n, ids(ms), before)
 				defer func() {
 					if t.Failed() {
-						t.Logf("owners before the leave: %v\nthe placement wanted: %v\nowners now: %v", before, want, g.owners(n))
+						t.Logf("owners before the leave: %v\nowners now: %v", before, g.owners(n))
 					}
 				}()
-				leave := until(t, time.Minute, func() bool { return slices.Equal(g.owners(n), want) })
+				leave := until(t, time.Minute, func() bool { return balanced(g, "w", n, ids(ms)) })
 				t.Logf("leave %v", leave)
 				if leave > 100*time.Millisecond {
 					t.Errorf("leave took %v; want ≤ 100 ms: the members waited for their next poll", leave)
