@@ -154,11 +154,11 @@ type created struct {
 }
 
 // createdFirst waits until the create is written or answered. It reports
-// done, with the outcome, when the create failed or was answered before it
-// was written (a retry's); a create that was written and succeeded is put
-// back in cc and the listing goes behind it, even when its answer is in
-// already: a listing read after the create decides at once whether the
-// candidate leads.
+// done, with the outcome, when the answer is in and the create failed or
+// was not written (a retry's); otherwise the listing goes behind the create,
+// and a successful answer already in is put back in cc for the caller: a
+// listing read after the create decides at once whether the candidate
+// leads.
 func createdFirst(written <-chan struct{}, cc chan created) (created, bool) {
 	select {
 	case <-written:

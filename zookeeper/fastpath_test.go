@@ -92,15 +92,11 @@ func TestLeadsAtOnce(t *testing.T) {
 	}
 }
 
-// TestAcquireReleaseRequests: an uncontended Campaign and its Release cost
-// one create, the listing pipelined behind it and one delete: no read of
-// the candidate's own znode, no watch request of its own. The first
-// Campaign of an election, which makes the election's znode, also leads
 // TestCreatedFirstPrefersTheListing: a create that was written and
 // succeeded gets the listing behind it even when its answer is in by the
 // time the campaign looks, so a slow scheduler does not cost the fast
-// path; a failed create, or one answered before it was written, ends the
-// attempt at once.
+// path; a create answered before it was written ends the attempt at once,
+// and so does a failed one whose answer is in when the campaign looks.
 func TestCreatedFirstPrefersTheListing(t *testing.T) {
 	closedCh := make(chan struct{})
 	close(closedCh)
@@ -131,6 +127,10 @@ func TestCreatedFirstPrefersTheListing(t *testing.T) {
 	}
 }
 
+// TestAcquireReleaseRequests: an uncontended Campaign and its Release cost
+// one create, the listing pipelined behind it and one delete: no read of
+// the candidate's own znode, no watch request of its own. The first
+// Campaign of an election, which makes the election's znode, also leads
 // from a listing pipelined behind its create.
 func TestAcquireReleaseRequests(t *testing.T) {
 	f := newFixture(t)
