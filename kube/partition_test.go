@@ -33,6 +33,11 @@ type partLedger struct {
 	stalls *stallMeter
 }
 
+// newPartLedger returns an empty partLedger that reports to tb.
+func newPartLedger(tb testing.TB) *partLedger {
+	return &partLedger{tb: tb, active: map[int]string{}, last: map[int]uint64{}, ended: map[string]int{}, changed: make(chan struct{})}
+}
+
 // assigned returns how many times OnAssigned has been called.
 func (g *partLedger) assigned() int {
 	g.mu.Lock()
@@ -62,9 +67,6 @@ func (g *partLedger) options(id string) *partition.Options {
 			if g.active[a.Partition] == id {
 				delete(g.active, a.Partition)
 				g.notify()
-			}
-			if g.ended == nil {
-				g.ended = map[string]int{}
 			}
 			g.ended[id+": "+fmt.Sprint(context.Cause(ctx))]++
 			g.mu.Unlock()
@@ -197,7 +199,7 @@ func TestPartitionOnLeases(t *testing.T) {
 	const n = 8
 	s := testServer(t)
 	group := testName(t)
-	g := &partLedger{tb: t, active: map[int]string{}, last: map[int]uint64{}, changed: make(chan struct{})}
+	g := newPartLedger(t)
 	type member struct {
 		p      *testproxy.Proxy
 		cancel context.CancelFunc
@@ -264,7 +266,7 @@ func TestPartitionsRecoverFromApiserverRestart(t *testing.T) {
 	const n = 64
 	s := testServer(t)
 	group := testName(t)
-	g := &partLedger{tb: t, active: map[int]string{}, last: map[int]uint64{}, changed: make(chan struct{})}
+	g := newPartLedger(t)
 	g.stalls = newStallMeter(t, s)
 	ids := []string{"m0", "m1", "m2"}
 	var limiters []*RateLimiter

@@ -44,7 +44,7 @@ func BenchmarkPartitionMemberRate(b *testing.B) {
 func memberRate(b *testing.B, n int, qps float32, burst int) (steady, recovery float64) {
 	s := testServer(b)
 	group := testName(b)
-	g := &partLedger{tb: b, active: map[int]string{}, last: map[int]uint64{}, changed: make(chan struct{})}
+	g := newPartLedger(b)
 	ids := []string{"m0", "m1", "m2"}
 	var backends []*Backend
 	ctx, cancel := context.WithCancel(context.Background())
