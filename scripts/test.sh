@@ -33,6 +33,9 @@
 #                TESTPKGS=./zookeeper/...
 #   TESTP        test binaries a shard's `go test` runs at once on its servers
 #                (go test -p; default 1: packages never share servers)
+#   TESTPARALLEL tests a test binary runs at once (go test -parallel;
+#                default: each package's own, testenv.DefaultParallel in its
+#                TestMain, else GOMAXPROCS)
 #   TESTSHARDS   shards, hence server sets, at once (default 3; at most what
 #                the port offsets allow: ELECTOR_PORT_OFFSET + 100 × (TESTSHARDS-1)
 #                below 2000)
@@ -81,6 +84,7 @@ die() {
 ((BASE_OFF + 100 * (SHARDS - 1) < 2000)) ||
 	die "TESTSHARDS=$SHARDS from ELECTOR_PORT_OFFSET=$BASE_OFF needs offsets up to $((BASE_OFF + 100 * (SHARDS - 1))); servers.sh allows offsets below 2000"
 [[ ${TESTP:-1} =~ ^[1-9][0-9]*$ ]] || die "TESTP must be a positive integer, got '${TESTP:-}'"
+[[ -z ${TESTPARALLEL:-} || $TESTPARALLEL =~ ^[1-9][0-9]*$ ]] || die "TESTPARALLEL must be a positive integer, got '$TESTPARALLEL'"
 
 OUT=$(mktemp -d "${TMPDIR:-/tmp}/elector-test.XXXXXX")
 
@@ -264,7 +268,7 @@ run_shard() {
 		echo "=== shard $i: module $mod: go test $pkgs"
 		t0=$SECONDS
 		# shellcheck disable=SC2086 # TESTFLAGS and pkgs are word lists
-		(cd "$mod" && go test -race -vet=off -ldflags="$LDFLAGS" -count=1 -timeout 30m -p "${TESTP:-1}" ${TESTFLAGS:-} $pkgs) >"$OUT/shard$i.go" 2>&1 && rc=0 || rc=$?
+		(cd "$mod" && go test -race -vet=off -ldflags="$LDFLAGS" -count=1 -timeout 30m -p "${TESTP:-1}" ${TESTPARALLEL:+-parallel "$TESTPARALLEL"} ${TESTFLAGS:-} $pkgs) >"$OUT/shard$i.go" 2>&1 && rc=0 || rc=$?
 		cat "$OUT/shard$i.go"
 		# go test's own result lines: "ok  \tPKG\t1.234s", "FAIL\tPKG\t1.234s",
 		# "FAIL\tPKG [build failed]", "?   \tPKG\t[no test files]".

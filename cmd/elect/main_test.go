@@ -3,22 +3,23 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/leaderkit/elector/internal/testenv"
 )
 
-// parallelTests is how many parallel tests run at once by default.
+// parallelTests is how many parallel tests run at once unless -parallel
+// is given.
 const parallelTests = 4
 
 // electBin is the elect binary the tests run as a real process.
@@ -54,17 +55,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	// Most tests here spend their time waiting on elect processes and the
-	// servers' timers, not on a CPU: unless -parallel is given, up to
-	// parallelTests of them run at once, not GOMAXPROCS.
-	flag.Parse()
-	parallelSet := false
-	flag.Visit(func(f *flag.Flag) { parallelSet = parallelSet || f.Name == "test.parallel" })
-	if !parallelSet {
-		if err := flag.Set("test.parallel", strconv.Itoa(parallelTests)); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-	}
+	// servers' timers, not on a CPU; each starts race-built processes,
+	// though, which take a CPU while they start.
+	testenv.DefaultParallel(parallelTests)
 	dir, err := os.MkdirTemp("", "elect-test")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
