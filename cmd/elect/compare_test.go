@@ -241,6 +241,7 @@ func TestCompareInterruptedPrompt(t *testing.T) {
 // them and never answers, is reported within seconds, naming its real
 // address and how long the first campaign tried, before any workload runs.
 func TestCompareUnreachable(t *testing.T) {
+	t.Parallel() // listeners of its own
 	silent := testenv.SilentListener(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -39,6 +39,7 @@ func TestOnceHoldsAfterTheCommand(t *testing.T) {
 // TestOnceLostWhileRunning: a --once replica cut off from its backend while
 // its command runs stops the command and exits 4, not the command's status.
 func TestOnceLostWhileRunning(t *testing.T) {
+	t.Parallel() // it cuts proxies of its own, not the servers
 	h := newHub(t)
 	var proxies []*testproxy.Proxy
 	url := backendURL(t, "redis", func(addr string) string {

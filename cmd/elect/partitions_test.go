@@ -271,6 +271,7 @@ func TestPartitionsWrongCount(t *testing.T) {
 // TLS server whose certificate authority the URL does not name; without
 // numbers the user never set.
 func TestPartitionsNoAnswerCause(t *testing.T) {
+	t.Parallel() // listeners of its own; the TLS node is only dialled
 	endpoint, _, _, _ := testenv.EtcdTLS(t)
 	silent := testenv.SilentListener(t)
 	for _, tc := range []struct{ url, want string }{

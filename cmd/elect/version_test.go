@@ -3,6 +3,7 @@
 package main
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -76,41 +77,24 @@ func TestVersionFormat(t *testing.T) {
 // which it keys by directory otherwise), clean and then with an
 // uncommitted file, and compares elect version and elect --version with the
 // repository's revision, commit time and state; then it compares the test's
-// own elect binary with what go version -m reads from it.
+// own elect binary with what go version -m reads from it. The copy and the
+// builds are buildStamped's, which TestMain starts in the background.
 func TestVersion(t *testing.T) {
 	t.Parallel()
-	repo := copyModule(t)
-	git(t, repo, "init", "-q")
-	git(t, repo, "add", "-A")
-	git(t, repo, "-c", "user.name=elect test", "-c", "user.email=test@example.com", "commit", "-q", "-m", "snapshot")
-	rev := git(t, repo, "rev-parse", "HEAD")
-	secs, err := strconv.ParseInt(git(t, repo, "log", "-1", "--format=%ct"), 10, 64)
-	if err != nil {
-		t.Fatal(err)
+	<-stamped.done
+	if stamped.err != nil {
+		t.Fatal(stamped.err)
 	}
-	ctime := time.Unix(secs, 0).UTC().Format(time.RFC3339)
-	for _, modified := range []bool{false, true} {
-		if modified {
-			if err := os.WriteFile(filepath.Join(repo, "uncommitted"), nil, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		bin := filepath.Join(t.TempDir(), "elect")
-		build := exec.Command("go", "build", "-buildvcs=true", "-trimpath", "-o", bin, ".")
-		build.Dir = filepath.Join(repo, "cmd", "elect")
-		build.Env = gitlessEnv()
-		if out, err := build.CombinedOutput(); err != nil {
-			t.Fatalf("go build -buildvcs=true: %v\n%s", err, out)
-		}
-		want := map[string]string{"revision": rev, "time": ctime}
-		if modified {
+	for _, b := range stamped.bins {
+		want := map[string]string{"revision": stamped.rev, "time": stamped.ctime}
+		if b.modified {
 			want["revision"] += " (modified)"
 		}
-		version := checkVersion(t, bin, want)
+		version := checkVersion(t, b.path, want)
 		// The version is the pseudo-version of the untagged revision (a
 		// tag of elect's module would be cmd/elect/vX.Y.Z).
-		if !strings.HasPrefix(version, "v0.0.0-") || !strings.Contains(version, rev[:12]) || strings.HasSuffix(version, "+dirty") != modified {
-			t.Errorf("modified=%v: version %q; want v0.0.0-<time>-%s, +dirty when modified", modified, version, rev[:12])
+		if !strings.HasPrefix(version, "v0.0.0-") || !strings.Contains(version, stamped.rev[:12]) || strings.HasSuffix(version, "+dirty") != b.modified {
+			t.Errorf("modified=%v: version %q; want v0.0.0-<time>-%s, +dirty when modified", b.modified, version, stamped.rev[:12])
 		}
 	}
 
@@ -185,18 +169,85 @@ func checkVersion(t *testing.T, bin string, want map[string]string) string {
 	return version
 }
 
+func init() { backgroundBuilds = append(backgroundBuilds, buildStamped) }
+
+// stamped is what buildStamped made for TestVersion; done is closed when
+// it has ended, err says why it could not.
+var stamped = struct {
+	done       chan struct{}
+	rev, ctime string // the copy's revision and commit time (RFC 3339, UTC)
+	bins       []stampedBin
+	err        error
+}{done: make(chan struct{})}
+
+// stampedBin is an elect built in the copy; modified: with an uncommitted
+// file in it.
+type stampedBin struct {
+	path     string
+	modified bool
+}
+
+// buildStamped copies the repository (copyModule) into a git repository of
+// its own beside electBin, commits it, and builds elect there twice as
+// TestVersion describes: clean, then with an uncommitted file.
+func buildStamped() {
+	defer close(stamped.done)
+	stamped.err = func() error {
+		repo := filepath.Join(filepath.Dir(electBin), "stamped")
+		if err := copyModule(repo); err != nil {
+			return fmt.Errorf("copying the module: %v", err)
+		}
+		for _, args := range [][]string{
+			{"init", "-q"},
+			{"add", "-A"},
+			{"-c", "user.name=elect test", "-c", "user.email=test@example.com", "commit", "-q", "-m", "snapshot"},
+		} {
+			if _, err := git(repo, args...); err != nil {
+				return err
+			}
+		}
+		rev, err := git(repo, "rev-parse", "HEAD")
+		if err != nil {
+			return err
+		}
+		ct, err := git(repo, "log", "-1", "--format=%ct")
+		if err != nil {
+			return err
+		}
+		secs, err := strconv.ParseInt(ct, 10, 64)
+		if err != nil {
+			return err
+		}
+		stamped.rev, stamped.ctime = rev, time.Unix(secs, 0).UTC().Format(time.RFC3339)
+		for _, modified := range []bool{false, true} {
+			if modified {
+				if err := os.WriteFile(filepath.Join(repo, "uncommitted"), nil, 0o644); err != nil {
+					return err
+				}
+			}
+			bin := filepath.Join(filepath.Dir(electBin), "elect-stamped-"+strconv.FormatBool(modified))
+			build := exec.Command("go", "build", "-buildvcs=true", "-trimpath", "-o", bin, ".")
+			build.Dir = filepath.Join(repo, "cmd", "elect")
+			build.Env = gitlessEnv()
+			if out, err := build.CombinedOutput(); err != nil {
+				return fmt.Errorf("go build -buildvcs=true: %v\n%s", err, out)
+			}
+			stamped.bins = append(stamped.bins, stampedBin{bin, modified})
+		}
+		return nil
+	}()
+}
+
 // copyModule copies the source of the repository (two levels up, without
-// .git) into a new directory and returns it: the root module, elect's own
+// .git) into the directory dst: the root module, elect's own
 // module and the kube driver's, which elect's go.mod replaces with the
 // directories beside it; the other nested modules are left out.
-func copyModule(t *testing.T) string {
-	t.Helper()
+func copyModule(dst string) error {
 	src, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
-	dst := t.TempDir()
-	err = filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -224,18 +275,13 @@ func copyModule(t *testing.T) string {
 		}
 		return os.WriteFile(filepath.Join(dst, rel), data, 0o644)
 	})
-	if err != nil {
-		t.Fatalf("copying the module: %v", err)
-	}
-	return dst
 }
 
 // git runs git on the repository in dir, and on no other, and returns its
 // trimmed output. GIT_DIR and GIT_WORK_TREE pin the repository (without them
 // a git command in a directory without .git works on the first repository
 // above it); the user's and the system's git configuration are ignored.
-func git(t *testing.T, dir string, args ...string) string {
-	t.Helper()
+func git(dir string, args ...string) (string, error) {
 	cmd := exec.Command("git", args...)
 	cmd.Dir = dir
 	cmd.Env = append(gitlessEnv(),
@@ -243,9 +289,9 @@ func git(t *testing.T, dir string, args ...string) string {
 		"GIT_CONFIG_GLOBAL="+os.DevNull, "GIT_CONFIG_NOSYSTEM=1")
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("git %s: %v", strings.Join(args, " "), err)
+		return "", fmt.Errorf("git %s: %v", strings.Join(args, " "), err)
 	}
-	return strings.TrimSpace(string(out))
+	return strings.TrimSpace(string(out)), nil
 }
 
 // gitlessEnv is the environment without GIT_* variables, which could point
