@@ -14,6 +14,7 @@ import (
 // identity, so an anonymous client can neither read the election nor delete
 // the leader's znode (world:anyone would let anyone delete it).
 func TestAuthWithoutACLIsCreatorOnly(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	root := testPrefix + "-acl-" + randomSuffix()
 	a, _ := f.backend(&Options{Prefix: root, Auth: []Auth{{Scheme: "digest", Secret: []byte("elector:s3cret")}}})
@@ -55,6 +56,7 @@ func TestAuthWithoutACLIsCreatorOnly(t *testing.T) {
 // Curator's default, and any client of the ensemble can end a term by
 // deleting the leader's znode: what the package documentation warns of.
 func TestNoAuthIsWorldACL(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	a, _ := f.backend(nil)
 	l := f.acquire(a, "world-"+randomSuffix(), "alice")

@@ -123,6 +123,7 @@ func (p *latchPeer) quiet(prefix string, d time.Duration) {
 // reports the other as leader, waits behind the other, and is handed the
 // election when the other releases it.
 func TestCurator(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	t.Cleanup(h.Close)
 	classes := compileLatchPeer(t)

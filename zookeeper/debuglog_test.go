@@ -15,6 +15,7 @@ import (
 // and session — so that a partition nobody takes can be traced to the
 // znode that blocks it.
 func TestDebugLogsWait(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	var out testenv.Buffer
 	a, _ := f.backend(nil)

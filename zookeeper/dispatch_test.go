@@ -17,6 +17,7 @@ import (
 // TestOnceRunsExactlyOnce/zk saw a ZooKeeper leader lose its term 42 ms in).
 // The window here is a handshake whose session event has not come yet.
 func TestDispatcherJudgesByCurrentState(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		b := &Backend{leases: make(map[*lease]struct{})}
 		s := &session{

@@ -179,6 +179,7 @@ func lost(l backend.Lease) bool {
 }
 
 func TestDeadlineFollowsPings(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	b, _ := f.backend(nil)
 	l := f.acquire(b, "pings-"+randomSuffix(), "alice")
@@ -201,6 +202,7 @@ func TestDeadlineFollowsPings(t *testing.T) {
 }
 
 func TestGuard(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	b, _ := f.backend(nil)
 	election := "guard-" + randomSuffix()
@@ -239,6 +241,7 @@ func TestGuard(t *testing.T) {
 }
 
 func TestDisconnectStepsDownAtOnce(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	a, da := f.backend(nil)
 	b, _ := f.backend(nil)
@@ -284,6 +287,7 @@ func TestDisconnectStepsDownAtOnce(t *testing.T) {
 }
 
 func TestDisconnectGraceRidesOut(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	// A grace of 10 s, and a term twice that, so that a loaded machine's slow
 	// reconnection is still told apart from the grace running out.
@@ -313,6 +317,7 @@ func TestDisconnectGraceRidesOut(t *testing.T) {
 }
 
 func TestCutLeaderStepsDownBeforeExpiry(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	a, da := f.backend(nil)
 	b, _ := f.backend(nil)
@@ -351,6 +356,7 @@ func TestCutLeaderStepsDownBeforeExpiry(t *testing.T) {
 }
 
 func TestSessionExpiryRecampaigns(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	a, da := f.backend(nil)
 	election := "expiry-" + randomSuffix()
@@ -376,6 +382,7 @@ func TestSessionExpiryRecampaigns(t *testing.T) {
 }
 
 func TestProtectedCreate(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	a, da := f.backend(nil)
 	election := "protected-" + randomSuffix()
@@ -395,6 +402,7 @@ func TestProtectedCreate(t *testing.T) {
 }
 
 func TestCanceledCampaignDeletesZnode(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	a, _ := f.backend(nil)
 	election := "cancel-" + randomSuffix()
@@ -417,6 +425,7 @@ func TestCanceledCampaignDeletesZnode(t *testing.T) {
 }
 
 func TestDigestAuth(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	root := testPrefix + "-auth-" + randomSuffix()
 	opts := &Options{
@@ -512,6 +521,7 @@ func (r *slogRecorder) await(t *testing.T, d time.Duration, s, rule string) {
 }
 
 func TestUnreachableEnsemble(t *testing.T) {
+	t.Parallel()
 	rec := &slogRecorder{}
 	b, err := New([]string{"127.0.0.1:1"}, &Options{Logger: slog.New(rec)})
 	if err != nil {
@@ -537,6 +547,7 @@ func TestUnreachableEnsemble(t *testing.T) {
 }
 
 func TestDisconnectGraceChecksZnode(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	// A grace of 10 s, and a term twice that, so that a loaded machine's slow
 	// reconnection is still told apart from the grace running out.
@@ -560,6 +571,7 @@ func TestDisconnectGraceChecksZnode(t *testing.T) {
 }
 
 func TestWatchEndsWithSession(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	a, da := f.backend(nil)
 	election := "watch-expiry-" + randomSuffix()
@@ -588,6 +600,7 @@ func TestWatchEndsWithSession(t *testing.T) {
 // lease first; Release must still return only once Guard refuses the term,
 // and a second Release is a no-op.
 func TestGuardAfterReleaseRace(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	b, _ := f.backend(nil)
 	election := "guard-race-" + randomSuffix()

@@ -16,6 +16,7 @@ import (
 // after earlier terms, in a session that holds other leases, and with
 // eight goroutines campaigning at once on one session. The first Campaign
 // of an election also creates the election's znode, and may read again.
+// Not t.Parallel: fastLeads counts every Campaign in the process.
 func TestUncontendedCampaignOneRead(t *testing.T) {
 	f := newFixture(t)
 	b, _ := f.backend(nil)
@@ -71,6 +72,7 @@ func TestUncontendedCampaignOneRead(t *testing.T) {
 // TestLeadsAtOnce: the listing behind the create decides only for the first
 // candidate, in the session that created it, connected all along.
 func TestLeadsAtOnce(t *testing.T) {
+	t.Parallel()
 	st := state{id: 7, up: true}
 	name := protectedPrefix + "0f0f0f0f-0f0f-4f0f-8f0f-0f0f0f0f0f0f-" + latchLock + "0000000004"
 	ls := &listing{kids: []string{name}, stat: &zk.Stat{}}
@@ -98,6 +100,7 @@ func TestLeadsAtOnce(t *testing.T) {
 // path; a create answered before it was written ends the attempt at once,
 // and so does a failed one whose answer is in when the campaign looks.
 func TestCreatedFirstPrefersTheListing(t *testing.T) {
+	t.Parallel()
 	closedCh := make(chan struct{})
 	close(closedCh)
 	for i := range 200 {
@@ -131,7 +134,8 @@ func TestCreatedFirstPrefersTheListing(t *testing.T) {
 // one create, the listing pipelined behind it and one delete: no read of
 // the candidate's own znode, no watch request of its own. The first
 // Campaign of an election, which makes the election's znode, also leads
-// from a listing pipelined behind its create.
+// from a listing pipelined behind its create. Not t.Parallel: fastLeads
+// counts every Campaign in the process.
 func TestAcquireReleaseRequests(t *testing.T) {
 	f := newFixture(t)
 	b, d := f.backend(nil)
@@ -170,6 +174,7 @@ func TestAcquireReleaseRequests(t *testing.T) {
 // Backend made, and the server removed since (an empty container is
 // reaped, and then its empty parent), makes them again.
 func TestReapedElectionZnode(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	root := testPrefix + "-reaped-" + randomSuffix()
 	b, _ := f.backend(&Options{Prefix: root})

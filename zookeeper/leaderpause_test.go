@@ -23,7 +23,8 @@ import (
 //
 // It runs on the ensemble with ZooKeeper's stock timing. The holder's
 // Backend talks to one follower only and the waiter's to the other, so
-// neither session reaches the leader directly.
+// neither session reaches the leader directly. Not t.Parallel: it pauses a
+// server the other tests use.
 func TestLeaderPauseOutlivesNoDeadline(t *testing.T) {
 	servers := testenv.ZKStockServers(t)
 	const first = 5 // servers[i] is server first+i for testenv.Fault

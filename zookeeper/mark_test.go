@@ -9,6 +9,7 @@ import (
 // marker removes nothing; after Mark it removes the marker znode only, and
 // the next leader's token (a czxid) is above the marked term's.
 func TestUnmarkOnlyTheMarker(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	b, _ := f.backend(nil)
 	e := "mark-" + randomSuffix()

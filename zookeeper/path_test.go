@@ -17,6 +17,7 @@ import (
 )
 
 func TestValidateElection(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"a", "a/b", "zookeeper", "a/zookeeper", "with space", "ünïcode-名前", "a-latch-0000000001", "x_c_y"} {
 		if err := validateElection(name); err != nil {
 			t.Errorf("validateElection(%q): got %v, want nil: ZooKeeper can store it", name, err)
@@ -30,6 +31,7 @@ func TestValidateElection(t *testing.T) {
 }
 
 func TestOptionsValidation(t *testing.T) {
+	t.Parallel()
 	bad := []Options{
 		{Prefix: "elector"},
 		{Prefix: "/"},
@@ -60,6 +62,7 @@ func TestOptionsValidation(t *testing.T) {
 }
 
 func TestCandidateOrder(t *testing.T) {
+	t.Parallel()
 	kids := []string{
 		"b", // a child election
 		"_c_6a1b4a7e-42f7-4c3e-9d39-3f1a7c5b2e10-latch-0000000012",
@@ -86,6 +89,7 @@ func TestCandidateOrder(t *testing.T) {
 }
 
 func TestUUID4(t *testing.T) {
+	t.Parallel()
 	re := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
 	for _, b := range [][16]byte{{}, {0: 0xff, 6: 0xff, 8: 0xff, 15: 0xff}} {
 		if s := uuid4(b); !re.MatchString(s) {
@@ -118,6 +122,7 @@ func (r *recorder) created(string, int64) {}
 // TestTrackedConn feeds a trackedConn a client's writes and a server's
 // replies in chunks of every size, and checks what it learns.
 func TestTrackedConn(t *testing.T) {
+	t.Parallel()
 	requests := [][]byte{
 		frame(i32(0), i64(0), i32(4000), i64(0), i32(16), make([]byte, 16)), // ConnectRequest
 		frame(i32(1), i32(opCreate), []byte("/path")),
@@ -180,6 +185,7 @@ func TestTrackedConn(t *testing.T) {
 // go-zookeeper only once its SetWatches request is written, or after
 // restoreWait when it writes none; a session's first connection is not held.
 func TestTrackedConnHoldsRepliesUntilWatchesRestored(t *testing.T) {
+	t.Parallel()
 	connect := frame(i32(0), i64(0), i32(4000), i64(77), i32(16), make([]byte, 16))
 	handshake := frame(i32(0), i32(4000), i64(77), i32(16), make([]byte, 16))
 	reply := frame(i32(1), i64(100), i32(0))

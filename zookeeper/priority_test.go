@@ -16,6 +16,7 @@ import (
 // SafetyMargin: a stall of half a second can do that at a 2 s TTL, one of
 // about a second at 6 s.
 func TestPriority(t *testing.T) {
+	t.Parallel()
 	prioritytest.Run(t, 6*time.Second, harnessMaker(t))
 }
 

@@ -18,6 +18,7 @@ import (
 // a few seconds, not go-zookeeper's bare "could not connect to a server"
 // nor a wait for as long as ctx lasts.
 func TestUnreachableEnsembleNamesTheCause(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name   string
 		server string

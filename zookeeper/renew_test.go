@@ -15,6 +15,7 @@ import (
 // shared read, prove it alive; each znode's watch proves it still there),
 // and a znode deleted behind a lease's back still ends that lease.
 func TestRenewSharesSession(t *testing.T) {
+	t.Parallel()
 	f, leases, d := renewFixture(t, "shared")
 	n := len(leases)
 	before, began := d.exists.Load(), time.Now()
@@ -77,6 +78,7 @@ func TestRenewSharesSession(t *testing.T) {
 // them all. Each Renew beginning after the previous one's answer would
 // cost a read each.
 func TestRenewSinceSharesSequentialRenewals(t *testing.T) {
+	t.Parallel()
 	f, leases, d := renewFixture(t, "since")
 	n := len(leases)
 	before, began := d.exists.Load(), time.Now()

@@ -18,6 +18,7 @@ import (
 // answered too, a handshake counts at once, and merged answers never move
 // the basis past what either would.
 func TestReportsConfirmAnswersLater(t *testing.T) {
+	t.Parallel()
 	const timeout = 4 * time.Second // reportLag 1s
 	t0 := time.Unix(1000, 0)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
@@ -90,6 +91,8 @@ func TestReportsConfirmAnswersLater(t *testing.T) {
 // after the znode went; this test then failed unless the leader pinged the
 // follower within the few microseconds between the read's answer and the
 // SIGSTOP.
+//
+// Not t.Parallel: it stops a server the other tests use.
 func TestDeadlineSurvivesUnreportedAnswer(t *testing.T) {
 	const ttl = 6 * time.Second // go-zookeeper pings every 2s
 	servers := testenv.ZKServers(t)

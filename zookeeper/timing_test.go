@@ -16,6 +16,7 @@ import (
 )
 
 func TestMinSafeTTL(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		tick      time.Duration
 		syncLimit int
@@ -37,6 +38,7 @@ func TestMinSafeTTL(t *testing.T) {
 // servers refuse conf (ZooKeeper's default whitelist), and that stated
 // Options win.
 func TestTimingFromConf(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for _, tc := range []struct {
@@ -71,6 +73,7 @@ func TestTimingFromConf(t *testing.T) {
 // naming the numbers, the assumption and the ways out; that a TTL of
 // MinSafeTTL is accepted; and that the refused TTL's session is closed.
 func TestStockEnsembleRefusesShortTTLs(t *testing.T) {
+	t.Parallel()
 	b, err := New(testenv.ZKStockServers(t), &Options{Prefix: testPrefix})
 	if err != nil {
 		t.Fatal(err)
@@ -118,6 +121,7 @@ func TestStockEnsembleRefusesShortTTLs(t *testing.T) {
 // for the ensemble's answer; and that a cancelled ctx ends the wait with
 // its error.
 func TestTimingUnansweredIsNotKept(t *testing.T) {
+	t.Parallel()
 	hung := testenv.SilentListener(t)
 	b, err := New([]string{hung}, nil)
 	if err != nil {
@@ -157,6 +161,7 @@ func TestTimingUnansweredIsNotKept(t *testing.T) {
 }
 
 func TestTimingOptionsValidated(t *testing.T) {
+	t.Parallel()
 	for _, o := range []Options{
 		{TickTime: time.Second},
 		{SyncLimit: 5},
@@ -174,6 +179,7 @@ func TestTimingOptionsValidated(t *testing.T) {
 // TestMinTTLReportsTheFloor checks backend.TTLFloor: the floor Campaign
 // enforces, and the timing it follows from.
 func TestMinTTLReportsTheFloor(t *testing.T) {
+	t.Parallel()
 	b, err := New(testenv.ZKServers(t), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -193,6 +199,7 @@ func TestMinTTLReportsTheFloor(t *testing.T) {
 // that keeps the client's connection open after the server closed its
 // end (as elect's tests and some load balancers do).
 func TestTimingThroughProxy(t *testing.T) {
+	t.Parallel()
 	target := testenv.ZKServers(t)[0]
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -247,6 +254,7 @@ func TestTimingThroughProxy(t *testing.T) {
 // A cancelled ctx ends askConf with its error even when a server's failure
 // is ready at the same moment: the select may take either first.
 func TestAskConfCancelled(t *testing.T) {
+	t.Parallel()
 	for i := range 1000 {
 		ctx, cancel := context.WithCancel(context.Background())
 		// The ctx ends as the dial fails, so the failure and the end are

@@ -49,6 +49,7 @@ func tlsConfig(t *testing.T, withCert bool) *tls.Config {
 // wins, and a Backend made with Options.TLS sees the leader and queues
 // behind it.
 func TestURLZKTLS(t *testing.T) {
+	t.Parallel()
 	addr, ca, cert, key := testenv.ZKTLS(t)
 	root := testPrefix + "-tls-" + randomSuffix()
 	raw := "zks://" + addr + "?" + url.Values{"prefix": {root}, "ca": {ca}, "cert": {cert}, "key": {key}}.Encode()
@@ -98,6 +99,7 @@ func TestURLZKTLS(t *testing.T) {
 // certificate's identity, which the server's x509 auth provider gives the
 // session: creator-only access without a password.
 func TestZKTLSCertificateACL(t *testing.T) {
+	t.Parallel()
 	addr, _, _, _ := testenv.ZKTLS(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -126,6 +128,7 @@ func TestZKTLSCertificateACL(t *testing.T) {
 // a client certificate (the server's TLS alert) and zks:// without the CA
 // (an x509 error).
 func TestZKTLSRefusals(t *testing.T) {
+	t.Parallel()
 	addr, ca, _, _ := testenv.ZKTLS(t)
 	for _, tc := range []struct{ what, raw, want string }{
 		{"plain zk://", "zk://" + addr + "?prefix=/x", "EOF"},

@@ -41,6 +41,7 @@ func (f *fixture) owner(l backend.Lease) int64 {
 // within [sent + TTL − TTL×0.1 − 2ms, returned + TTL + 1ms], and the two
 // leases live on two sessions, which Close ends.
 func TestTTLsGetTheirOwnSessions(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	b, _ := f.backend(nil)
 	suffix := randomSuffix()
@@ -97,6 +98,7 @@ func TestTTLsGetTheirOwnSessions(t *testing.T) {
 // refused with ErrInvalid naming what was asked, granted and accepted, and
 // that no session made for it is left.
 func TestTTLOutsideRangeRefused(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	b, _ := f.backend(nil)
 	graced, _ := f.backend(&Options{Prefix: testPrefix, DisconnectGrace: time.Second})
@@ -141,6 +143,7 @@ func TestTTLOutsideRangeRefused(t *testing.T) {
 // TestOneTTLOneSession checks that every lease and candidate of one TTL
 // shares one session, and that reads use it rather than open their own.
 func TestOneTTLOneSession(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	b, _ := f.backend(nil)
 	suffix := randomSuffix()
@@ -174,6 +177,7 @@ func TestOneTTLOneSession(t *testing.T) {
 // TestReadsBeforeCampaign checks that a Backend that only reads holds one
 // session of its own, and that its campaigns add the session of their TTL.
 func TestReadsBeforeCampaign(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	b, _ := f.backend(nil)
 	election := "reads-" + randomSuffix()

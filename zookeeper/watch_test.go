@@ -8,7 +8,8 @@ import (
 )
 
 // TestHeldLeasesNoGoroutine: a held lease costs no goroutine of its own;
-// the session's dispatcher follows them all.
+// the session's dispatcher follows them all. Not t.Parallel: it counts the
+// goroutines of the whole process.
 func TestHeldLeasesNoGoroutine(t *testing.T) {
 	f := newFixture(t)
 	b, _ := f.backend(nil)
@@ -35,6 +36,7 @@ func TestHeldLeasesNoGoroutine(t *testing.T) {
 // armed again, and the deletion of its znode behind its back still ends
 // the lease.
 func TestWatchFollowsContention(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	a, _ := f.backend(nil)
 	b, _ := f.backend(nil)
@@ -81,6 +83,7 @@ func TestWatchFollowsContention(t *testing.T) {
 // than one per sixth of the TTL (twice the pings' pace) is measured again,
 // up to three: pings alone send none.
 func TestHeldDeadlineStaysAhead(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	b, d := f.backend(nil)
 	l := f.acquire(b, "ahead-"+randomSuffix(), "alice")
