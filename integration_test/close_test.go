@@ -20,6 +20,7 @@ import (
 // lost"), the release is no warning, and Run returns an error wrapping
 // backend.ErrClosed.
 func TestCloseUnderTerm(t *testing.T) {
+	t.Parallel()
 	for name, url := range map[string]func(testing.TB) string{
 		"redis": func(tb testing.TB) string { return "redis://" + strings.Join(testenv.RedisAddrs(tb), ",") },
 		"etcd":  func(tb testing.TB) string { return "etcd://" + strings.Join(testenv.EtcdEndpoints(tb), ",") },

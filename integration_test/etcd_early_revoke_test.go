@@ -33,7 +33,8 @@ import (
 // holder's key is deleted although the renewals the new leader acknowledged
 // keep the lease valid. The driver must not have moved the Deadline past
 // that point: no key may be deleted while the holder's Deadline still lies
-// ahead.
+// ahead. Not t.Parallel: it pauses a shared member, and reads the members'
+// revoke counts, which every client's leases move.
 func TestEtcdPausedRaftLeaderNoEarlyRevoke(t *testing.T) {
 	const ttl = time.Second
 	endpoints := etcdEndpoints(t)

@@ -20,6 +20,7 @@ import (
 // Killing the etcd raft leader during a term: the term survives (keepalives
 // fail over to another member within the renewal slack) or ends safely, and
 // the election has a leader again within TTL + the cluster's recovery.
+// Not t.Parallel: it kills a shared member.
 func TestEtcdRaftLeaderKilled(t *testing.T) {
 	endpoints := etcdEndpoints(t)
 	admin := etcdClient(t, endpoints...)
@@ -86,7 +87,10 @@ func TestEtcdRaftLeaderKilled(t *testing.T) {
 // A leader cut off from etcd by a network partition (toxiproxy timeout
 // toxic: bytes are dropped, connections stay open) steps down before its
 // lease can expire at the server, and its successor's token is greater.
+// The proxy is the test's own, in front of alice's connection only, so it
+// runs in parallel.
 func TestEtcdPartitionedLeaderStepsDown(t *testing.T) {
+	t.Parallel()
 	endpoints := etcdEndpoints(t)
 	proxy := startToxiproxy(t, "etcd", endpoints[0])
 	// The widest safety margin (under TTL/2): the step-down comes 5.5 s

@@ -19,6 +19,7 @@ import (
 // a 2 s lease, longer than asked: Campaign refuses it with ErrInvalid
 // naming the minimum, and accepts 2 s.
 func TestEtcdTTLBelowServerMinimum(t *testing.T) {
+	t.Parallel()
 	endpoint := startDefaultEtcd(t)
 	b := etcdBackend(t, etcdClient(t, endpoint))
 	ctx := etcdCtx(t)

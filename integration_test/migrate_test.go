@@ -8,6 +8,12 @@ package integration_test
 //
 //	eval "$(../scripts/servers.sh env)"
 //	go test -race -run 'TestMigrate' -v .
+//
+// They are not t.Parallel: at a 2 s TTL, seven replicas of up to two
+// backends each, and Redis requests bounded at 500 ms, they need the host to
+// themselves (run beside the other parallel tests at -parallel 8 on a loaded
+// 2-core host, they took 30-44 s instead of 7, lost terms to missed
+// renewals, and the Redis ones failed on RequestTimeout).
 
 import (
 	"testing"

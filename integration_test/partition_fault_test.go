@@ -15,7 +15,7 @@ import (
 // until every partition is owned again; the restarted nodes count toward a
 // quorum only after their RestartDelay (one TTL), so the bound is
 // RestartDelay + TTL, plus 3 s for the shared machine. Then each member
-// comes to hold its quota.
+// comes to hold its quota. Not t.Parallel: it kills shared Redis masters.
 func TestPartitionRedlockQuorumLoss(t *testing.T) {
 	s := partStores()[1]
 	if s.name != "redlock" {

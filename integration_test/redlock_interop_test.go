@@ -13,7 +13,9 @@ import (
 
 // TestRedlockRedsyncInterop: an elector leader and a redsync mutex on the
 // same five masters and the same key exclude each other both ways (the
-// Backend uses NoPrefix, so its lock key is the bare name).
+// Backend uses NoPrefix, so its lock key is the bare name). Not t.Parallel:
+// each redsync attempt gets 250 ms (expiry 5 s × its timeout factor 0.05)
+// per node, which other tests' load at once would eat.
 func TestRedlockRedsyncInterop(t *testing.T) {
 	rl := newRedlock(t)
 	rs := newRedlockRedsync(t)

@@ -261,6 +261,8 @@ func logRoundTrips(t *testing.T, mine, peer counts, peerName string, requests fu
 // scripts: Redis counts the commands a script runs in commandstats too.
 func scriptCalls(c counts) float64 { return c["evalsha"] + c["eval"] }
 
+// TestRoundTrips is not t.Parallel: Redis INFO and ZooKeeper mntr count
+// every client's requests.
 func TestRoundTrips(t *testing.T) {
 	t.Run("redlock", func(t *testing.T) {
 		addrs := testenv.RedisAddrs(t)

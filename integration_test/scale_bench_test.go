@@ -221,7 +221,8 @@ func BenchmarkScale(b *testing.B) {
 // TestScale holds 200 elections with a 6 s TTL on each backend, as
 // Electors: none is lost, terms never overlap, tokens increase, and the
 // renewal traffic stays within scaleTargets, counted by the servers over
-// three renew intervals.
+// three renew intervals. Not t.Parallel: the servers count every client's
+// requests.
 func TestScale(t *testing.T) {
 	const n, ttl = 200, 6 * time.Second
 	for _, c := range scaleCases() {

@@ -17,7 +17,8 @@ import (
 // Killing the ZooKeeper leader server: every server drops its clients while
 // the ensemble elects a new leader, so under the default policy the elector
 // leader steps down; its session survives, and the election has a leader
-// again once the ensemble is back, with no overlap.
+// again once the ensemble is back, with no overlap. Not t.Parallel: it
+// kills a shared server.
 func TestZooKeeperKillLeaderServer(t *testing.T) {
 	servers := testenv.ZKServers(t)
 	tl := newTermLog(zkTTL, testLogger)
@@ -71,8 +72,10 @@ func TestZooKeeperKillLeaderServer(t *testing.T) {
 // A leader cut off from ZooKeeper by a network partition (toxiproxy timeout
 // toxic: bytes are dropped, the connection stays open, the session lives on
 // at the servers) steps down before its session can expire there, and its
-// successor's token is greater.
+// successor's token is greater. The proxy is the test's own, in front of
+// alice's connection only, so it runs in parallel.
 func TestZooKeeperPartitionedLeaderStepsDown(t *testing.T) {
+	t.Parallel()
 	servers := testenv.ZKServers(t)
 	proxy := startToxiproxy(t, "zookeeper", servers[0])
 	// The widest safety margin (under TTL/2): the step-down comes 5.5 s

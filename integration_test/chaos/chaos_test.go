@@ -99,7 +99,8 @@ func ttlOf(name string) time.Duration {
 // TestChaos runs a campaign per driver (Redlock twice: nodes with AOF and
 // without) against the real test servers, checks each history and reports.
 // It fails on any violation, except those the redlock driver documents for
-// nodes that restart without persistence.
+// nodes that restart without persistence. Not t.Parallel: its nemesis
+// kills, pauses and restarts the shared test servers.
 func TestChaos(t *testing.T) {
 	if *flagRecheck != "" {
 		recheck(t, *flagRecheck)

@@ -32,6 +32,7 @@ func kinds(r Result) []string {
 }
 
 func TestCheckClean(t *testing.T) {
+	t.Parallel()
 	h := []Event{
 		{Mono: s(0), Proc: "a", Kind: KindStart},
 		elected(0.1, "a", 10), write(0.2, "a", 10, true), write(0.3, "a", 10, true), stepdown(1, "a", 10),
@@ -58,6 +59,7 @@ func TestCheckClean(t *testing.T) {
 }
 
 func TestCheckOverlap(t *testing.T) {
+	t.Parallel()
 	h := []Event{
 		elected(0, "a", 1), stepdown(1, "a", 1),
 		elected(0.9, "b", 2), stepdown(2, "b", 2),
@@ -75,6 +77,7 @@ func TestCheckOverlap(t *testing.T) {
 // A process frozen mid-term leads only until the freeze; writes it makes
 // after SIGCONT are a zombie's, which fencing must refuse.
 func TestCheckPausedLeader(t *testing.T) {
+	t.Parallel()
 	base := []Event{
 		elected(0, "a", 1), write(0.5, "a", 1, true),
 		{Mono: s(1), Kind: KindFault, Proc: "a", Note: FaultPauseLeader}, {Mono: s(1), Proc: "a", Kind: KindPause},
@@ -99,6 +102,7 @@ func TestCheckPausedLeader(t *testing.T) {
 }
 
 func TestCheckFenceOrder(t *testing.T) {
+	t.Parallel()
 	h := []Event{
 		elected(0, "a", 5), write(0.1, "a", 5, true), stepdown(0.2, "a", 5),
 		elected(0.3, "b", 6), write(0.4, "b", 6, true), write(0.5, "x", 4, true), stepdown(0.6, "b", 6),
@@ -110,6 +114,7 @@ func TestCheckFenceOrder(t *testing.T) {
 }
 
 func TestCheckTokenOrderDocumented(t *testing.T) {
+	t.Parallel()
 	h := []Event{
 		elected(0, "a", 7), stepdown(1, "a", 7),
 		{Mono: s(1.05), Kind: KindFault, Note: FaultRestartMajorNoAOF}, {Mono: s(1.1), Kind: KindHeal, Note: FaultRestartMajorNoAOF},
@@ -125,6 +130,7 @@ func TestCheckTokenOrderDocumented(t *testing.T) {
 }
 
 func TestCheckRecovery(t *testing.T) {
+	t.Parallel()
 	h := []Event{
 		elected(0, "a", 1), stepdown(0.5, "a", 1),
 		{Mono: s(0.6), Kind: KindFault, Note: FaultKillMajor}, {Mono: s(1), Kind: KindHeal, Note: FaultKillMajor},
@@ -138,6 +144,7 @@ func TestCheckRecovery(t *testing.T) {
 }
 
 func TestWriteSVGAndTable(t *testing.T) {
+	t.Parallel()
 	r := Check([]Event{elected(0, "a<1>", 1), stepdown(1, "a<1>", 1), elected(0.5, "b", 2), stepdown(2, "b", 2)}, params)
 	path := t.TempDir() + "/t.svg"
 	if err := WriteSVG(path, "test & run", r); err != nil {
@@ -162,6 +169,7 @@ var partitionParams = KeyParams{
 }
 
 func TestCheckKeysClean(t *testing.T) {
+	t.Parallel()
 	// Two partitions: p0 moves from a to b gracefully; p1's holder b is
 	// killed and a takes it over; each partition's tokens are its own.
 	h := []Event{
@@ -192,6 +200,7 @@ func TestCheckKeysClean(t *testing.T) {
 }
 
 func TestCheckKeysViolations(t *testing.T) {
+	t.Parallel()
 	h := []Event{
 		{Mono: s(0), Proc: "a", Kind: KindStart}, {Mono: s(0), Proc: "b", Kind: KindStart},
 		// p0: a and b own it at once, and the fence takes a's write after
@@ -232,6 +241,7 @@ func TestCheckKeysViolations(t *testing.T) {
 }
 
 func TestCheckKeysLateReplica(t *testing.T) {
+	t.Parallel()
 	mig := KeyParams{Span: true, MustRefuse: IsLate}
 	base := []Event{
 		{Mono: s(0), Proc: "s0g0", Kind: KindStart},

@@ -6,6 +6,7 @@ import "testing"
 // that follow a clock jump only the overlap and the writes the fence could
 // not yet refuse stay documented.
 func TestClockMode(t *testing.T) {
+	t.Parallel()
 	if base, mode := SplitCampaign("redlock-noaof-clock"); base != "redlock-noaof" || mode != "clock" {
 		t.Errorf("SplitCampaign: got %q %q", base, mode)
 	}

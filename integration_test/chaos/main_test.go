@@ -10,6 +10,11 @@ import (
 	"go.uber.org/goleak"
 )
 
+// The checker, clock, priority and probe tests call t.Parallel: they work on
+// synthetic histories and touch no server. TestChaos stays serial (every
+// campaign kills, pauses or restarts the test servers), and so does
+// TestSignalStampsAfterEffect, which stops and kills copies of the test
+// binary; both run before the parallel tests.
 func TestMain(m *testing.M) {
 	if os.Getenv(monoLoopEnv) != "" {
 		monoLoop()

@@ -23,6 +23,7 @@ func checkPrio(h []Event) (Result, PriorityStats) {
 const preempted = "elector: preempted by a candidate of a higher priority"
 
 func TestCheckPriorityYield(t *testing.T) {
+	t.Parallel()
 	h := []Event{
 		startPrio(0, "a", 1), elected(0.1, "a", 1),
 		startPrio(2, "b", 2), stepdown(2.5, "a", 1), revoked(2.5, "a", 1, "", preempted),
@@ -43,6 +44,7 @@ func TestCheckPriorityYield(t *testing.T) {
 }
 
 func TestCheckPriorityLowerLeads(t *testing.T) {
+	t.Parallel()
 	h := []Event{
 		startPrio(0, "a", 1), elected(0.1, "a", 1),
 		startPrio(1, "b", 3), stepdown(6, "a", 1),
@@ -62,6 +64,7 @@ func TestCheckPriorityLowerLeads(t *testing.T) {
 // A fault on the store, and a higher candidate that is paused or cut off,
 // suspend the rule: the lag counts from the heal.
 func TestCheckPrioritySuspended(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		fault []Event
@@ -96,6 +99,7 @@ func TestCheckPrioritySuspended(t *testing.T) {
 }
 
 func TestCheckPriorityNeedlessYield(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, want string
 		h          []Event
@@ -129,6 +133,7 @@ func TestCheckPriorityNeedlessYield(t *testing.T) {
 // A yield while the higher candidate's entry may still be live is not
 // needless, even though its process has just gone.
 func TestCheckPriorityYieldToRecentlyGone(t *testing.T) {
+	t.Parallel()
 	h := []Event{
 		startPrio(0, "a", 1), elected(0.1, "a", 1), startPrio(0.5, "b", 2),
 		{Mono: s(1.2), Proc: "b", Kind: KindKill}, stepdown(1.3, "a", 1), revoked(1.3, "a", 1, "", preempted),
@@ -147,6 +152,7 @@ func TestCheckPriorityYieldToRecentlyGone(t *testing.T) {
 // A term ended by a pause is no yield, whatever reason the process gives
 // once it wakes.
 func TestCheckPriorityPausedIsNoYield(t *testing.T) {
+	t.Parallel()
 	h := []Event{
 		startPrio(0, "a", 1), elected(0.1, "a", 1), startPrio(0.2, "b", 3),
 		{Mono: s(0.5), Kind: KindFault, Proc: "a", Note: FaultPauseLeader}, {Mono: s(0.5), Proc: "a", Kind: KindPause},

@@ -15,6 +15,7 @@ import (
 // probeSlow and a failure, each as one stall event naming its path, and
 // nothing for answers in time.
 func TestProbeRecordsStalls(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		delays := make(chan time.Duration, 16) // each PING's answer delay, in order
 		for _, d := range []time.Duration{0, 10 * time.Millisecond, 350 * time.Millisecond, 0, 2 * time.Second, 0} {

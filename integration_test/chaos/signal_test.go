@@ -16,6 +16,7 @@ import (
 // pause was stamped before SIGSTOP was sent, the child ran on for a moment,
 // and a candidate's "elected" stamped in that moment opened a term after
 // the pause that froze it: a false overlap (etcd-partitions, seed 5202).
+// Not t.Parallel: it stops and kills copies of the test binary.
 func TestSignalStampsAfterEffect(t *testing.T) {
 	for run := range 20 {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
