@@ -22,6 +22,7 @@ import (
 // names the election's Lease in spec.leaseName, carries the entry in its
 // annotations, and is listed by its label; Withdraw deletes it.
 func TestCandidateObject(t *testing.T) {
+	t.Parallel() // elections of its own
 	s := testServer(t)
 	b := testBackend(t, s, nil)
 	ctx := testCtx(t)
@@ -72,6 +73,7 @@ func TestCandidateObject(t *testing.T) {
 // of their own, and a Lease name that is a valid label value is its own
 // label.
 func TestElectionLabel(t *testing.T) {
+	t.Parallel()
 	a, b := strings.Repeat("a", 70), strings.Repeat("a", 70)+"b"
 	if electionLabel(a) == electionLabel(b) {
 		t.Errorf("electionLabel(%q) = electionLabel(%q) = %q, want distinct labels", a, b, electionLabel(a))
@@ -92,6 +94,7 @@ func TestElectionLabel(t *testing.T) {
 // On an apiserver that does not serve the LeaseCandidate API, Register
 // fails for good, naming the API and the feature gate.
 func TestRegisterWithoutCandidateAPI(t *testing.T) {
+	t.Parallel()
 	s := testServer(t)
 	b := testBackend(t, s, nil)
 	b.cands = candidateClient(b.rest, b.ns, "/apis/coordination.k8s.io/v1alpha9") // served by no apiserver
@@ -109,6 +112,7 @@ func TestRegisterWithoutCandidateAPI(t *testing.T) {
 // A Register whose create reached the apiserver but whose reply was lost
 // fails, and leaves no LeaseCandidate behind for readers to count.
 func TestFailedRegisterLeavesNoEntry(t *testing.T) {
+	t.Parallel() // an election of its own; the lost replies are its own proxy's
 	s := testServer(t)
 	b, r := testBackend(t, s, nil), testBackend(t, s, nil)
 	p := testproxy.New(t, s.addr())
@@ -147,6 +151,7 @@ func loseCreateReplies(next http.RoundTripper) http.RoundTripper {
 // the controller does to the entries of a crashed process too; a write of
 // any other field counts.
 func TestPingDoesNotKeepEntryLive(t *testing.T) {
+	t.Parallel()
 	w := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	local := time.Now()
 	entry := func(later string) *coordinationv1beta1.LeaseCandidate {
@@ -184,6 +189,7 @@ func TestPingDoesNotKeepEntryLive(t *testing.T) {
 
 // Close deletes the LeaseCandidates of the entries it registered.
 func TestCloseWithdrawsEntries(t *testing.T) {
+	t.Parallel() // an election of its own; it lists only that election's entries
 	s := testServer(t)
 	a, b := testBackend(t, s, nil), testBackend(t, s, nil)
 	ctx := testCtx(t)
@@ -204,6 +210,7 @@ func TestCloseWithdrawsEntries(t *testing.T) {
 // LeaseCandidate API stops: Run returns the error naming the API rather
 // than campaigning without its priority.
 func TestPriorityRefusedWithoutCandidateAPI(t *testing.T) {
+	t.Parallel()
 	s := testServer(t)
 	b := testBackend(t, s, nil)
 	b.cands = candidateClient(b.rest, b.ns, "/apis/coordination.k8s.io/v1alpha9") // served by no apiserver

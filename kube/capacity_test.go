@@ -12,6 +12,7 @@ import (
 // quickly again; a lease renewed on a longer schedule is counted at that
 // schedule after a few renewals; a shorter one is followed at once.
 func TestRenewRateFollowsTheSchedule(t *testing.T) {
+	t.Parallel()
 	at := time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC)
 	renewEvery := func(l *lease, n int, d time.Duration) {
 		for range n {

@@ -33,6 +33,7 @@ const cleTTL = 15 * time.Second
 // leads well within a lease duration, and the elector candidate does not
 // take the Lease back.
 func TestCoordinatedLeaderElectionHandOver(t *testing.T) {
+	t.Parallel() // a Lease and a LeaseCandidate of its own; bounds of half a 15 s lease
 	s := testServer(t)
 	ctx := testCtx(t)
 	name := testName(t)

@@ -19,6 +19,7 @@ import (
 // stopped by W + 1 s (the stamp's resolution) + d + serverSkew on the
 // apiserver's clock, carried to this process's clock through a sample.
 func TestClockExpiry(t *testing.T) {
+	t.Parallel()
 	base := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	local := time.Now()
 	lease := func(secs int32, times ...time.Time) *coordinationv1.Lease {
@@ -64,6 +65,7 @@ func TestClockExpiry(t *testing.T) {
 // next attempt waits clockRetry, instead of leaving every reader without a
 // judgment, and so every crashed holder or entry live, for clockMaxAge.
 func TestClockSampleOutlivesFailedRetake(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
 		fail := false
@@ -139,6 +141,7 @@ func writeCrashed(t *testing.T, s server, name string) (sent, bound time.Time) {
 // duration after its last write, and never before the duration has passed.
 // Each look uses a new Backend, which reads the Lease once.
 func TestOneLookSeesCrashedHolderExpire(t *testing.T) {
+	t.Parallel() // a Lease of its own; its bound allows 5 s for a loaded machine
 	s := testServer(t)
 	name, other := testName(t), testName(t)
 	const d = crashedSecs * time.Second
@@ -203,7 +206,9 @@ func TestOneLookSeesCrashedHolderExpire(t *testing.T) {
 // TestOneLookNeverDropsLiveHolder: a holder that keeps renewing is reported
 // by every new Backend that looks, and taken by none that campaigns,
 // however its renewals fall between the whole seconds of the apiserver's
-// stamps.
+// stamps. It runs alone: its looks, ten a second, each list the namespace's
+// Leases (a new Backend's Campaign starts its watch), and its holder of a
+// 3 s lease must have every renewal answered within about 2 s.
 func TestOneLookNeverDropsLiveHolder(t *testing.T) {
 	s := testServer(t)
 	name := testName(t)
@@ -265,6 +270,7 @@ func TestOneLookNeverDropsLiveHolder(t *testing.T) {
 // exist name it in their error, instead of reporting no leader as for an
 // election never held.
 func TestMissingNamespace(t *testing.T) {
+	t.Parallel()
 	s := testServer(t)
 	b, err := New(s.client(t), "elector-no-such-namespace", nil)
 	if err != nil {
@@ -293,7 +299,9 @@ func TestMissingNamespace(t *testing.T) {
 // given a second (a cron firing's short wait), take the Lease of a holder
 // that stopped writing once the apiserver's clock shows its duration
 // passed (within the stamps' margins), never before it, without one of
-// them watching the Lease for a whole duration.
+// them watching the Lease for a whole duration. It runs alone: the second
+// each Campaign is given covers its new Backend's list of the namespace's
+// Leases, as well as the take-over.
 func TestOneCampaignTakesCrashedHolder(t *testing.T) {
 	s := testServer(t)
 	name := testName(t)

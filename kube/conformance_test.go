@@ -14,6 +14,11 @@ import (
 	"github.com/leaderkit/elector/internal/testproxy"
 )
 
+// TestConformance runs the conformance suite on Leases with the shortest TTL
+// client-go candidates can share ([MinTTL]). It runs alone, not in
+// parallel: the suite runs its rules at once itself (as many as the CPUs,
+// outside go test's count), hands terms over hundreds of times, and bounds
+// a hand-over at half the TTL.
 func TestConformance(t *testing.T) {
 	s := testServer(t)
 	backendtest.Run(t, func(ctx context.Context, t *testing.T) (backendtest.Harness, error) {
@@ -23,6 +28,8 @@ func TestConformance(t *testing.T) {
 
 // TestConformanceElectorOnly runs the suite with Options.ElectorOnly, where
 // the Deadline counts from every renewal and a Lease may last one second.
+// It runs alone, as TestConformance does, with hand-overs bounded at half a
+// second.
 func TestConformanceElectorOnly(t *testing.T) {
 	s := testServer(t)
 	backendtest.Run(t, func(ctx context.Context, t *testing.T) (backendtest.Harness, error) {

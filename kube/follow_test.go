@@ -55,6 +55,7 @@ func awaitLost(t *testing.T, l *lease, d time.Duration, what string) {
 // The Backend's watch of its namespace's Leases, which its waiting
 // Campaigns and its held leases share, lists them once, when it starts.
 func TestFollowListsOnce(t *testing.T) {
+	t.Parallel() // a Lease of its own; the lists counted are its own client's
 	s := testServer(t)
 	p := testproxy.New(t, s.addr())
 	b, log := loggedBackend(t, s, p)
@@ -72,6 +73,7 @@ func TestFollowListsOnce(t *testing.T) {
 // version it saw: a take-over while it was down closes Lost once the
 // apiserver is reachable again, without reading the namespace's Leases.
 func TestFollowResumesAfterCut(t *testing.T) {
+	t.Parallel() // it cuts a proxy of its own, not the apiserver
 	s := testServer(t)
 	p := testproxy.New(t, s.addr())
 	b, log := loggedBackend(t, s, p)
@@ -99,7 +101,8 @@ func TestFollowResumesAfterCut(t *testing.T) {
 // When the apiserver can no longer resume the watch from its version
 // (410 Gone, after an outage longer than the apiserver keeps history),
 // the holder lists the namespace's Leases and finishes a held lease the
-// list shows taken over.
+// list shows taken over. It runs alone: it restarts the apiserver and
+// compacts etcd.
 func TestFollowListsWhenVersionExpired(t *testing.T) {
 	s := testServer(t)
 	// The outage: a restarted apiserver's watch cache starts at the current

@@ -13,6 +13,7 @@ import (
 // Forget deletes a released Lease, leaves a held one alone with an error
 // naming its holder, and reports false for an election that has no Lease.
 func TestForget(t *testing.T) {
+	t.Parallel() // an election of its own
 	s := testServer(t)
 	b := testBackend(t, s, nil)
 	name := testName(t)
@@ -40,6 +41,7 @@ func TestForget(t *testing.T) {
 // RequestRate reports the QPS of the client a kube:// URL configures: the
 // URL's qps, else the opener's default.
 func TestRequestRateFromURL(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		query string
 		want  float64

@@ -138,6 +138,7 @@ func renewEvery(t *testing.T, l *lease, d time.Duration) (stop func()) {
 // takes the Lease over within about one RetryPeriod of the release, and
 // increments the transitions count the elector token is.
 func TestInteropClientGoWaitsForElector(t *testing.T) {
+	t.Parallel() // a Lease of its own; bounds of seconds beside a 10 s lease
 	s := testServer(t)
 	b := testBackend(t, s, nil)
 	name := testName(t)
@@ -170,6 +171,7 @@ func TestInteropClientGoWaitsForElector(t *testing.T) {
 // takes the Lease over as soon as client-go releases it (ReleaseOnCancel),
 // with a token above client-go's transitions count.
 func TestInteropElectorWaitsForClientGo(t *testing.T) {
+	t.Parallel() // a Lease of its own; bounds of seconds beside a 10 s lease
 	s := testServer(t)
 	b := testBackend(t, s, nil)
 	name := testName(t)
@@ -206,6 +208,7 @@ func TestInteropElectorWaitsForClientGo(t *testing.T) {
 // leaseDurationSeconds have passed since it last saw the record change —
 // not before.
 func TestInteropClientGoExpires(t *testing.T) {
+	t.Parallel() // a Lease and a proxy of its own; its bound allows 8 s for margins and load
 	s := testServer(t)
 	b := testBackend(t, s, nil)
 	name := testName(t)
@@ -245,6 +248,7 @@ func TestInteropClientGoExpires(t *testing.T) {
 // record as JSON, where times are whole seconds), and the holder renews
 // several times a second.
 func TestInteropElectorExpires(t *testing.T) {
+	t.Parallel() // a Lease and proxies of its own; its bound allows 7 s for margins and load
 	s := testServer(t)
 	b, p := proxiedBackend(t, s)
 	name := testName(t)
@@ -273,6 +277,7 @@ func TestInteropElectorExpires(t *testing.T) {
 // together, each leading briefly and then releasing, through dozens of
 // hand-overs in both directions: their leaderships never overlap.
 func TestInteropMixedExclusion(t *testing.T) {
+	t.Parallel() // a Lease of its own; it wants 3 leaderships of each kind, alone it sees about 30
 	s := testServer(t)
 	name := testName(t)
 	rec := &upgradeLog{open: make(map[string]time.Time), changed: make(chan struct{})}

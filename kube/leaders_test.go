@@ -38,7 +38,9 @@ func testNamespace(t *testing.T, s server) server {
 // Leaders reads a partition group's worth of elections with one List
 // request, and reports each as Leader does: held, released, never
 // created, invalid. In a namespace holding more than 32 Leases per
-// election asked, it reads each election with a Get instead.
+// election asked, it reads each election with a Get instead. It runs
+// alone: its holders' 3 s leases, never renewed, must outlive the test's
+// hundred requests.
 func TestLeadersReadsInOneList(t *testing.T) {
 	s := testNamespace(t, testServer(t))
 	holder, reader := testBackend(t, s, nil), testBackend(t, s, nil)

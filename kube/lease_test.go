@@ -13,6 +13,7 @@ import (
 // not answer: the portable layer reads it to decide when to step down, and
 // must not wait for the renewal that is late.
 func TestDeadlineDoesNotWaitForRenew(t *testing.T) {
+	t.Parallel() // it stalls a proxy of its own, not the apiserver
 	s := testServer(t)
 	p := testproxy.New(t, s.addr())
 	// Deadline is allowed 5 s on a loaded machine; one that waited for the
@@ -62,6 +63,7 @@ func TestDeadlineDoesNotWaitForRenew(t *testing.T) {
 // which sees renewTime in whole seconds, may have first seen that second's
 // record then.
 func TestDeadlineAfterUnknownRenewal(t *testing.T) {
+	t.Parallel() // it stalls a proxy of its own; a 30 s lease
 	s := testServer(t)
 	p := testproxy.New(t, s.addr())
 	b, err := New(s.via(t, p.Addr()), s.ns, &Options{RequestTimeout: 5 * time.Second})

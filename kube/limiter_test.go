@@ -13,6 +13,7 @@ import (
 // leave a tenth of the burst for renewals: a renewal that finds the bucket
 // drained by reads is sent at once.
 func TestRateLimiterRenewalsFirst(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
 		r := NewRateLimiter(10, 10)
@@ -55,6 +56,7 @@ func TestRateLimiterRenewalsFirst(t *testing.T) {
 // A request the limiter cannot send before its context ends fails with an
 // error naming the limiter's qps and burst, not a context error.
 func TestRateLimiterErrorNamesTheLimit(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		r := NewRateLimiter(1, 1)
 		if err := r.Wait(renewal(t.Context())); err != nil {

@@ -13,6 +13,7 @@ import (
 // Lease, as soon as the apiserver sends the event: Lost closes well before
 // the next renewal, which the test never makes.
 func TestLostOnForeignWrite(t *testing.T) {
+	t.Parallel() // Leases of its own; it allows 10 s for one watch event
 	s := testServer(t)
 	raw := s.client(t).Leases(s.ns)
 	for _, tc := range []struct {

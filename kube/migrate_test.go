@@ -84,10 +84,12 @@ func redisSide(tb testing.TB) side {
 }
 
 func TestMigrateLeaseToEtcd(t *testing.T) {
+	t.Parallel() // an election of its own on both stores; bounds of 30 TTLs
 	runMigration(t, kubeSide(t), etcdSide(t), "etcd")
 }
 
 func TestMigrateRedisToLease(t *testing.T) {
+	t.Parallel() // an election of its own on both stores; bounds of 30 TTLs
 	runMigration(t, redisSide(t), kubeSide(t), "kube")
 }
 

@@ -8,6 +8,7 @@ import (
 )
 
 func TestLeaseName(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ election, want string }{
 		{"my-controller", "my-controller"},
 		{"kube-system.scheduler", "kube-system.scheduler"},
@@ -41,6 +42,7 @@ func TestLeaseName(t *testing.T) {
 // (existing Leases stay where they are), and so are the plain names that
 // do not have the mapped shape (client-go's LeaseLock names).
 func TestLeaseNameNoCollision(t *testing.T) {
+	t.Parallel()
 	mapped := LeaseName("Jobs/EU")
 	if mapped != "jobs-eu-c45523737fddc3a1" {
 		t.Fatalf("LeaseName(%q) = %q; want jobs-eu-c45523737fddc3a1, the name existing Leases have", "Jobs/EU", mapped)

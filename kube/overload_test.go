@@ -56,6 +56,8 @@ func (s server) limitedClientAt(t testing.TB, qps float32, burst int, wrap ...tr
 // rate: at 3 s a renewal has about 1.4 s from when it is due to the
 // step-down point, and on a 2-core machine running the rest of the suite
 // beside it the apiserver alone takes up to about 0.9 s to answer one.
+// It runs alone: it keeps the apiserver busy at its client's rate, and what
+// it holds depends on how fast the apiserver answers.
 func TestOverloadKeepsCapacity(t *testing.T) {
 	const (
 		ttl   = 2 * testTTL
@@ -160,6 +162,7 @@ func TestOverloadKeepsCapacity(t *testing.T) {
 // take its held leases for several times as costly as they are, and hold
 // every campaign back.
 func TestFailedRenewalsKeepTheRenewRate(t *testing.T) {
+	t.Parallel() // it cuts a proxy of its own, not the apiserver
 	s := testServer(t)
 	b, p := proxiedBackend(t, s)
 	l := mustCampaign(t, b, cand(testName(t), "holder"))

@@ -196,6 +196,7 @@ func newStallMeter(t testing.TB, s server) *stallMeter {
 // apiserver. After each step every partition is owned by exactly one
 // running member, and each partition's tokens increase.
 func TestPartitionOnLeases(t *testing.T) {
+	t.Parallel() // a group and proxies of its own; it allows 30 s for each step to settle
 	const n = 8
 	s := testServer(t)
 	group := testName(t)
@@ -261,7 +262,8 @@ func TestPartitionOnLeases(t *testing.T) {
 // the cores loaded six times over in 2 to 4 s. Time in which the apiserver
 // itself did not answer a write within a second (a stallMeter's) does not
 // count: on a starved machine a restarted apiserver can time every request
-// out for tens of seconds once ready, and no member can recover then.
+// out for tens of seconds once ready, and no member can recover then. It
+// runs alone: it restarts the apiserver.
 func TestPartitionsRecoverFromApiserverRestart(t *testing.T) {
 	const n = 64
 	s := testServer(t)

@@ -38,6 +38,7 @@ func setPreferred(t *testing.T, s server, name, preferred string) {
 // renewable meanwhile, so that its holder's work can stop before it
 // releases.
 func TestLeaseYieldsToPreferredHolder(t *testing.T) {
+	t.Parallel() // a Lease of its own; a 30 s lease
 	s := testServer(t)
 	b := testBackend(t, s, nil)
 	name := testName(t)
@@ -79,6 +80,7 @@ func TestLeaseYieldsToPreferredHolder(t *testing.T) {
 // for the candidate's TTL, then takes it: a preferred holder that never
 // comes holds the election up for no longer.
 func TestCampaignLeavesLeaseToPreferredHolder(t *testing.T) {
+	t.Parallel() // a Lease of its own; its bound allows 5 s for the take-over
 	s := testServer(t)
 	a, b := testBackend(t, s, nil), testBackend(t, s, nil)
 	name := testName(t)

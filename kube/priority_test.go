@@ -58,6 +58,7 @@ func runPrioritized(t *testing.T, s server, name, id string, priority int) *prio
 // with a greater token, and both are listed as candidates, the lower one
 // standing aside.
 func TestPriorityOnLeases(t *testing.T) {
+	t.Parallel() // an election of its own; it lists only that election's entries
 	s := testServer(t)
 	name := testName(t)
 	low := runPrioritized(t, s, name, "low", 1)

@@ -27,6 +27,7 @@ var connRefused = &url.Error{Op: "Put", URL: "https://127.0.0.1:6443/apis/coordi
 // with an error status, ends it. Timeouts and the rate limiter's refusals
 // do not: a slow apiserver still gets every request.
 func TestReachability(t *testing.T) {
+	t.Parallel()
 	var r reachability
 	t0 := time.Now()
 	for _, err := range []error{nil, context.DeadlineExceeded, &LimitError{QPS: 50, Burst: 100}} {
@@ -77,6 +78,7 @@ func TestReachability(t *testing.T) {
 // Options.RequestTimeout only when that bound ended it: when the caller's
 // own deadline came first, the error is the caller's, naming no setting.
 func TestBoundedNamesTheBoundThatEndedIt(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		b := &Backend{}
 		b.cfg.request = time.Second

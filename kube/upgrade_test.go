@@ -76,6 +76,7 @@ func (r *upgradeLog) lead(ctx context.Context, who string) {
 // time do two replicas lead, and the election is never without a leader
 // for longer than the TTL.
 func TestRollingUpgradeFromClientGo(t *testing.T) {
+	t.Parallel() // a Lease of its own; a hand-over takes about 0.1 s of the 6 s allowed
 	s := testServer(t)
 	name := testName(t)
 	rec := &upgradeLog{open: make(map[string]time.Time), changed: make(chan struct{})}

@@ -16,6 +16,7 @@ import (
 )
 
 func TestParseURL(t *testing.T) {
+	t.Parallel()
 	u := mustURL(t, "kube://10.0.0.1?namespace=team-a&ca=/ca.pem&token_file=/tok&qps=7&burst=9&drift_factor=0.02&request_timeout=1s&cleanup_timeout=3s&elector_only=true")
 	cfg, ns, opts, err := parseURL(u)
 	if err != nil {
@@ -35,6 +36,7 @@ func TestParseURL(t *testing.T) {
 }
 
 func TestParseURLKubeconfig(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "config")
 	const config = `apiVersion: v1
 kind: Config
@@ -71,6 +73,7 @@ current-context: one
 }
 
 func TestParseURLRefuses(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ url, want string }{
 		{"kube://u:p@h", "no user or password"},
 		{"kube://h/ns", "namespace="},
@@ -96,7 +99,8 @@ func TestParseURLRefuses(t *testing.T) {
 
 // TestNoKubeconfig: with no kubeconfig anywhere and no service account,
 // the error says how to give one, and does not send the user to
-// KUBERNETES_MASTER, which nothing reads.
+// KUBERNETES_MASTER, which nothing reads. It runs alone: it sets
+// environment variables.
 func TestNoKubeconfig(t *testing.T) {
 	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "none"))
 	t.Setenv("HOME", t.TempDir())
@@ -108,6 +112,7 @@ func TestNoKubeconfig(t *testing.T) {
 }
 
 func TestOpenURLValidates(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, raw := range []string{"kube://h?namespace=Not_A_Label", "kube://h?drift_factor=0.9", "kube://h?request_timeout=-1s"} {
 		_, _, err := backendurl.Open(ctx, raw)
@@ -120,6 +125,7 @@ func TestOpenURLValidates(t *testing.T) {
 // The kube:// URL that servers.sh exports opens a working Backend, and so
 // does its kubeconfig.
 func TestOpenURLRealServer(t *testing.T) {
+	t.Parallel() // elections of its own
 	for _, raw := range []string{testenvKubeURL(t), "kube://?kubeconfig=" + testenvKubeconfig(t)} {
 		b, closer, err := backendurl.Open(testCtx(t), raw)
 		if err != nil {
@@ -148,6 +154,7 @@ func TestOpenURLRealServer(t *testing.T) {
 // candidate would hold the old lease and wait for ever behind its own
 // Lease on the new side. Another namespace is another store.
 func TestMigrateURLSameLeases(t *testing.T) {
+	t.Parallel()
 	host := testenvKubeURL(t)
 	kc := "kube://?kubeconfig=" + url.QueryEscape(testenvKubeconfig(t))
 	check := func(old, new string) error {

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"flag"
+	"runtime"
 	"strconv"
 	"sync"
 	"testing"
@@ -18,9 +19,11 @@ import (
 // named subtest per rule, each with a fresh Harness and a watchdog: every
 // call the suite makes carries a context that ends 60 s + 30 TTL after the
 // subtest starts. Most rules wait out TTLs, so the subtests run at once, as
-// many as -test.parallel allows (go test's default: GOMAXPROCS), each on
-// its own Harness; newHarness is never called concurrently. Run returns
-// when every subtest has ended.
+// many as -test.parallel allows but no more than GOMAXPROCS (rules bound
+// hand-overs and renewals at fractions of a TTL, which more rules than
+// CPUs turn into a measure of the machine), each on its own Harness;
+// newHarness is never called concurrently. Run returns when every subtest
+// has ended.
 func Run(t *testing.T, newHarness HarnessMaker) {
 	tests := []rule{
 		{"CampaignFree", testCampaignFree},
@@ -86,11 +89,11 @@ func runOne(t *testing.T, r rule, newHarness HarnessMaker, makeMu *sync.Mutex) {
 }
 
 // parallelism is how many subtests Run runs at once: the -test.parallel
-// flag's value, or 1 outside go test.
+// flag's value (1 outside go test), at most GOMAXPROCS.
 func parallelism() int {
 	if f := flag.Lookup("test.parallel"); f != nil {
 		if n, err := strconv.Atoi(f.Value.String()); err == nil && n > 0 {
-			return n
+			return min(n, runtime.GOMAXPROCS(0))
 		}
 	}
 	return 1
