@@ -156,6 +156,7 @@ func expectCalls(t *testing.T, counters []*scriptCounter, want []int64, d int64,
 // TestRenewalsCoalesce renews 200 leases held through one Backend, all at
 // once: they share a few script calls per node instead of one each.
 func TestRenewalsCoalesce(t *testing.T) {
+	t.Parallel()
 	const k = 200
 	b, counters, leases := holdMany(t, k, 30*time.Second)
 	if b.batch == nil {
@@ -207,6 +208,7 @@ func TestRenewalsCoalesce(t *testing.T) {
 // their own Renew then sends nothing, until a Renew finds no newer rider
 // renewal to use.
 func TestRidersRenewedEarly(t *testing.T) {
+	t.Parallel()
 	// A rider renewal serves its lease's Renew for TTL/6: 5 s, for the
 	// Renews below on a loaded machine.
 	const k, ttl = 100, 30 * time.Second
@@ -242,6 +244,7 @@ func TestRidersRenewedEarly(t *testing.T) {
 // TestNoRiderRightAfterAcquire renews one of two leases just acquired: the
 // other, confirmed a moment ago, does not ride along.
 func TestNoRiderRightAfterAcquire(t *testing.T) {
+	t.Parallel()
 	// A lease acquired less than TTL/6 (5 s) ago does not ride along.
 	_, counters, leases := holdMany(t, 2, 30*time.Second)
 	ctx := testCtx(t)
@@ -259,6 +262,7 @@ func TestNoRiderRightAfterAcquire(t *testing.T) {
 // TestRiderLost deletes an idle lease's key on every node; another lease's
 // renewal carries it along, finds it gone and closes its Lost channel.
 func TestRiderLost(t *testing.T) {
+	t.Parallel()
 	b, _, leases := holdMany(t, 2, 10*time.Second)
 	ctx := testCtx(t)
 	warmUp(t, leases)
@@ -289,7 +293,8 @@ func TestRiderLost(t *testing.T) {
 // has returned on the quorum of the three others, and what waits for the
 // slow nodes' replies (to put a missing key back there) must not hold a
 // goroutine per lease. Once every node has answered, only the Backend's
-// idle node workers are left, at most maxIdleWorkers per node.
+// idle node workers are left, at most maxIdleWorkers per node. Not
+// t.Parallel: it counts the process's goroutines.
 func TestRenewalsLeaveNoGoroutinePerLease(t *testing.T) {
 	const k = 500
 	// The first lease's TTL outlasts the campaigns of the others, which

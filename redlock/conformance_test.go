@@ -93,6 +93,10 @@ var (
 	_ backendtest.Isolator = (*harness)(nil)
 )
 
+// TestConformance is not t.Parallel: backendtest.Run already runs its rules
+// at once (one per CPU), dozens of Backends on the five nodes, and their
+// hand-over (TTL/2, 2.5 s) and prompt-return (1 s) bounds, on 1.5 s
+// requests, leave no room for other tests' load on top.
 func TestConformance(t *testing.T) {
 	addrs := testenv.RedisAddrs(t)
 	backendtest.Run(t, func(_ context.Context, t *testing.T) (backendtest.Harness, error) {

@@ -59,6 +59,7 @@ func wantAll(t *testing.T, line string, want ...string) {
 // and token, the tally and the wait — so that a slow takeover can be traced
 // to the rounds that made it; at level Info nothing is logged.
 func TestDebugLogsLostRound(t *testing.T) {
+	t.Parallel()
 	// Nodes just (re)started by servers.sh or an earlier test would be in
 	// their restart delay, and the rounds quarantined, not held.
 	const delay = time.Millisecond
@@ -177,6 +178,7 @@ func replies(nodes ...any) ([]*reply[acquired], tally) {
 // wait until a quorum of the holder's keys can expire, and its value),
 // split, quarantined, skipped, or a failure.
 func TestLoseOutcomes(t *testing.T) {
+	t.Parallel()
 	alice := encodeValue(leaseID(newCampaignID(), 0), 41, "alice w/ space")
 	bob := encodeValue(leaseID(newCampaignID(), 2), 42, "bob")
 	aliceID := leaseID(newCampaignID(), 0)
@@ -225,6 +227,7 @@ func TestLoseOutcomes(t *testing.T) {
 // TestParseAcquiredHolder: a "held" reply's holder is the value's first
 // word, as the acquire script used to send it, and the value is kept whole.
 func TestParseAcquiredHolder(t *testing.T) {
+	t.Parallel()
 	for value, holder := range map[string]string{
 		"0123456789abcdef0123456789abcdef.3 17 alice w/ space": "0123456789abcdef0123456789abcdef.3",
 		"Zm9yZWlnbg==": "Zm9yZWlnbg==",
@@ -241,6 +244,7 @@ func TestParseAcquiredHolder(t *testing.T) {
 // explain it, a failed round logs its error, and nothing is logged at level
 // Info or without a Logger.
 func TestLogRoundLines(t *testing.T) {
+	t.Parallel()
 	alice := encodeValue(leaseID(newCampaignID(), 0), 41, "alice w/ space")
 	c := backend.Candidate{Election: "e/1", Identity: "bob", TTL: time.Second}
 	_, tHeld := replies(alice, alice, alice, nil, errors.New("connection refused"))

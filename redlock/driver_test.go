@@ -21,6 +21,7 @@ func name(t *testing.T) string {
 }
 
 func TestNewRejectsBadOptions(t *testing.T) {
+	t.Parallel()
 	ok := []redis.UniversalClient{redis.NewClient(clientOptions("127.0.0.1:1"))}
 	noCTE := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	t.Cleanup(func() { _ = ok[0].Close(); _ = noCTE.Close() })
@@ -53,6 +54,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 }
 
 func TestCampaignRejectsInvalid(t *testing.T) {
+	t.Parallel()
 	b, _ := newBackend(t, nil)
 	ctx := testCtx(t)
 	for _, c := range []backend.Candidate{
@@ -81,7 +83,10 @@ func TestCampaignRejectsInvalid(t *testing.T) {
 // exactly as the election with NoPrefix, and a counter that equals the
 // token on a quorum.
 func TestKeysAreRedlockKeys(t *testing.T) {
-	b, n := newBackend(t, &Options{NoPrefix: true})
+	t.Parallel()
+	// Parallel, so after the serial tests whose cleanups restart nodes: it
+	// restarts none, and need not wait them out.
+	b, n := newBackend(t, &Options{NoPrefix: true, RestartDelay: time.Millisecond})
 	ctx := testCtx(t)
 	e := name(t)
 	l, err := b.Campaign(ctx, backend.Candidate{Election: e, Identity: "alice w/ space", TTL: 5 * time.Second})
@@ -128,7 +133,9 @@ func TestKeysAreRedlockKeys(t *testing.T) {
 // as redsync or node-redlock would take, keeps our candidates out until it
 // expires, and Leader reports it without identity. The candidate's TTL is
 // far above the lock's PTTL, so that a Campaign that waited a TTL (the cap
-// for a holder whose keys do not expire) instead of the PTTL shows.
+// for a holder whose keys do not expire) instead of the PTTL shows. Not
+// t.Parallel: Leader must read the lock, set on three nodes one after the
+// other, within its 300 ms PTTL.
 func TestForeignLockExcludes(t *testing.T) {
 	// Nodes just (re)started would be in the restart delay of a 20 s TTL:
 	// the Campaign must wait for the lock only.
@@ -163,7 +170,8 @@ func TestForeignLockExcludes(t *testing.T) {
 // and the next term's token is higher still. The Backend has three nodes,
 // one of them cut off, so that the quorum is the two others (with five, a
 // round that returns at the first quorum may leave out the node with the
-// high counter, and the test would be flaky).
+// high counter, and the test would be flaky). Not t.Parallel: the lease,
+// on a 2 s TTL that nothing renews, must outlast the reads before Leader.
 func TestFencingWriteBack(t *testing.T) {
 	addrs := testenv.RedisAddrs(t)
 	n, cut := newNodes(t, addrs[:2]), newNodes(t, addrs[2:3])
@@ -219,7 +227,10 @@ func TestFencingWriteBack(t *testing.T) {
 // TestRenewNeverRecreates: a renewal of a lease whose keys were deleted
 // fails with ErrLost and creates nothing.
 func TestRenewNeverRecreates(t *testing.T) {
-	b, n := newBackend(t, nil)
+	t.Parallel()
+	// Parallel, so after the serial tests whose cleanups restart nodes: it
+	// restarts none, and need not wait them out.
+	b, n := newBackend(t, &Options{RestartDelay: time.Millisecond})
 	ctx := testCtx(t)
 	e := name(t)
 	l, err := b.Campaign(ctx, backend.Candidate{Election: e, Identity: "alice", TTL: 2 * time.Second})
@@ -254,7 +265,11 @@ func TestRenewNeverRecreates(t *testing.T) {
 // restarts empty. A renewal that confirms the quorum puts the lease back on
 // the nodes that lost it, with their counters raised to its token.
 func TestRenewRestoresMissingNodes(t *testing.T) {
-	b, n := newBackend(t, nil)
+	t.Parallel()
+	// Parallel, so after the serial tests whose cleanups restart nodes: it
+	// restarts none, and a node in its restart delay would not count
+	// toward the renewals' quorum of three (nodes 1-3).
+	b, n := newBackend(t, &Options{RestartDelay: time.Millisecond})
 	ctx := testCtx(t)
 	e := name(t)
 	key := b.lockKey(e)
@@ -287,7 +302,7 @@ func TestRenewRestoresMissingNodes(t *testing.T) {
 		}
 	}
 	n.clients[0].Del(ctx, key, key+counterSuffix) // one more node restarts empty
-	rival, _ := newBackend(t, nil)
+	rival, _ := newBackend(t, &Options{RestartDelay: time.Millisecond})
 	cctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
 	if l2, err := rival.Campaign(cctx, backend.Candidate{Election: e, Identity: "bob", TTL: 2 * time.Second}); err == nil {
@@ -303,6 +318,8 @@ func TestRenewRestoresMissingNodes(t *testing.T) {
 
 // TestAuth runs a Backend on the password-protected node, through a client
 // configured with the password, and checks that without it nothing works.
+// Not t.Parallel: the Campaign without credentials runs on the default
+// RequestTimeout, 100 ms, and must have the NOAUTH reply within it.
 func TestAuth(t *testing.T) {
 	addr := testenv.RedisAuthAddr(t)
 	ctx := testCtx(t)
@@ -345,6 +362,7 @@ func TestAuth(t *testing.T) {
 // TestFence: writes with the newest token pass, stale ones are refused and
 // change nothing.
 func TestFence(t *testing.T) {
+	t.Parallel()
 	_, n := newBackend(t, nil)
 	ctx := testCtx(t)
 	e := name(t)
@@ -377,8 +395,11 @@ func TestFence(t *testing.T) {
 // past its TTL is replaced, and its late writes through the Fence are
 // refused.
 func TestPausedLeaderFenced(t *testing.T) {
-	a, n := newBackend(t, nil)
-	b, _ := newBackend(t, nil)
+	t.Parallel()
+	// Parallel, so after the serial tests whose cleanups restart nodes: it
+	// restarts none, and need not wait them out.
+	a, n := newBackend(t, &Options{RestartDelay: time.Millisecond})
+	b, _ := newBackend(t, &Options{RestartDelay: time.Millisecond})
 	ctx := testCtx(t)
 	e := name(t)
 	g := NewFence(n.clients[0], b.lockKey(e)+"/fence")
@@ -424,7 +445,11 @@ func TestPausedLeaderFenced(t *testing.T) {
 // round (the floor), no fencing write-back is needed: each term's token is
 // the previous one plus one.
 func TestAcquireFollowsOwnRelease(t *testing.T) {
-	b, n := newBackend(t, nil)
+	t.Parallel()
+	// Parallel, so after the serial tests whose cleanups restart nodes: it
+	// restarts none, and a node in its restart delay would get the counter
+	// write-backs this test counts (raiseCounters).
+	b, n := newBackend(t, &Options{RestartDelay: time.Millisecond})
 	writeBacks := &hashCounter{hash: writeBackScript.Hash()}
 	for _, cl := range n.clients {
 		cl.AddHook(writeBacks)

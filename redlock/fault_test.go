@@ -16,7 +16,9 @@ import (
 )
 
 // Fault tests break the shared Redis nodes with scripts/servers.sh and
-// restore them in t.Cleanup. They do not run in parallel.
+// restore them in t.Cleanup. They are not t.Parallel, so they run before
+// every parallel test of the package, none of which faults a node (see
+// main_test.go).
 
 // kill SIGKILLs Redis node i (1-based) and restarts it, empty, at cleanup.
 func kill(t *testing.T, i int) {
@@ -66,8 +68,10 @@ func wantWaits(t *testing.T, b *Backend, c backend.Candidate, d time.Duration, w
 }
 
 func TestOneNodeKilled(t *testing.T) {
-	a, _ := newBackend(t, nil)
-	b, _ := newBackend(t, nil)
+	// The nodes an earlier test restarted need not be waited out: this
+	// test restarts none (its kill's restart comes at cleanup).
+	a, _ := newBackend(t, &Options{RestartDelay: time.Millisecond})
+	b, _ := newBackend(t, &Options{RestartDelay: time.Millisecond})
 	ctx := testCtx(t)
 	e := name(t)
 	kill(t, 3)
@@ -113,7 +117,10 @@ func TestPausedNodesBounded(t *testing.T) {
 	const slack = 5 * time.Second // for a loaded machine; far below readTimeout
 	const bound = requestTimeout + slack
 	n := newNodesWith(t, testenv.RedisAddrs(t), func(o *redis.Options) { o.ReadTimeout = readTimeout })
-	a, err := New(n.clients, &Options{RequestTimeout: requestTimeout})
+	// The nodes an earlier test restarted need not be waited out (this
+	// test restarts none): after a restart of nodes 1-3, the Campaign below
+	// would wait out a restart delay of its 15 s TTL, past its bound.
+	a, err := New(n.clients, &Options{RequestTimeout: requestTimeout, RestartDelay: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,44 +180,6 @@ func TestPausedNodesBounded(t *testing.T) {
 	}
 }
 
-// TestThreeNodesDown: with a majority of nodes down nobody is elected, the
-// holder cannot renew, and no second leader appears.
-func TestThreeNodesDown(t *testing.T) {
-	a, _ := newBackend(t, nil)
-	b, _ := newBackend(t, nil)
-	ctx := testCtx(t)
-	e := name(t)
-	// A TTL that outlasts killing three nodes on a busy machine (three
-	// servers.sh runs took over 5 s in a loaded CI run), so that the Renew
-	// below runs before the lease's Deadline.
-	la, err := a.Campaign(ctx, backend.Candidate{Election: e, Identity: "alice", TTL: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	kill(t, 1)
-	kill(t, 2)
-	kill(t, 3)
-	if err := la.Renew(ctx); err == nil || errors.Is(err, backend.ErrLost) {
-		t.Errorf("Renew with three nodes down: got %v, want a transient error", err)
-	}
-	// Past alice's TTL, bob still cannot be elected: a quorum is unreachable.
-	tick := time.NewTicker(20 * time.Millisecond) // paces the attempts
-	defer tick.Stop()
-	for ; time.Now().Before(la.Deadline().Add(100 * time.Millisecond)); <-tick.C {
-		l, err := b.Campaign(ctx, backend.Candidate{Election: e, Identity: "bob", TTL: 500 * time.Millisecond})
-		if err == nil {
-			_ = l.Release(ctx)
-			t.Fatal("Campaign with three nodes down: got a lease, want an error")
-		}
-		if errors.Is(err, backend.ErrInvalid) || errors.Is(err, backend.ErrClosed) {
-			t.Fatalf("Campaign with three nodes down: got permanent error %v, want a transient one", err)
-		}
-	}
-	if h, err := b.Leader(ctx, e); err == nil {
-		t.Errorf("Leader with three nodes down: got %+v, want an error", h)
-	}
-}
-
 // TestRestartWithoutPersistence documents what the package doc's # Safety
 // section states. One node restarted empty during a term changes nothing:
 // the holder keeps a quorum of four, and its next renewal puts the lease
@@ -219,6 +188,12 @@ func TestThreeNodesDown(t *testing.T) {
 // is elected only after the first one's lease has expired; but the
 // restarted nodes' counters started over, so its token may go backwards,
 // and the Fence then refuses it.
+//
+// Alice's Campaign, with the default restart delay, waits until a majority
+// of the nodes has been up for her 15 s TTL: the test comes before
+// TestThreeNodesDown, whose cleanup restarts nodes 1-3, so that it does
+// not wait those restarts out (OneNodeKilled's restart of node 3 alone
+// leaves a majority up).
 func TestRestartWithoutPersistence(t *testing.T) {
 	a, n := newBackend(t, nil)
 	b, _ := newBackend(t, nil)
@@ -270,6 +245,47 @@ func TestRestartWithoutPersistence(t *testing.T) {
 	t.Logf("bob's token %d, alice's %d", lb.Token(), la.Token())
 	if err := g.Check(ctx, lb.Token()); lb.Token() < la.Token() && !errors.Is(err, ErrStaleToken) {
 		t.Errorf("Fence with bob's lower token: got %v, want ErrStaleToken", err)
+	}
+}
+
+// TestThreeNodesDown: with a majority of nodes down nobody is elected, the
+// holder cannot renew, and no second leader appears.
+func TestThreeNodesDown(t *testing.T) {
+	// The nodes TestRestartWithoutPersistence restarted at its cleanup
+	// need not be waited out: with three nodes down no quorum answers
+	// whatever the restart delay.
+	a, _ := newBackend(t, &Options{RestartDelay: time.Millisecond})
+	b, _ := newBackend(t, &Options{RestartDelay: time.Millisecond})
+	ctx := testCtx(t)
+	e := name(t)
+	// A TTL that outlasts killing three nodes on a busy machine (three
+	// servers.sh runs took over 5 s in a loaded CI run), so that the Renew
+	// below runs before the lease's Deadline.
+	la, err := a.Campaign(ctx, backend.Candidate{Election: e, Identity: "alice", TTL: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kill(t, 1)
+	kill(t, 2)
+	kill(t, 3)
+	if err := la.Renew(ctx); err == nil || errors.Is(err, backend.ErrLost) {
+		t.Errorf("Renew with three nodes down: got %v, want a transient error", err)
+	}
+	// Past alice's TTL, bob still cannot be elected: a quorum is unreachable.
+	tick := time.NewTicker(20 * time.Millisecond) // paces the attempts
+	defer tick.Stop()
+	for ; time.Now().Before(la.Deadline().Add(100 * time.Millisecond)); <-tick.C {
+		l, err := b.Campaign(ctx, backend.Candidate{Election: e, Identity: "bob", TTL: 500 * time.Millisecond})
+		if err == nil {
+			_ = l.Release(ctx)
+			t.Fatal("Campaign with three nodes down: got a lease, want an error")
+		}
+		if errors.Is(err, backend.ErrInvalid) || errors.Is(err, backend.ErrClosed) {
+			t.Fatalf("Campaign with three nodes down: got permanent error %v, want a transient one", err)
+		}
+	}
+	if h, err := b.Leader(ctx, e); err == nil {
+		t.Errorf("Leader with three nodes down: got %+v, want an error", h)
 	}
 }
 

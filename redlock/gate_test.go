@@ -17,6 +17,7 @@ import (
 // one, halves once per window's worth of slow rounds, then grows by one per
 // window's worth of answered rounds, within [gateMin, gateMax].
 func TestGateWindow(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		g := newGate()
 		ctx := context.Background()
@@ -66,6 +67,7 @@ func TestGateWindow(t *testing.T) {
 // as room frees up, and a waiter whose ctx ends or whose Backend closes
 // leaves without taking room.
 func TestGateQueue(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		g := &gate{win: aimd.New(1, 1, gateMax)}
 		done := make(chan struct{})
@@ -123,6 +125,7 @@ func TestGateQueue(t *testing.T) {
 // TestGateGrantedWhileLeaving: a waiter whose ctx ends as it is granted
 // room gives the room back, to the next waiter.
 func TestGateGrantedWhileLeaving(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		g := &gate{win: aimd.New(1, 1, gateMax)}
 		first, err := g.enter(context.Background(), nil)

@@ -43,6 +43,7 @@ func (h *readCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 // a minority only, and one whose key on a majority is a hash (garbage left
 // by another program), which must not fail the rest of the batch.
 func TestLeadersOneRequestPerNode(t *testing.T) {
+	t.Parallel()
 	addrs := testenv.RedisAddrs(t)
 	n := newNodes(t, addrs)
 	counters := make([]*readCounter, len(n.clients))
@@ -55,7 +56,11 @@ func TestLeadersOneRequestPerNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.Close() })
-	other, _ := newBackend(t, &Options{NoPrefix: true})
+	// The test is about Leaders' batched reads, not restarts: with the
+	// default restart delay (the one-minute TTL below) its Campaigns would
+	// wait until a majority of the nodes had been up for a minute, and it
+	// runs after the tests whose cleanups restart nodes.
+	other, _ := newBackend(t, &Options{NoPrefix: true, RestartDelay: time.Millisecond})
 	ctx := testCtx(t)
 
 	const total = 200
@@ -131,6 +136,7 @@ func TestLeadersOneRequestPerNode(t *testing.T) {
 // tell whether a free election is held, and says so for each; an invalid
 // name is refused at its own index; a cancelled ctx is reported as such.
 func TestLeadersUnreachable(t *testing.T) {
+	t.Parallel()
 	addrs := testenv.RedisAddrs(t)
 	up, cut := newNodes(t, addrs[:2]), newNodes(t, addrs[2:])
 	cut.isolated.Store(true)
@@ -165,6 +171,7 @@ func TestLeadersUnreachable(t *testing.T) {
 // TestParseObservedBatch: a node answering the batched read with garbage
 // gets an error or zero values, never a panic or a misread key.
 func TestParseObservedBatch(t *testing.T) {
+	t.Parallel()
 	if _, err := parseObservedBatch([]any{int64(5)}, nil); err == nil {
 		t.Error("an odd number of values: got no error")
 	}

@@ -10,7 +10,9 @@ import (
 // TestUnmarkKeepsCounter: Unmark on an election that was never marked, while
 // it has a live leader, removes nothing, and after Mark it removes the
 // marker only: the fencing counter stays on every node, so the next
-// leader's token is above every earlier one.
+// leader's token is above every earlier one. Not t.Parallel: the live
+// lease, on a 2 s TTL that nothing renews, must outlast the requests before
+// its Renew.
 func TestUnmarkKeepsCounter(t *testing.T) {
 	b, n := newBackend(t, nil)
 	ctx := testCtx(t)
@@ -82,6 +84,7 @@ func TestUnmarkKeepsCounter(t *testing.T) {
 // TestUnmarkLeavesAnotherLease: a marker fragment on one node is removed,
 // and a node holding a lease keeps it.
 func TestUnmarkLeavesAnotherLease(t *testing.T) {
+	t.Parallel()
 	b, n := newBackend(t, nil)
 	ctx := testCtx(t)
 	e := name(t)

@@ -15,6 +15,7 @@ import (
 // would make a "quorum" of three: a phantom leader. New refuses
 // the same client twice and two clients addressing one server.
 func TestNewRefusesDuplicateNodes(t *testing.T) {
+	t.Parallel()
 	client := func(network, addr string) *redis.Client {
 		c := redis.NewClient(&redis.Options{Network: network, Addr: addr, ContextTimeoutEnabled: true})
 		t.Cleanup(func() { _ = c.Close() })
@@ -53,6 +54,7 @@ func TestNewRefusesDuplicateNodes(t *testing.T) {
 // TestURLRefusesDuplicateHosts: the redis:// host list names each master
 // once; a repeated host (however spelled) is refused, naming it.
 func TestURLRefusesDuplicateHosts(t *testing.T) {
+	t.Parallel()
 	for raw, want := range map[string]string{
 		"redis://127.0.0.1:7004,127.0.0.1:7004,127.0.0.1:7004,h4,h5": "names the Redis server 127.0.0.1:7004 twice (hosts 1 and 2)",
 		"redis://h1,H1:6379":                  "names the Redis server h1:6379 twice",
@@ -71,6 +73,7 @@ func TestURLRefusesDuplicateHosts(t *testing.T) {
 // TestWarnings: a single master and an even number of masters are valid
 // but weak; Warnings says why, and says nothing for 3 or 5.
 func TestWarnings(t *testing.T) {
+	t.Parallel()
 	for n, want := range map[int]string{
 		1: "a single Redis master tolerates no failure",
 		2: "2 Redis masters need a quorum of 2, so they tolerate no more failed masters (0) than 1 would",

@@ -13,13 +13,18 @@ import (
 // each candidate on clients and a Backend of its own, as separate
 // processes. The TTL bounds the hand-over (TTL/2) and the renewal stalls a
 // leader survives in the windows where no term may change: 5 s leaves a
-// loaded machine seconds for both.
+// loaded machine seconds for both. The subtests run in parallel, and so
+// does the test: it faults no node, and its elections are its own.
 func TestPriority(t *testing.T) {
+	t.Parallel()
 	prioritytest.Run(t, 5*time.Second, makeBackend)
 }
 
+// makeBackend's Backends count a restarted node at once: TestPriority runs
+// in parallel, so after the serial tests whose cleanups restart nodes, and
+// restarts none itself.
 func makeBackend(t testing.TB) backend.Backend {
-	b, err := New(newNodes(t, testenv.RedisAddrs(t)).clients, &Options{RequestTimeout: testRequestTimeout})
+	b, err := New(newNodes(t, testenv.RedisAddrs(t)).clients, &Options{RequestTimeout: testRequestTimeout, RestartDelay: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

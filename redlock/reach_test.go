@@ -15,6 +15,7 @@ import (
 // error, not a bare "context deadline exceeded". Port 1 on the loopback
 // refuses at once on any test machine.
 func TestCampaignNamesNodeCauses(t *testing.T) {
+	t.Parallel()
 	b, c, err := backendurl.Open(t.Context(), "redis://127.0.0.1:1,127.0.0.1:2,127.0.0.1:3?request_timeout=50ms")
 	if err != nil {
 		t.Fatal(err)
@@ -42,6 +43,7 @@ func TestCampaignNamesNodeCauses(t *testing.T) {
 // TestSlowNodeHintsRequestTimeout: a node that accepts connections but is slower
 // than RequestTimeout is described with the hint to raise request_timeout.
 func TestSlowNodeHintsRequestTimeout(t *testing.T) {
+	t.Parallel()
 	b := &Backend{clients: nil, cfg: config{requestTimeout: 100 * time.Millisecond}}
 	b.clients = append(b.clients, nil)
 	got := b.failure(0, context.DeadlineExceeded, b.cfg.requestTimeout)

@@ -15,6 +15,7 @@ import (
 // every later quorum read, even one that meets the nodes it missed, which
 // still hold the entry.
 func TestWithdrawReachingAQuorum(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	w, wn := perNodeBackend(t)
 	name := name(t)
@@ -51,6 +52,7 @@ func TestWithdrawReachingAQuorum(t *testing.T) {
 // landed and only the reply was lost: no reader sees a candidate that is
 // not registered.
 func TestFailedRegisterLeavesNoEntry(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	w, wn := perNodeBackend(t)
 	name := name(t)

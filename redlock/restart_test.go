@@ -100,6 +100,7 @@ func TestRestartDelayOff(t *testing.T) {
 }
 
 func TestParseServerInfo(t *testing.T) {
+	t.Parallel()
 	id, up, err := parseServerInfo("# Server\r\nredis_version:7.0.15\r\nrun_id:abc123\r\nuptime_in_seconds:42\r\n")
 	if err != nil || id != "abc123" || up != 42*time.Second {
 		t.Errorf("parseServerInfo: %q %v %v, want abc123 42s nil", id, up, err)
@@ -110,6 +111,7 @@ func TestParseServerInfo(t *testing.T) {
 }
 
 func TestRestartDelayOptions(t *testing.T) {
+	t.Parallel()
 	for _, o := range []Options{{RestartDelay: -time.Second}, {RestartDelay: 2 * time.Hour}, {NoRestartDelay: true, RestartDelay: time.Second}} {
 		if _, err := o.config(); !errors.Is(err, backend.ErrInvalid) {
 			t.Errorf("%+v: got %v, want ErrInvalid", o, err)

@@ -18,7 +18,10 @@ import (
 // server's certificate against ca, presents the client certificate the
 // server requires, and authenticates with the password: an election is won
 // and its holder read through it. Without the client certificate, with a
-// wrong password, or over plain redis://, the same node refuses.
+// wrong password, or over plain redis://, the same node refuses. Not
+// t.Parallel: the refusals come on 1 s requests and must name their cause,
+// which a handshake slowed past that by other tests' load would turn into
+// a timeout.
 func TestURLRedisTLS(t *testing.T) {
 	addr, ca, cert, key := testenv.RedisTLS(t)
 	// Each request of the election below must succeed on a loaded machine.

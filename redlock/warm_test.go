@@ -37,7 +37,8 @@ func (slowDial) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proces
 // unreachable". The dial takes 100 ms more than RequestTimeout, so a round
 // that made its connection fails whatever the load; the rest of
 // warmTimeout (1 s), and RequestTimeout itself, are the slack a loaded
-// machine has for the handshakes and for the round.
+// machine has for the handshakes and for the round. Not t.Parallel: that
+// slack (600 ms, then a 300 ms round) leaves no room for other tests' load.
 func TestFirstRoundConnects(t *testing.T) {
 	fresh := func() *Backend {
 		var clients []redis.UniversalClient

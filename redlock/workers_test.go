@@ -20,6 +20,7 @@ func workersOnly(nodes int) *Backend {
 // renew interval) then hold a few goroutines per node, not as many as the
 // cold start needed.
 func TestNodeWorkersShrinkToTheLoad(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		const burst = 16
 		b := workersOnly(1)
