@@ -24,6 +24,10 @@ import (
 // renewals every TTL/4 leave a loaded machine room.
 const testTTL = 2 * time.Second
 
+// TestConformance and TestConformancePrefix are not t.Parallel:
+// backendtest.Run already runs their rules at once (one per CPU), and their
+// hand-over (TTL/2, 1 s) and prompt-return (0.7 s) bounds leave no room for
+// other tests' load on top.
 func TestConformance(t *testing.T) {
 	endpoints := testenv.EtcdEndpoints(t)
 	backendtest.Run(t, func(ctx context.Context, t *testing.T) (backendtest.Harness, error) {

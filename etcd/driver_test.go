@@ -17,6 +17,7 @@ import (
 )
 
 func TestNewValidatesOptions(t *testing.T) {
+	t.Parallel()
 	if _, err := New(nil, nil); !errors.Is(err, backend.ErrInvalid) {
 		t.Errorf("New(nil client): got %v, want ErrInvalid", err)
 	}
@@ -42,6 +43,7 @@ func TestNewValidatesOptions(t *testing.T) {
 }
 
 func TestTTLSeconds(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		ttl  time.Duration
 		want int64
@@ -59,6 +61,7 @@ func TestTTLSeconds(t *testing.T) {
 }
 
 func TestIsCandidate(t *testing.T) {
+	t.Parallel()
 	for key, want := range map[string]bool{
 		"jobs/694d77a5f0c1b23a": true,
 		"jobs/7":                true,
@@ -74,7 +77,9 @@ func TestIsCandidate(t *testing.T) {
 	}
 }
 
-// The key, value and lease are concurrency.Election's.
+// The key, value and lease are concurrency.Election's. Not t.Parallel: each
+// lease, on a 2 s etcd lease that nothing renews, must outlast the read
+// before its Release.
 func TestKeyLayout(t *testing.T) {
 	cli := testClient(t)
 	for _, prefix := range []string{"", "/elector/"} {
@@ -103,6 +108,7 @@ func TestKeyLayout(t *testing.T) {
 // Many elections on one Backend share one etcd lease, and their renewals
 // share keepalives.
 func TestSharedLease(t *testing.T) {
+	t.Parallel()
 	cli := testClient(t)
 	counter := &countingLease{Lease: cli.Lease}
 	cli.Lease = counter
@@ -152,6 +158,8 @@ func TestSharedLease(t *testing.T) {
 }
 
 // Upstream's Campaign keeps waiting after its lease is gone (etcd#19597).
+// Not t.Parallel: the waiting Campaign's 2 s lease lives on its keepalives
+// alone, and must not lapse before the test revokes it.
 func TestLostWhileWaiting(t *testing.T) {
 	cli := testClient(t)
 	holder := mustCampaign(t, testBackend(t, cli, nil), unrenewed(testName(t), "alice"))
@@ -194,7 +202,11 @@ func TestLostWhileWaiting(t *testing.T) {
 	}
 }
 
-// Upstream leaves the key of a canceled Campaign (etcd#21128).
+// Upstream leaves the key of a canceled Campaign (etcd#21128). Not
+// t.Parallel: the Campaign's put must be answered well within its 200 ms;
+// one still in flight at the cancel may be applied after the delete
+// (TestLatePutOfAbandonedCampaign), and other tests' load makes that
+// likelier.
 func TestCanceledCampaignLeavesNoKey(t *testing.T) {
 	cli := testClient(t)
 	holder := mustCampaign(t, testBackend(t, cli, nil), unrenewed(testName(t), "alice"))
@@ -223,6 +235,7 @@ func TestCanceledCampaignLeavesNoKey(t *testing.T) {
 // outlive its holder for as long as the process ran, its election without
 // a leader meanwhile.
 func TestFailedReleaseOrphansKey(t *testing.T) {
+	t.Parallel()
 	cli := testClient(t)
 	b := testBackend(t, cli, nil)
 	name := testName(t)
@@ -271,7 +284,9 @@ func TestFailedReleaseOrphansKey(t *testing.T) {
 	}
 }
 
-// Guard commits writes only while the term is current.
+// Guard commits writes only while the term is current. Not t.Parallel: its
+// terms are on 2 s leases that nothing renews, and each must outlast
+// several requests (its Release fails once the lease has lapsed).
 func TestGuard(t *testing.T) {
 	cli := testClient(t)
 	b := testBackend(t, cli, nil)
@@ -317,7 +332,9 @@ func TestGuard(t *testing.T) {
 	_, _ = cli.Delete(testCtx(t), data)
 }
 
-// The granted TTL is whole seconds and the Deadline follows it.
+// The granted TTL is whole seconds and the Deadline follows it. Not
+// t.Parallel: the 2 s lease, which nothing renews, must still be there for
+// the Release.
 func TestDeadlineFromGrant(t *testing.T) {
 	b := testBackend(t, testClient(t), nil)
 	start := time.Now()
@@ -343,6 +360,7 @@ func TestDeadlineFromGrant(t *testing.T) {
 // keepalive every TTL/3, each bounded by TTL/3 (5 s; RequestTimeout is
 // longer), which a Close that waited for it would take.
 func TestCloseWhileCutOff(t *testing.T) {
+	t.Parallel()
 	const ttl = 15 * time.Second
 	cli := testClient(t)
 	holder := mustCampaign(t, testBackend(t, cli, nil), unrenewed(testName(t), "alice"))
@@ -413,7 +431,9 @@ func TestCloseWhileCutOff(t *testing.T) {
 
 // Many Campaigns started at once on one Backend (a cold start) share one
 // etcd lease: a Campaign that finds no session while another grants one
-// waits for that grant instead of granting its own.
+// waits for that grant instead of granting its own. Not t.Parallel: the 50
+// Campaigns must all be in before the 2 s etcd lease they share, which
+// nothing renews, lapses.
 func TestSharedLeaseColdStart(t *testing.T) {
 	b := testBackend(t, testClient(t), nil)
 	base := testName(t)

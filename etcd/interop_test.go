@@ -19,6 +19,7 @@ import (
 // Candidates of the Go concurrency package and of this driver queue in one
 // line, and each reports the other's leader.
 func TestInteropConcurrency(t *testing.T) {
+	t.Parallel()
 	cli := testClient(t)
 	b := testBackend(t, cli, nil)
 	sess, err := concurrency.NewSession(cli, concurrency.WithTTL(5))
@@ -79,6 +80,7 @@ func TestInteropConcurrency(t *testing.T) {
 // etcdctl (Debian's etcd-client, v3.4) observes our leader, and its
 // candidates queue with ours in both directions.
 func TestInteropEtcdctl(t *testing.T) {
+	t.Parallel()
 	endpoints := testenv.EtcdEndpoints(t)
 	if _, err := exec.LookPath("etcdctl"); err != nil {
 		t.Fatalf("etcdctl not installed (Debian etcd-client): %v", err)

@@ -85,6 +85,7 @@ func numbered(base string, n int) []string {
 // TimeToLive per distinct lease, and reports what Leader reports for each:
 // held on two leases (two Backends), free, and an invalid name.
 func TestLeadersOneTxnPer128(t *testing.T) {
+	t.Parallel()
 	setup := testClient(t)
 	alice, bob := testBackend(t, setup, nil), testBackend(t, testClient(t), nil)
 	cli, count := countedClient(t)
@@ -139,6 +140,7 @@ func TestLeadersOneTxnPer128(t *testing.T) {
 // than maxTxnRanges, Leaders halves its Txns until the cluster accepts them,
 // and keeps that size for later calls.
 func TestLeadersTooManyOps(t *testing.T) {
+	t.Parallel()
 	alice := testBackend(t, testClient(t), nil)
 	cli, count := countedClient(t)
 	count.maxOps = 50
@@ -175,6 +177,7 @@ func TestLeadersTooManyOps(t *testing.T) {
 // TestLeadersEnded: Leaders reports ctx.Err() for every election when ctx
 // has ended, and ErrClosed after Close.
 func TestLeadersEnded(t *testing.T) {
+	t.Parallel()
 	b := testBackend(t, testClient(t), nil)
 	base := testName(t)
 	elections := []string{base + "/a", base + "/b"}
@@ -198,7 +201,9 @@ func TestLeadersEnded(t *testing.T) {
 }
 
 // TestLeadersCutOff: with etcd unreachable, Leaders fails every election
-// within RequestTimeout, naming it, instead of waiting for ctx.
+// within RequestTimeout, naming it, instead of waiting for ctx. Not
+// t.Parallel: the reads before the cut, on a fresh connection, must be
+// answered within the 2 s RequestTimeout.
 func TestLeadersCutOff(t *testing.T) {
 	cli := testClient(t)
 	base := testName(t)

@@ -6,7 +6,9 @@ import (
 
 // TestUnmarkOnlyTheMarker: Unmark of an election with a live leader and no
 // marker removes nothing; after Mark it removes the marker only, and the
-// next leader's token (a create revision) is above the marked one.
+// next leader's token (a create revision) is above the marked one. Not
+// t.Parallel: bob's term is on a 2 s lease that nothing renews, and must
+// outlast the requests after his election.
 func TestUnmarkOnlyTheMarker(t *testing.T) {
 	cli := testClient(t)
 	b := testBackend(t, cli, nil)

@@ -15,7 +15,9 @@ import (
 // election's queue, keeping every candidate out for as long as the shared
 // session lived: an etcd partition stayed unowned 11 s after a
 // pause-majority healed, in the partition chaos. The session's keepalives
-// now delete such a key until a delete finds it.
+// now delete such a key until a delete finds it. Not t.Parallel: the
+// session is a 2 s etcd lease that nothing renews before the test's own
+// keepalive, five requests later.
 func TestLatePutOfAbandonedCampaign(t *testing.T) {
 	cli := testClient(t)
 	b := testBackend(t, cli, nil)

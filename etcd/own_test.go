@@ -41,7 +41,9 @@ func lostWithin(l *lease, d time.Duration) bool {
 
 // TestOwnWatchOneStream: many held elections share one watch stream; a
 // foreign delete of one key closes that lease's Lost and no other's, and
-// the stream stops with the last lease.
+// the stream stops with the last lease. Not t.Parallel: a Campaign must
+// find the stream still lingering, 100 ms after the last release, which
+// other tests' load can make it miss.
 func TestOwnWatchOneStream(t *testing.T) {
 	cli := testClient(t)
 	b := testBackend(t, cli, &Options{Prefix: ownPrefix})
@@ -113,6 +115,7 @@ func ownUntil(b *Backend, d time.Duration, cond func(w *ownWatch) bool) bool {
 // delivered its key's delete (the race between a campaign's read and its
 // registration) is still found lost, by a read of its key.
 func TestOwnWatchLateRegistration(t *testing.T) {
+	t.Parallel()
 	cli := testClient(t)
 	b := testBackend(t, cli, &Options{Prefix: ownPrefix})
 	name := testName(t)
@@ -157,7 +160,9 @@ func TestOwnWatchLateRegistration(t *testing.T) {
 
 // TestOwnWatchCompacted: a stream whose start revision was compacted away
 // reads every registered key instead, finds the deleted one lost and keeps
-// the others, then delivers later deletes.
+// the others, then delivers later deletes. Not t.Parallel: it compacts the
+// whole cluster's history, which would cancel another test's watch from an
+// older revision.
 func TestOwnWatchCompacted(t *testing.T) {
 	cli := testClient(t)
 	b := testBackend(t, cli, &Options{Prefix: ownPrefix})
@@ -200,6 +205,7 @@ func TestOwnWatchCompacted(t *testing.T) {
 // key (a shared stream would carry the whole keyspace's deletes), and a
 // foreign delete still ends the lease.
 func TestOwnWatchWithoutPrefix(t *testing.T) {
+	t.Parallel()
 	cli := testClient(t)
 	b := testBackend(t, cli, nil)
 	l := mustCampaign(t, b, cand(testName(t), "a"))
@@ -216,6 +222,7 @@ func TestOwnWatchWithoutPrefix(t *testing.T) {
 // denied), its leases get watches of their own, from the revision it had
 // reached, and later leases watch alone.
 func TestOwnWatchHandOff(t *testing.T) {
+	t.Parallel()
 	cli := testClient(t)
 	b := testBackend(t, cli, &Options{Prefix: ownPrefix})
 	name := testName(t)

@@ -18,6 +18,7 @@ import (
 // in the windows where no term may change: 5 s leaves a loaded machine
 // seconds for both.
 func TestPriority(t *testing.T) {
+	t.Parallel()
 	prioritytest.Run(t, 5*time.Second, makeBackend)
 }
 
@@ -30,6 +31,7 @@ func BenchmarkPreemption(b *testing.B) { prioritytest.Bench(b, 2*time.Second, ma
 // A registry entry is no candidate to the concurrency package: its
 // election stays without a leader, and its campaign wins at once.
 func TestRegistryInvisibleToConcurrency(t *testing.T) {
+	t.Parallel()
 	cli := testClient(t)
 	b := testBackend(t, cli, nil)
 	name := testName(t)

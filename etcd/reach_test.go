@@ -22,6 +22,7 @@ import (
 // within a few seconds, instead of waiting for as long as their ctx lasts
 // (the etcd client waits for a connection: gRPC's WaitForReady).
 func TestUnreachableClusterNamesTheCause(t *testing.T) {
+	t.Parallel()
 	tlsEndpoint, _, _, _ := testenv.EtcdTLS(t)
 	cases := []struct {
 		name     string
@@ -68,7 +69,9 @@ func TestUnreachableClusterNamesTheCause(t *testing.T) {
 }
 
 // TestWaitBehindHolderIsNotBounded: a Campaign queued behind a holder
-// waits for as long as the holder holds, far past RequestTimeout.
+// waits for as long as the holder holds, far past RequestTimeout. Not
+// t.Parallel: the waiter's requests, on 1 s each and a 2 s lease, must not
+// time out, which leaves no room for other tests' load.
 func TestWaitBehindHolderIsNotBounded(t *testing.T) {
 	cli := testClient(t)
 	// The waiter's requests, each bounded by 1 s, must not time out on a
@@ -88,6 +91,7 @@ func TestWaitBehindHolderIsNotBounded(t *testing.T) {
 }
 
 func TestRequestTimeoutValidated(t *testing.T) {
+	t.Parallel()
 	_, err := New(testClient(t), &Options{RequestTimeout: -time.Second})
 	require.ErrorIs(t, err, backend.ErrInvalid)
 	assert.Contains(t, err.Error(), "Options.RequestTimeout")
@@ -97,7 +101,9 @@ func TestRequestTimeoutValidated(t *testing.T) {
 // cluster that cannot be reached fails before ctx ends, naming the cause
 // and neither user nor password, as a transient error (clientv3.New
 // authenticates before it returns and said only "context deadline
-// exceeded", after ctx had ended).
+// exceeded", after ctx had ended). Not t.Parallel (its subtests are): the
+// answer is due 0.25 s before ctx ends (the dial bound, 1.75 s, then a 1 s
+// probe), which leaves no room for other tests' load.
 func TestUnreachableWithCredentialsNamesTheCause(t *testing.T) {
 	for _, tc := range []struct{ name, endpoint, want string }{
 		{"refused", "127.0.0.1:1", "connection refused"},

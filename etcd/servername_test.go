@@ -18,6 +18,7 @@ import (
 // reached at 127.0.0.1 with a certificate whose only name is etcd.internal,
 // so a connection that ignored server_name would fail verification.
 func TestURLServerName(t *testing.T) {
+	t.Parallel()
 	ep := testenv.EtcdTLSNamed(t)
 	_, ca, cert, key := testenv.EtcdTLS(t)
 	q := url.Values{"ca": {ca}, "cert": {cert}, "key": {key}}

@@ -3,6 +3,7 @@ package etcd
 import "testing"
 
 func TestRevokesEarly(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		version string
 		want    bool
@@ -19,6 +20,8 @@ func TestRevokesEarly(t *testing.T) {
 }
 
 // The test servers' members are all asked once, and the answer is kept.
+// Not t.Parallel: the answer is kept only if every member's Status came
+// within statusTimeout (2 s), on a fresh connection.
 func TestServersRevokeEarlyCached(t *testing.T) {
 	cli := testClient(t)
 	b := testBackend(t, cli, nil)

@@ -19,6 +19,7 @@ import (
 // through a client configured for both, against the member that requires
 // client certificates and auth.
 func TestTLSAndAuth(t *testing.T) {
+	t.Parallel()
 	endpoint, caFile, certFile, keyFile := testenv.EtcdTLS(t)
 	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
 	if err != nil {

@@ -217,7 +217,7 @@ func (h *harness) Expire(l backend.Lease) {
 }
 
 // TestConformance is not t.Parallel: backendtest.Run already runs its rules
-// -parallel at a time, and their hand-over (TTL/2, 1 s) and prompt-return
+// at once (one per CPU), and their hand-over (TTL/2, 1 s) and prompt-return
 // (0.7 s) bounds leave no room for other tests' load on top.
 func TestConformance(t *testing.T) {
 	backendtest.Run(t, func(ctx context.Context, t *testing.T) (backendtest.Harness, error) {

@@ -19,7 +19,7 @@ import (
 //   - TestUncontendedCampaignOneRead and TestAcquireReleaseRequests count
 //     fastLeads, which every Campaign in the process moves, and
 //     TestHeldLeasesNoGoroutine counts the process's goroutines;
-//   - TestConformance runs its rules -parallel at a time already, with
+//   - TestConformance runs its rules at once already, with
 //     bounds of TTL/2 (1 s) for a hand-over and 0.7 s for a prompt return.
 func TestMain(m *testing.M) {
 	testenv.DefaultParallel(8)
