@@ -84,8 +84,6 @@ func TestCampaignRejectsInvalid(t *testing.T) {
 // token on a quorum.
 func TestKeysAreRedlockKeys(t *testing.T) {
 	t.Parallel()
-	// Parallel, so after the serial tests whose cleanups restart nodes: it
-	// restarts none, and need not wait them out.
 	b, n := newBackend(t, &Options{NoPrefix: true, RestartDelay: time.Millisecond})
 	ctx := testCtx(t)
 	e := name(t)
@@ -228,8 +226,6 @@ func TestFencingWriteBack(t *testing.T) {
 // fails with ErrLost and creates nothing.
 func TestRenewNeverRecreates(t *testing.T) {
 	t.Parallel()
-	// Parallel, so after the serial tests whose cleanups restart nodes: it
-	// restarts none, and need not wait them out.
 	b, n := newBackend(t, &Options{RestartDelay: time.Millisecond})
 	ctx := testCtx(t)
 	e := name(t)
@@ -396,8 +392,6 @@ func TestFence(t *testing.T) {
 // refused.
 func TestPausedLeaderFenced(t *testing.T) {
 	t.Parallel()
-	// Parallel, so after the serial tests whose cleanups restart nodes: it
-	// restarts none, and need not wait them out.
 	a, n := newBackend(t, &Options{RestartDelay: time.Millisecond})
 	b, _ := newBackend(t, &Options{RestartDelay: time.Millisecond})
 	ctx := testCtx(t)
