@@ -60,6 +60,28 @@ func TestClockExpiry(t *testing.T) {
 	}
 }
 
+// TestExpiryLagCoversWorstCase: an entry written on a whole second, read
+// through a Date header sampled just before the next one, is listed until
+// its TTL plus two grains and serverSkew after its write, before any
+// latency: the harness's ExpiryLag is that margin, so the conformance
+// suite's own allowance (3 TTL + 1 s after a crash) is left for the
+// latency of the clock sample, the List and its polling. At a 1 s TTL that
+// allowance alone is the worst case exactly, and a loaded CI machine went
+// past it.
+func TestExpiryLagCoversWorstCase(t *testing.T) {
+	t.Parallel()
+	const ttl = time.Second
+	write := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	trueAt := write.Add(10*time.Second - time.Millisecond) // Date: write + 9 s
+	local := time.Now()
+	s := clockSample{server: trueAt.Truncate(time.Second), at: local}
+	listed := s.expiryAt(write, ttl, 0).Sub(local.Add(write.Sub(trueAt)))
+	lag := (&harness{}).ExpiryLag()
+	if want := ttl + lag; listed > want || listed < want-time.Millisecond {
+		t.Errorf("worst case: listed %v after the write, want %v (the TTL and ExpiryLag %v, less the sample's last millisecond)", listed, want, lag)
+	}
+}
+
 // TestClockSampleOutlivesFailedRetake: when a sample of the apiserver's
 // clock cannot be retaken, the last one serves (up to clockStale) and the
 // next attempt waits clockRetry, instead of leaving every reader without a

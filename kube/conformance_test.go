@@ -53,10 +53,11 @@ type harness struct {
 }
 
 var (
-	_ backendtest.Crasher    = (*harness)(nil)
-	_ backendtest.Expirer    = (*harness)(nil)
-	_ backendtest.Isolator   = (*harness)(nil)
-	_ backendtest.TTLRounder = (*harness)(nil)
+	_ backendtest.Crasher      = (*harness)(nil)
+	_ backendtest.Expirer      = (*harness)(nil)
+	_ backendtest.Isolator     = (*harness)(nil)
+	_ backendtest.TTLRounder   = (*harness)(nil)
+	_ backendtest.ExpiryLagger = (*harness)(nil)
 )
 
 func newHarness(t *testing.T, s server, opts *Options, ttl time.Duration) *harness {
@@ -81,6 +82,13 @@ func (h *harness) TTL() time.Duration { return h.ttl }
 
 // TTLGranularity: leaseDurationSeconds is whole seconds.
 func (h *harness) TTLGranularity() time.Duration { return time.Second }
+
+// ExpiryLag: a reader lists an entry until the apiserver's clock, sampled
+// from a Date header in whole seconds, says its last write (a managedFields
+// stamp in whole seconds) is older than its TTL and serverSkew; so a crashed
+// process's entry is listed up to two grains and the skew past its TTL,
+// plus a List's latency.
+func (h *harness) ExpiryLag() time.Duration { return 2*stampGrain + serverSkew }
 
 // Crash cuts b off from the apiserver for good: nothing more reaches it, and
 // b's Leases expire after their duration.

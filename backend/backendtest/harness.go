@@ -79,3 +79,14 @@ type Isolator interface {
 type TTLRounder interface {
 	TTLGranularity() time.Duration
 }
+
+// ExpiryLagger is an optional Harness ability: how long past its TTL a
+// crashed process's registry entry may still be listed, before any
+// latency, because the driver's readers judge expiry on a clock they sample
+// rather than the store expiring the entry (kube: whole-second stamps and
+// Date headers, and a second of skew between apiservers). The suite adds it
+// to its own allowance, which is left for latency and polling. Without it
+// the suite adds none.
+type ExpiryLagger interface {
+	ExpiryLag() time.Duration
+}

@@ -166,7 +166,8 @@ func testRegistryWatch(e *env) {
 
 // testRegistryLiveness: the entries of a closed Backend disappear within a
 // TTL, and those of a crashed one (when the harness can crash one) within a
-// TTL after its last refresh, as the store expires them.
+// TTL after its last refresh, as the store expires them (plus the harness's
+// ExpiryLag).
 func testRegistryLiveness(e *env) {
 	a, b := e.backend(), e.backend()
 	ra, rb := e.registry(a), e.registry(b)
@@ -183,7 +184,11 @@ func testRegistryLiveness(e *env) {
 	d := e.backend()
 	e.register(e.registry(d), e.candidate(name, "dave"), 1, false)
 	c.Crash(d)
-	e.entriesGone(rb, name, 3*e.ttl+time.Second, "the entries of a crashed process lapse")
+	bound := 3*e.ttl + time.Second
+	if l, ok := e.h.(ExpiryLagger); ok {
+		bound += l.ExpiryLag()
+	}
+	e.entriesGone(rb, name, bound, "the entries of a crashed process lapse")
 }
 
 // entriesGone waits up to d for election to have no entries.
