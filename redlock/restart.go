@@ -36,10 +36,6 @@ import (
 // restart delay ago: its reply does not count toward a quorum.
 var errQuarantined = errors.New("restarted recently")
 
-// errReconnected is the reply error of a node that kept dialling new
-// connections while it was being checked for a restart.
-var errReconnected = errors.New("reconnected while being checked for a restart")
-
 // quarantined is the reply error of a node in its restart delay.
 type quarantined struct {
 	left  time.Duration // until the node counts again
@@ -161,11 +157,14 @@ func (r *restarts) check(ctx context.Context, cl redis.UniversalClient, n *nodeC
 	return dialled, nil
 }
 
-// recheck asks node n for its run_id and uptime until no connection was
-// dialled during the question (at most three times), and records its
-// start. A server with a new run_id, or seen for the first time, started
+// recheck asks node n for its run_id and uptime, records its start, and
+// returns the connections dialled before it asked: those its answer
+// covers. A server with a new run_id, or seen for the first time, started
 // uptime_in_seconds ago (rounded down: the start is taken no earlier than
-// it was).
+// it was). While connections are dialled during the question (a pool
+// growing under a burst of requests), it asks again, at most three times
+// in all, to cover them too; what the last answer leaves uncovered is
+// checked again before a reply over it counts (see counted).
 func (r *restarts) recheck(ctx context.Context, cl redis.UniversalClient, n *nodeCheck) (uint64, error) {
 	select {
 	case n.turn <- struct{}{}:
@@ -173,6 +172,7 @@ func (r *restarts) recheck(ctx context.Context, cl redis.UniversalClient, n *nod
 	case <-ctx.Done():
 		return n.dialled.Load(), fmt.Errorf("checking for a restart: %w", ctx.Err())
 	}
+	var covered uint64
 	for range 3 {
 		dialled := n.dialled.Load()
 		if n.checked.Load() == dialled+1 {
@@ -192,8 +192,9 @@ func (r *restarts) recheck(ctx context.Context, cl redis.UniversalClient, n *nod
 			n.started.Store(asked - int64(uptime))
 		}
 		n.checked.Store(dialled + 1)
+		covered = dialled
 	}
-	return n.dialled.Load(), errReconnected
+	return covered, nil
 }
 
 // id returns the node's run_id as last checked, or "" while a check runs.

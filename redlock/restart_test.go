@@ -1,10 +1,14 @@
 package redlock
 
 import (
+	"context"
 	"errors"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/leaderkit/elector/backend"
 	"github.com/leaderkit/elector/internal/testenv"
@@ -97,6 +101,47 @@ func TestRestartDelayOff(t *testing.T) {
 	if !time.Now().Before(la.Deadline()) {
 		t.Errorf("bob elected after alice's deadline; want the overlap the restart delay prevents")
 	}
+}
+
+// TestCheckWhileDialling: a node whose pool dials a connection during every
+// INFO of the restart check (as a pool growing under a burst of requests
+// does) still counts: the check covers the connections dialled before its
+// last INFO, a reply over a later one is checked after it, and a campaign
+// on healthy nodes wins rather than finding its quorum unreachable.
+func TestCheckWhileDialling(t *testing.T) {
+	t.Parallel()
+	b, n := newBackend(t, &Options{RequestTimeout: time.Second, RestartDelay: time.Millisecond})
+	for i, cl := range n.clients {
+		cl.AddHook(dialDuringInfo{&b.restarts.nodes[i].dialled})
+	}
+	ctx, cancel := context.WithTimeout(testCtx(t), 5*time.Second)
+	defer cancel()
+	l, err := b.Campaign(ctx, backend.Candidate{Election: name(t), Identity: "alice", TTL: 2 * time.Second})
+	if err != nil {
+		t.Fatalf("Campaign with a dial during every restart check: %v; want the lease", err)
+	}
+	if err := l.Renew(ctx); err != nil {
+		t.Errorf("Renew with a dial during every restart check: %v; want nil", err)
+	}
+	_ = l.Release(ctx)
+}
+
+// dialDuringInfo counts a dial into n while each INFO is under way.
+type dialDuringInfo struct{ n *atomic.Uint64 }
+
+func (dialDuringInfo) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h dialDuringInfo) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if cmd.Name() == "info" {
+			h.n.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (dialDuringInfo) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }
 
 func TestParseServerInfo(t *testing.T) {
