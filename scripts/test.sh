@@ -4,9 +4,10 @@
 # Splits the packages of every module (the root module, integration_test,
 # examples and kube; a module with no .go file yet is skipped) into shards
 # and runs the shards at once, each on a server set of its own started with
-# scripts/servers.sh. Within a shard the packages run one after the other:
-# some tests inject faults into their servers (kill, pause, restart a node),
-# so no two packages ever share a set while they run. The shards take the
+# scripts/servers.sh. Within a shard the packages that use servers run one
+# after the other: some tests inject faults into their servers (kill, pause,
+# restart a node), so no two packages ever share a set while they run. The
+# packages that use none (SERVER_USE below) run at once. The shards take the
 # packages from one queue, longest measured duration first, each the next
 # one when its last ends.
 #
@@ -32,7 +33,8 @@
 #   TESTPKGS     packages to test in each module (default ./...), e.g.
 #                TESTPKGS=./zookeeper/...
 #   TESTP        test binaries a shard's `go test` runs at once on its servers
-#                (go test -p; default 1: packages never share servers)
+#                (go test -p; default 1: packages never share servers);
+#                packages that use no server run at go test's default
 #   TESTPARALLEL tests a test binary runs at once (go test -parallel;
 #                default: each package's own, testenv.DefaultParallel in its
 #                TestMain, else GOMAXPROCS)
@@ -66,6 +68,9 @@ export GORACE="${GORACE:+$GORACE }atexit_sleep_ms=0"
 # goroutine dumps read the runtime's own tables and keep every file:line.
 LDFLAGS='-s -w'
 MODULES=(. cmd/elect integration_test examples kube)
+# A package whose files (tests or test helpers) match SERVER_USE uses the
+# test servers: testenv's accessors of them, servers.sh's environment.
+SERVER_USE='testenv\.(Redis|Etcd|ZK|Kube|Scripts|Fault)|ELECTOR_(REDIS|ETCD|ZK|KUBE|SCRIPTS|STATE)'
 SHARDS=${TESTSHARDS:-3}
 BASE_OFF=${ELECTOR_PORT_OFFSET:-0}
 BASE_STATE=$("$SERVERS" statedir)
@@ -96,7 +101,9 @@ set_servers() { ELECTOR_PORT_OFFSET=$(set_off "$1") ELECTOR_STATE_DIR=$(set_stat
 
 has_go_files() { [[ -n $(find "$1" -name '*.go' -print -quit) ]]; }
 
-# Every package to test: "MODULE IMPORTPATH NEEDS_KUBE" into $OUT/pkgs. Each
+# Every package to test: "MODULE IMPORTPATH NEEDS_KUBE NEEDS_SERVERS" into
+# $OUT/pkgs (the apiserver: its tests name testenv.Kube* or ELECTOR_KUBE_*;
+# servers: its files match SERVER_USE). Each
 # TESTPKGS pattern is read in every module; a pattern naming a directory that
 # is not in a module is skipped there, and fails only if no module has it.
 failed_modules=()
@@ -119,9 +126,10 @@ for mod in "${MODULES[@]}"; do
 		while read -r pkg dir; do
 			[[ -n $pkg ]] || continue
 			matched[$pat]=1
-			kube=0
+			kube=0 srv=0
 			if compgen -G "$dir/*_test.go" >/dev/null && grep -q -E 'testenv\.Kube|ELECTOR_KUBE_' "$dir"/*_test.go; then kube=1; fi
-			echo "$mod $pkg $kube" >>"$OUT/pkgs"
+			if grep -q -E "$SERVER_USE" "$dir"/*.go 2>/dev/null; then srv=1; fi
+			echo "$mod $pkg $kube $srv" >>"$OUT/pkgs"
 		done <<<"$list"
 	done
 done
@@ -141,19 +149,20 @@ for f in "$DURATIONS" "$CACHED_DURATIONS"; do
 	done <"$f"
 done
 
-# The queue the shards take their work from, "SECONDS KUBE MODULE PKG..." a
-# line, longest expected first: a package expected to take SOLO seconds or
-# more is an item of its own, the others of a module (and a kube need) one
-# item together, so that a go command's start is paid once for them. A
-# shard whose item ends takes the next one its set can serve, so the shards
-# end together even when a package takes longer than measured.
+# The queue the shards take their work from, "SECONDS KUBE SERVERS MODULE
+# PKG..." a line, longest expected first: a package expected to take SOLO
+# seconds or more is an item of its own, the others of a module (and a kube
+# need, and a need of servers) one item together, so that a go command's
+# start is paid once for them. A shard whose item ends takes the next one
+# its set can serve, so the shards end together even when a package takes
+# longer than measured.
 SOLO=20
-while read -r mod pkg k; do echo "${dur[$pkg]:-5} $k $mod $pkg"; done <"$OUT/pkgs" |
+while read -r mod pkg k srv; do echo "${dur[$pkg]:-5} $k $srv $mod $pkg"; done <"$OUT/pkgs" |
 	awk -v solo="$SOLO" '
 		$1 >= solo { print; next }
-		{ key = $2 " " $3; sum[key] += $1; pkgs[key] = pkgs[key] " " $4 }
+		{ key = $2 " " $3 " " $4; sum[key] += $1; pkgs[key] = pkgs[key] " " $5 }
 		END { for (key in sum) print sum[key], key pkgs[key] }' |
-	sort -k1,1nr -k3,3 >"$OUT/queue"
+	sort -k1,1nr -k4,4 >"$OUT/queue"
 # No more shards, hence sets, than items to run.
 nitems=$(wc -l <"$OUT/queue")
 ((SHARDS <= nitems)) || SHARDS=$nitems
@@ -172,8 +181,8 @@ while read -r s k _; do
 	((k)) && kube[best]=1
 done <"$OUT/queue"
 
-# take I prints the next queue item set I can serve ("MODULE PKG...") and
-# removes it from the queue; it fails when none is left.
+# take I prints the next queue item set I can serve ("SERVERS MODULE
+# PKG...") and removes it from the queue; it fails when none is left.
 take() {
 	local item queue_fd
 	exec {queue_fd}>>"$OUT/queue.lock"
@@ -250,7 +259,7 @@ compile_deps() {
 # run_shard I starts set I if needed, runs the queue items it takes one at a
 # time and writes "STATUS SECONDS PKG" lines to $OUT/shardI.result.
 run_shard() {
-	local i=$1 mod pkgs st secs pkg t0 rc kinds_i item
+	local i=$1 mod pkgs st secs pkg t0 rc kinds_i item srv p
 	local logf=$OUT/shard$i.log res=$OUT/shard$i.result
 	: >"$res"
 	exec >"$logf" 2>&1
@@ -264,11 +273,16 @@ run_shard() {
 	eval "$(set_servers "$i" env)"
 	flock "$OUT/compile.lock" true # compile_deps is done
 	while item=$(take "$i"); do
+		srv=${item%% *} item=${item#* }
 		mod=${item%% *} pkgs=${item#* }
+		# Packages that use no server share none: they run at once, as many
+		# as go test runs by default.
+		p=(-p "${TESTP:-1}")
+		((srv)) || p=()
 		echo "=== shard $i: module $mod: go test $pkgs"
 		t0=$SECONDS
 		# shellcheck disable=SC2086 # TESTFLAGS and pkgs are word lists
-		(cd "$mod" && go test -race -vet=off -ldflags="$LDFLAGS" -count=1 -timeout 30m -p "${TESTP:-1}" ${TESTPARALLEL:+-parallel "$TESTPARALLEL"} ${TESTFLAGS:-} $pkgs) >"$OUT/shard$i.go" 2>&1 && rc=0 || rc=$?
+		(cd "$mod" && go test -race -vet=off -ldflags="$LDFLAGS" -count=1 -timeout 30m "${p[@]}" ${TESTPARALLEL:+-parallel "$TESTPARALLEL"} ${TESTFLAGS:-} $pkgs) >"$OUT/shard$i.go" 2>&1 && rc=0 || rc=$?
 		cat "$OUT/shard$i.go"
 		# go test's own result lines: "ok  \tPKG\t1.234s", "FAIL\tPKG\t1.234s",
 		# "FAIL\tPKG [build failed]", "?   \tPKG\t[no test files]".
@@ -344,7 +358,7 @@ done
 # Summary, the durations to keep, the exit status.
 failed=("${failed_modules[@]}")
 # What no shard took: its set failed to start and no other could serve it.
-while read -r _ _ _ pkgs; do
+while read -r _ _ _ _ pkgs; do
 	for pkg in $pkgs; do failed+=("$pkg (not run: no set could serve it)"); done
 done <"$OUT/queue"
 
