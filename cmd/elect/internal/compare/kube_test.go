@@ -23,8 +23,9 @@ import (
 // the Renew workload holds as many as half the limit renews per interval (10)
 // and every workload runs without error; the report states the limit and
 // the held count; and the run leaves no Lease of its elections in the
-// namespace.
+// namespace. It runs in parallel with TestRunLeavesNoRedisKeys (main_test.go).
 func TestCompareWithinRateLimit(t *testing.T) {
+	t.Parallel()
 	const qps = 40
 	tg, err := compare.URLTarget(testenv.KubeURL(t)+"&elector_only=true&qps=40&burst=40", nil)
 	if err != nil {

@@ -113,8 +113,11 @@ func smallRun(prefix string) *compare.Options {
 // no key of its elections on any Redis node (neither a fencing counter,
 // which never expires, nor a migrated marker, nor a lease held past the
 // run), and no more keys without expiry than before; or its report says
-// what it left.
+// what it left. It runs in parallel with TestCompareWithinRateLimit alone,
+// which writes nothing to Redis; every other test of the package runs
+// before them (main_test.go).
 func TestRunLeavesNoRedisKeys(t *testing.T) {
+	t.Parallel()
 	rd, ed := redisURL(t), etcdURL(t)
 	urls := map[string]string{
 		"redis":              rd,
