@@ -6,9 +6,8 @@
 # and runs the shards at once, each on a server set of its own started with
 # scripts/servers.sh. Within a shard the packages that use servers run one
 # after the other: some tests inject faults into their servers (kill, pause,
-# restart a node), so no two packages that use one kind of server (kinds_of
-# below) share a set while they run. Packages that use none, or each a kind
-# of its own, run at once. The shards take the
+# restart a node), so no two packages ever share a set while they run. The
+# packages that use none (SERVER_USE below) run at once. The shards take the
 # packages from one queue, longest measured duration first, each the next
 # one when its last ends.
 #
@@ -35,7 +34,7 @@
 #                TESTPKGS=./zookeeper/...
 #   TESTP        test binaries a shard's `go test` runs at once on its servers
 #                (go test -p; default 1: packages never share servers);
-#                packages that use no server, or a kind each, run at once
+#                packages that use no server run at go test's default
 #   TESTPARALLEL tests a test binary runs at once (go test -parallel;
 #                default: each package's own, testenv.DefaultParallel in its
 #                TestMain, else GOMAXPROCS)
@@ -69,6 +68,9 @@ export GORACE="${GORACE:+$GORACE }atexit_sleep_ms=0"
 # goroutine dumps read the runtime's own tables and keep every file:line.
 LDFLAGS='-s -w'
 MODULES=(. cmd/elect integration_test examples kube)
+# A package whose files (tests or test helpers) match SERVER_USE uses the
+# test servers: testenv's accessors of them, servers.sh's environment.
+SERVER_USE='testenv\.(Redis|Etcd|ZK|Kube|Scripts|Fault)|ELECTOR_(REDIS|ETCD|ZK|KUBE|SCRIPTS|STATE)'
 SHARDS=${TESTSHARDS:-3}
 BASE_OFF=${ELECTOR_PORT_OFFSET:-0}
 BASE_STATE=$("$SERVERS" statedir)
@@ -99,26 +101,9 @@ set_servers() { ELECTOR_PORT_OFFSET=$(set_off "$1") ELECTOR_STATE_DIR=$(set_stat
 
 has_go_files() { [[ -n $(find "$1" -name '*.go' -print -quit) ]]; }
 
-# kinds_of DIR prints the server kinds the package in DIR uses, comma-
-# separated: a kind's testenv accessor (testenv.Redis*, Etcd*, ZK*, Kube*),
-# its servers.sh variable (ELECTOR_REDIS_* ...) or a testenv.Fault on it,
-# in any of its files; kube brings the etcd the apiserver stores in. "-":
-# none; "all": it runs servers.sh itself, or faults a kind it computes.
-kinds_of() {
-	local f=("$1"/*.go) k acc out=()
-	[[ -e ${f[0]} ]] || { echo -; return; }
-	if grep -q -E 'testenv\.Scripts|ELECTOR_(SCRIPTS|STATE)|testenv\.Fault\([^,]+, [^,]+, [^"]' "${f[@]}"; then echo all; return; fi
-	for k in redis:Redis:REDIS etcd:Etcd:ETCD zk:ZK:ZK kube:Kube:KUBE; do
-		IFS=: read -r k acc env <<<"$k"
-		if grep -q -E "testenv\.$acc|ELECTOR_${env}_|testenv\.Fault\([^,]+, [^,]+, \"$k\"" "${f[@]}"; then out+=("$k"); fi
-	done
-	[[ " ${out[*]} " == *" kube "* && " ${out[*]} " != *" etcd "* ]] && out+=(etcd)
-	if ((${#out[@]})); then (IFS=,; echo "${out[*]}"); else echo -; fi
-}
-
-# Every package to test: "MODULE IMPORTPATH NEEDS_KUBE KINDS" into $OUT/pkgs
-# (the apiserver: its tests name testenv.Kube* or ELECTOR_KUBE_*; KINDS:
-# kinds_of). Each
+# Every package to test: "MODULE IMPORTPATH NEEDS_KUBE NEEDS_SERVERS" into
+# $OUT/pkgs (the apiserver: its tests name testenv.Kube* or ELECTOR_KUBE_*;
+# servers: its files match SERVER_USE). Each
 # TESTPKGS pattern is read in every module; a pattern naming a directory that
 # is not in a module is skipped there, and fails only if no module has it.
 failed_modules=()
@@ -141,9 +126,10 @@ for mod in "${MODULES[@]}"; do
 		while read -r pkg dir; do
 			[[ -n $pkg ]] || continue
 			matched[$pat]=1
-			kube=0
+			kube=0 srv=0
 			if compgen -G "$dir/*_test.go" >/dev/null && grep -q -E 'testenv\.Kube|ELECTOR_KUBE_' "$dir"/*_test.go; then kube=1; fi
-			echo "$mod $pkg $kube $(kinds_of "$dir")" >>"$OUT/pkgs"
+			if grep -q -E "$SERVER_USE" "$dir"/*.go 2>/dev/null; then srv=1; fi
+			echo "$mod $pkg $kube $srv" >>"$OUT/pkgs"
 		done <<<"$list"
 	done
 done
@@ -163,34 +149,19 @@ for f in "$DURATIONS" "$CACHED_DURATIONS"; do
 	done <"$f"
 done
 
-# The queue the shards take their work from, "SECONDS KUBE P MODULE PKG..."
-# a line, longest expected first. P is how go test runs the item's
-# packages: "one" at a time (TESTP); "free", as many at once as go test
-# does by default, for packages that use no server, which share none; or a
-# number, for packages of one kind each, all different (redlock on Redis,
-# etcd, zookeeper): they fault only their own servers, so they run at once
-# on one set. A package expected to take SOLO seconds or more is an item of
-# its own or of such a group; the others of a module (and a kube need, and
-# a need of servers) are one item together, so that a go command's start
-# is paid once for them. A shard whose item ends takes the next one its set
-# can serve, so the shards end together even when a package takes longer
-# than measured.
+# The queue the shards take their work from, "SECONDS KUBE SERVERS MODULE
+# PKG..." a line, longest expected first: a package expected to take SOLO
+# seconds or more is an item of its own, the others of a module (and a kube
+# need, and a need of servers) one item together, so that a go command's
+# start is paid once for them. A shard whose item ends takes the next one
+# its set can serve, so the shards end together even when a package takes
+# longer than measured.
 SOLO=20
-while read -r mod pkg k kinds; do echo "${dur[$pkg]:-5} $k $kinds $mod $pkg"; done <"$OUT/pkgs" |
-	sort -k1,1nr -k5,5 |
+while read -r mod pkg k srv; do echo "${dur[$pkg]:-5} $k $srv $mod $pkg"; done <"$OUT/pkgs" |
 	awk -v solo="$SOLO" '
-		$1 >= solo && $3 ~ /^(redis|etcd|zk)$/ {
-			for (g = 0; g < ng && !(gmod[g] == $4 && index(gkinds[g], " " $3 " ") == 0); g++) {}
-			if (g == ng) { ng++; gmod[g] = $4; gkinds[g] = " "; gdur[g] = $1 }
-			gkinds[g] = gkinds[g] $3 " "; gn[g]++; gpkgs[g] = gpkgs[g] " " $5
-			next
-		}
-		$1 >= solo { print $1, $2, "one", $4, $5; next }
-		{ key = $2 " " ($3 == "-" ? "free" : "one") " " $4; sum[key] += $1; pkgs[key] = pkgs[key] " " $5 }
-		END {
-			for (g = 0; g < ng; g++) print gdur[g], 0, gn[g], gmod[g] gpkgs[g]
-			for (key in sum) print sum[key], key pkgs[key]
-		}' |
+		$1 >= solo { print; next }
+		{ key = $2 " " $3 " " $4; sum[key] += $1; pkgs[key] = pkgs[key] " " $5 }
+		END { for (key in sum) print sum[key], key pkgs[key] }' |
 	sort -k1,1nr -k4,4 >"$OUT/queue"
 # No more shards, hence sets, than items to run.
 nitems=$(wc -l <"$OUT/queue")
@@ -210,8 +181,8 @@ while read -r s k _; do
 	((k)) && kube[best]=1
 done <"$OUT/queue"
 
-# take I prints the next queue item set I can serve ("P MODULE PKG...") and
-# removes it from the queue; it fails when none is left.
+# take I prints the next queue item set I can serve ("SERVERS MODULE
+# PKG...") and removes it from the queue; it fails when none is left.
 take() {
 	local item queue_fd
 	exec {queue_fd}>>"$OUT/queue.lock"
@@ -288,7 +259,7 @@ compile_deps() {
 # run_shard I starts set I if needed, runs the queue items it takes one at a
 # time and writes "STATUS SECONDS PKG" lines to $OUT/shardI.result.
 run_shard() {
-	local i=$1 mod pkgs st secs pkg t0 rc kinds_i item p
+	local i=$1 mod pkgs st secs pkg t0 rc kinds_i item srv p
 	local logf=$OUT/shard$i.log res=$OUT/shard$i.result
 	: >"$res"
 	exec >"$logf" 2>&1
@@ -302,13 +273,12 @@ run_shard() {
 	eval "$(set_servers "$i" env)"
 	flock "$OUT/compile.lock" true # compile_deps is done
 	while item=$(take "$i"); do
-		p=${item%% *} item=${item#* }
+		srv=${item%% *} item=${item#* }
 		mod=${item%% *} pkgs=${item#* }
-		case $p in
-		one) p=(-p "${TESTP:-1}") ;;
-		free) p=() ;;
-		*) p=(-p "$p") ;;
-		esac
+		# Packages that use no server share none: they run at once, as many
+		# as go test runs by default.
+		p=(-p "${TESTP:-1}")
+		((srv)) || p=()
 		echo "=== shard $i: module $mod: go test $pkgs"
 		t0=$SECONDS
 		# shellcheck disable=SC2086 # TESTFLAGS and pkgs are word lists
