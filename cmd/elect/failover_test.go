@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leaderkit/elector/cmd/elect/internal/testcmd"
 	"github.com/leaderkit/elector/internal/testproxy"
 )
 
@@ -110,7 +111,7 @@ func TestCutOffLeaderStopsCommand(t *testing.T) {
 			}
 			// Its command ignores SIGTERM: only the SIGKILL that elect sends
 			// well before the lease's deadline, not after --grace, stops it.
-			leader := startElect(t, "cut", []string{h.childEnv(), childIgnoreTermEnv + "=1"}, args(backendURL(t, name, via), "cut")...)
+			leader := startElect(t, "cut", []string{h.childEnv(), testcmd.IgnoreTermEnv + "=1"}, args(backendURL(t, name, via), "cut")...)
 			if e := h.next(30*time.Second, "the proxied replica's command to start"); !e.hello || e.identity != "cut" {
 				t.Fatalf("got %v, want the hello of the proxied replica", e)
 			}

@@ -9,7 +9,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -18,59 +17,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leaderkit/elector/cmd/elect/internal/testcmd"
 	"github.com/leaderkit/elector/internal/testenv"
 )
 
-// childAddrEnv, when set, makes the test binary act as the command elect
-// runs: it dials the address, says hello, and holds the connection open
-// until it is killed, so that the test sees exactly when it dies.
-const childAddrEnv = "ELECTTEST_CHILD_ADDR"
-
-// childIgnoreTermEnv, when set, makes the child ignore SIGTERM, so that
-// only SIGKILL stops it.
-const childIgnoreTermEnv = "ELECTTEST_IGNORE_TERM"
-
-// testBin is this test binary, which elect runs as a hub child.
+// testBin is the command the tests have elect run (testcmd, built by
+// TestMain).
 func testBin(t *testing.T) string {
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
+	t.Helper()
+	if cmdBin == "" {
+		t.Fatal("testcmd was not built")
 	}
-	return exe
-}
-
-func childMain(addr string) int {
-	if os.Getenv(childIgnoreTermEnv) != "" {
-		signal.Ignore(syscall.SIGTERM)
-	}
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGUSR1)
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "child:", err)
-		return 1
-	}
-	var mu sync.Mutex
-	say := func(format string, args ...any) {
-		mu.Lock()
-		defer mu.Unlock()
-		fmt.Fprintf(c, format+"\n", args...)
-	}
-	say("hello %s %s %d %s", os.Getenv("ELECT_TERM_IDENTITY"), os.Getenv("ELECT_TERM_TOKEN"), os.Getpid(), os.Getenv("ELECT_TERM_START"))
-	go func() {
-		for s := range sigs {
-			say("signal %s", s)
-		}
-	}()
-	// Obey "exit N" lines until the test closes the connection.
-	sc := bufio.NewScanner(c)
-	for sc.Scan() {
-		if code, ok := strings.CutPrefix(sc.Text(), "exit "); ok {
-			n, _ := strconv.Atoi(code)
-			return n
-		}
-	}
-	return 0
+	return cmdBin
 }
 
 // hubEvent is a command of some elect starting ("hello"), receiving a
@@ -179,7 +137,7 @@ func (h *hub) next(timeout time.Duration, what string) hubEvent {
 }
 
 // childEnv is the environment that makes elect's command a hub child.
-func (h *hub) childEnv() string { return childAddrEnv + "=" + h.ln.Addr().String() }
+func (h *hub) childEnv() string { return testcmd.ChildAddrEnv + "=" + h.ln.Addr().String() }
 
 // proc is an elect process.
 type proc struct {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/leaderkit/elector/cmd/elect/internal/compare"
+	"github.com/leaderkit/elector/cmd/elect/internal/testcmd"
 	"github.com/leaderkit/elector/internal/testenv"
 )
 
@@ -30,7 +31,7 @@ func TestKubeOnceAfterKill9(t *testing.T) {
 		return []string{"run", "--once", "--ttl=" + ttl.String(), "--wait=1s", "--hold=5s",
 			"--backend=" + url, "--election=" + elec, "--identity=" + id, "--", testBin(t)}
 	}
-	first := startElect(t, "first", []string{h.childEnv(), childIgnoreTermEnv + "=1"}, "run", "--once", "--ttl="+ttl.String(),
+	first := startElect(t, "first", []string{h.childEnv(), testcmd.IgnoreTermEnv + "=1"}, "run", "--once", "--ttl="+ttl.String(),
 		"--wait=5s", "--hold=60s", "--backend="+url, "--election="+elec, "--identity=first", "--", testBin(t))
 	if e := h.next(20*time.Second, "the first replica's command to start"); !e.hello || e.identity != "first" {
 		t.Fatalf("got %v, want the first replica's hello", e)

@@ -22,8 +22,9 @@ import (
 // is given.
 const parallelTests = 4
 
-// electBin is the elect binary the tests run as a real process.
-var electBin string
+// electBin is the elect binary the tests run as a real process, and cmdBin
+// the command they have it run (internal/testcmd).
+var electBin, cmdBin string
 
 // backgroundBuilds are further builds of elect that some tests need. TestMain
 // starts each in a goroutine of its own once electBin is built, so that they
@@ -32,12 +33,6 @@ var electBin string
 var backgroundBuilds []func()
 
 func TestMain(m *testing.M) {
-	if addr := os.Getenv(childAddrEnv); addr != "" {
-		os.Exit(childMain(addr)) // this process is a command run by elect
-	}
-	if dir := os.Getenv(termsDirEnv); dir != "" {
-		os.Exit(termsMain(dir)) // a SIGTERM-counting command run by elect
-	}
 	// A test run started with SIGHUP ignored (under nohup) would start every
 	// elect with it ignored too, and elect, by design, neither catches nor
 	// forwards a signal it was started with ignored: the tests of signal
@@ -70,6 +65,18 @@ func TestMain(m *testing.M) {
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building elect:", err)
+		os.Exit(1)
+	}
+	// The command elect runs in the tests, by the hundred: a small program
+	// of standard library code, built without the race detector, which
+	// starts in a few milliseconds where the race-built test binary took a
+	// quarter of a CPU-second. It is the tests' instrument, not code
+	// under test.
+	cmdBin = filepath.Join(dir, "testcmd")
+	build = exec.Command("go", "build", "-ldflags=-s -w", "-o", cmdBin, "./internal/testcmd/cmd")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building testcmd:", err)
 		os.Exit(1)
 	}
 	var builds sync.WaitGroup

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leaderkit/elector/cmd/elect/internal/testcmd"
 	"github.com/leaderkit/elector/internal/testproxy"
 )
 
@@ -51,7 +52,7 @@ func TestOnceLostWhileRunning(t *testing.T) {
 	// command's SIGKILL half the margin later: 5.5 s before the TTL, with
 	// the widest margin allowed (under TTL/2).
 	const ttl = 24 * time.Second
-	p := startElect(t, "once", []string{h.childEnv(), childIgnoreTermEnv + "=1"}, "run", "--once", "--ttl="+ttl.String(), "--safety-margin=11s",
+	p := startElect(t, "once", []string{h.childEnv(), testcmd.IgnoreTermEnv + "=1"}, "run", "--once", "--ttl="+ttl.String(), "--safety-margin=11s",
 		"--wait=2s", "--hold=2s", "--grace=60s", "--backend="+url, "--election="+election(t), "--", testBin(t))
 	h.next(20*time.Second, "the command to start")
 	cut := time.Now()
