@@ -41,8 +41,8 @@ func TestMain(m *testing.M) {
 		signal.Notify(make(chan os.Signal, 1), syscall.SIGHUP)
 	}
 	// A race-built binary sleeps a second before it exits (the race
-	// runtime's atexit_sleep_ms), and the tests start race-built elects,
-	// watchdogs and commands by the hundred: without the sleep, which only
+	// runtime's atexit_sleep_ms), and the tests start race-built elects
+	// and watchdogs by the hundred: without the sleep, which only
 	// gives goroutines still running at exit a last chance to race, they
 	// wait minutes less. Races while they run are reported as ever.
 	if err := os.Setenv("GORACE", strings.TrimSpace("atexit_sleep_ms=0 "+os.Getenv("GORACE"))); err != nil {
