@@ -67,11 +67,11 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "building elect:", err)
 		os.Exit(1)
 	}
-	// The command elect runs in the tests, by the hundred: a small program
-	// of standard library code, built without the race detector, which
-	// starts in a few milliseconds where the race-built test binary took a
-	// quarter of a CPU-second. It is the tests' instrument, not code
-	// under test.
+	// The command elect runs in the tests, about eighty times a run: a
+	// small program of standard library code, built without the race
+	// detector, which starts in about 10 ms of CPU where the race-built
+	// test binary took a quarter of a second. It is the tests' instrument,
+	// not code under test.
 	cmdBin = filepath.Join(dir, "testcmd")
 	build = exec.Command("go", "build", "-ldflags=-s -w", "-o", cmdBin, "./internal/testcmd/cmd")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr

@@ -2,7 +2,7 @@
 
 // Package testcmd is the command elect's tests have elect run: a small
 // program of its own, built without the race detector, so that the
-// hundreds of commands the tests start cost a fraction of what a
+// commands the tests start (about eighty a run) cost a fraction of what a
 // race-built test binary costs to start. What it does depends on its
 // environment: [ChildAddrEnv] makes it a hub child, [TermsDirEnv] a
 // SIGTERM-counting command.
