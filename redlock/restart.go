@@ -172,9 +172,9 @@ func (r *restarts) recheck(ctx context.Context, cl redis.UniversalClient, n *nod
 	case <-ctx.Done():
 		return n.dialled.Load(), fmt.Errorf("checking for a restart: %w", ctx.Err())
 	}
-	var covered uint64
+	var dialled uint64
 	for range 3 {
-		dialled := n.dialled.Load()
+		dialled = n.dialled.Load()
 		if n.checked.Load() == dialled+1 {
 			return dialled, nil
 		}
@@ -192,9 +192,8 @@ func (r *restarts) recheck(ctx context.Context, cl redis.UniversalClient, n *nod
 			n.started.Store(asked - int64(uptime))
 		}
 		n.checked.Store(dialled + 1)
-		covered = dialled
 	}
-	return covered, nil
+	return dialled, nil
 }
 
 // id returns the node's run_id as last checked, or "" while a check runs.

@@ -29,7 +29,7 @@ func TestSignalsAndOnExit(t *testing.T) {
 	// A TTL that a loaded machine does not cost the term of: the restart
 	// must come in the same term.
 	p := startElect(t, "leader", []string{h.childEnv()}, "run", "--ttl=20s", "--on-exit=restart", "--restart-delay=10ms",
-		"--backend="+url, "--election="+elec, "--identity=leader", "--", testBin(t))
+		"--backend="+url, "--election="+elec, "--identity=leader", "--", cmdBin)
 	first := h.next(20*time.Second, "the command to start")
 	for _, sig := range []syscall.Signal{syscall.SIGHUP, syscall.SIGUSR1} {
 		p.signal(sig)
@@ -54,7 +54,7 @@ func TestSignalsAndOnExit(t *testing.T) {
 	h.next(5*time.Second, "the restarted command's bye")
 
 	p = startElect(t, "exiting", []string{h.childEnv()}, "run", "--ttl=20s",
-		"--backend="+url, "--election="+elec, "--identity=exiting", "--", testBin(t))
+		"--backend="+url, "--election="+elec, "--identity=exiting", "--", cmdBin)
 	e := h.next(20*time.Second, "the command to start")
 	e.tell("exit 5")
 	if code := p.wait(10 * time.Second); code != 5 {
@@ -83,7 +83,7 @@ func TestStatusWatchAndMetrics(t *testing.T) {
 			// A TTL that a loaded machine does not cost the term of: the
 			// checks below expect one term.
 			p := startElect(t, "leader", []string{h.childEnv()}, "run", "--ttl=20s", "--metrics-addr="+addr,
-				"--backend="+url, "--election="+elec, "--identity=the-leader", "--", testBin(t))
+				"--backend="+url, "--election="+elec, "--identity=the-leader", "--", cmdBin)
 			hello := h.next(20*time.Second, "the command to start")
 
 			var j holderJSON
@@ -200,7 +200,7 @@ func TestOnExitResign(t *testing.T) {
 	// after a resignation does on a loaded machine.
 	const ttl = 20 * time.Second
 	args := func(id string) []string {
-		return []string{"run", "--ttl=" + ttl.String(), "--on-exit=resign", "--backend=" + url, "--election=" + elec, "--identity=" + id, "--", testBin(t)}
+		return []string{"run", "--ttl=" + ttl.String(), "--on-exit=resign", "--backend=" + url, "--election=" + elec, "--identity=" + id, "--", cmdBin}
 	}
 	a := startElect(t, "a", []string{h.childEnv()}, args("a")...)
 	first := h.next(20*time.Second, "a's command to start")

@@ -115,7 +115,7 @@ func TestWatchUnknownWhileBlind(t *testing.T) {
 	// A TTL that a loaded machine does not cost the term of: watch's first
 	// line must show this leader.
 	leader := startElect(t, "leader", []string{h.childEnv()}, "run", "--ttl=20s", "--backend="+backendURL(t, "etcd", nil),
-		"--election="+elec, "--identity=the-leader", "--", testBin(t))
+		"--election="+elec, "--identity=the-leader", "--", cmdBin)
 	h.next(20*time.Second, "the leader's command to start")
 	w := startElectPipe(t, "watch", nil, "watch", "--json", "--backend="+via, "--election="+elec)
 	if got := w.nextLine(20 * time.Second); !strings.Contains(got, `"identity":"the-leader"`) {

@@ -34,7 +34,7 @@ func TestKilledLeaderHandsOver(t *testing.T) {
 			for i := range 3 {
 				id := fmt.Sprintf("replica-%d", i)
 				procs[id] = startElect(t, id, []string{h.childEnv()}, "run", "--ttl="+ttl.String(), "--grace=5s",
-					"--backend="+url, "--election="+elec, "--identity="+id, "--", testBin(t))
+					"--backend="+url, "--election="+elec, "--identity="+id, "--", cmdBin)
 			}
 			first := h.next(30*time.Second, "the first leader's command to start")
 			if !first.hello {
@@ -107,7 +107,7 @@ func TestCutOffLeaderStopsCommand(t *testing.T) {
 			elec := election(t)
 			args := func(url, id string) []string {
 				return []string{"run", "--ttl=" + ttl.String(), "--safety-margin=" + margin.String(), "--grace=60s", "--backend=" + url,
-					"--election=" + elec, "--identity=" + id, "--", testBin(t)}
+					"--election=" + elec, "--identity=" + id, "--", cmdBin}
 			}
 			// Its command ignores SIGTERM: only the SIGKILL that elect sends
 			// well before the lease's deadline, not after --grace, stops it.

@@ -21,16 +21,6 @@ import (
 	"github.com/leaderkit/elector/internal/testenv"
 )
 
-// testBin is the command the tests have elect run (testcmd, built by
-// TestMain).
-func testBin(t *testing.T) string {
-	t.Helper()
-	if cmdBin == "" {
-		t.Fatal("testcmd was not built")
-	}
-	return cmdBin
-}
-
 // hubEvent is a command of some elect starting ("hello"), receiving a
 // signal ("signal", with sig) or dying ("bye").
 type hubEvent struct {

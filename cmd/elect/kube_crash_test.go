@@ -29,10 +29,10 @@ func TestKubeOnceAfterKill9(t *testing.T) {
 	url, elec := kubeURL(t), election(t)
 	once := func(id string) []string {
 		return []string{"run", "--once", "--ttl=" + ttl.String(), "--wait=1s", "--hold=5s",
-			"--backend=" + url, "--election=" + elec, "--identity=" + id, "--", testBin(t)}
+			"--backend=" + url, "--election=" + elec, "--identity=" + id, "--", cmdBin}
 	}
 	first := startElect(t, "first", []string{h.childEnv(), testcmd.IgnoreTermEnv + "=1"}, "run", "--once", "--ttl="+ttl.String(),
-		"--wait=5s", "--hold=60s", "--backend="+url, "--election="+elec, "--identity=first", "--", testBin(t))
+		"--wait=5s", "--hold=60s", "--backend="+url, "--election="+elec, "--identity=first", "--", cmdBin)
 	if e := h.next(20*time.Second, "the first replica's command to start"); !e.hello || e.identity != "first" {
 		t.Fatalf("got %v, want the first replica's hello", e)
 	}

@@ -38,7 +38,7 @@ func TestKubeRunStatusWatch(t *testing.T) {
 	}
 	run := func(id string) *proc {
 		return startElect(t, id, []string{h.childEnv()}, "run", "--ttl="+ttl.String(),
-			"--backend="+url, "--election="+elec, "--identity="+id, "--", testBin(t))
+			"--backend="+url, "--election="+elec, "--identity="+id, "--", cmdBin)
 	}
 	first := run("replica-a")
 	hello := h.next(20*time.Second, "replica-a's command to start")

@@ -22,6 +22,18 @@ import (
 // is given.
 const parallelTests = 4
 
+// mustBuild runs go build of args (flags, then the package) into out, or
+// exits; it returns out.
+func mustBuild(out string, args ...string) string {
+	build := exec.Command("go", append([]string{"build", "-ldflags=-s -w", "-o", out}, args...)...)
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintf(os.Stderr, "building %s: %v\n", filepath.Base(out), err)
+		os.Exit(1)
+	}
+	return out
+}
+
 // electBin is the elect binary the tests run as a real process, and cmdBin
 // the command they have it run (internal/testcmd).
 var electBin, cmdBin string
@@ -58,27 +70,16 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	electBin = filepath.Join(dir, "elect")
-	// Linked without the symbol table and DWARF, as scripts/test.sh links
-	// the test binaries: race reports and panics keep every file:line.
-	build := exec.Command("go", "build", "-race", "-ldflags=-s -w", "-o", electBin, ".")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building elect:", err)
-		os.Exit(1)
-	}
+	// Both linked without the symbol table and DWARF, as scripts/test.sh
+	// links the test binaries: race reports and panics keep every
+	// file:line.
+	electBin = mustBuild(filepath.Join(dir, "elect"), "-race", ".")
 	// The command elect runs in the tests, about eighty times a run: a
 	// small program of standard library code, built without the race
 	// detector, which starts in about 10 ms of CPU where the race-built
 	// test binary took a quarter of a second. It is the tests' instrument,
 	// not code under test.
-	cmdBin = filepath.Join(dir, "testcmd")
-	build = exec.Command("go", "build", "-ldflags=-s -w", "-o", cmdBin, "./internal/testcmd/cmd")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building testcmd:", err)
-		os.Exit(1)
-	}
+	cmdBin = mustBuild(filepath.Join(dir, "testcmd"), "./internal/testcmd/cmd")
 	var builds sync.WaitGroup
 	for _, b := range backgroundBuilds {
 		builds.Go(b)

@@ -202,7 +202,7 @@ func (r *runbook) collect(stop <-chan struct{}) {
 func (r *runbook) start(i int, phase, url string) {
 	r.ids[i] = fmt.Sprintf("r%d-%s", i, phase)
 	r.replicas[i] = startElect(r.t, r.ids[i], []string{r.h.childEnv()}, "run", "--ttl=10s", "--grace=5s",
-		"--backend="+url, "--election="+r.elec, "--identity="+r.ids[i], "--", testBin(r.t))
+		"--backend="+url, "--election="+r.elec, "--identity="+r.ids[i], "--", cmdBin)
 }
 
 // leader waits for the next hello unless a command runs, and returns the

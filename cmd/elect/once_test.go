@@ -19,7 +19,7 @@ func TestOnceHoldsAfterTheCommand(t *testing.T) {
 	url, elec := backendURL(t, "etcd", nil), election(t)
 	// --hold outlasts the start of the late replica's race-built elect on
 	// a loaded machine by seconds.
-	args := []string{"run", "--once", "--wait=2s", "--hold=15s", "--backend=" + url, "--election=" + elec, "--", testBin(t)}
+	args := []string{"run", "--once", "--wait=2s", "--hold=15s", "--backend=" + url, "--election=" + elec, "--", cmdBin}
 	first := startElect(t, "first", []string{h.childEnv()}, args...)
 	hello := h.next(20*time.Second, "the first replica's command to start")
 	hello.tell("exit 0")
@@ -53,7 +53,7 @@ func TestOnceLostWhileRunning(t *testing.T) {
 	// the widest margin allowed (under TTL/2).
 	const ttl = 24 * time.Second
 	p := startElect(t, "once", []string{h.childEnv(), testcmd.IgnoreTermEnv + "=1"}, "run", "--once", "--ttl="+ttl.String(), "--safety-margin=11s",
-		"--wait=2s", "--hold=2s", "--grace=60s", "--backend="+url, "--election="+election(t), "--", testBin(t))
+		"--wait=2s", "--hold=2s", "--grace=60s", "--backend="+url, "--election="+election(t), "--", cmdBin)
 	h.next(20*time.Second, "the command to start")
 	cut := time.Now()
 	for _, px := range proxies {

@@ -22,7 +22,7 @@ func TestRunPriority(t *testing.T) {
 			h := newHub(t)
 			url, elec := backendURL(t, name, nil), election(t)
 			low := startElect(t, "low", []string{h.childEnv()}, "run", "--ttl=6s", "--priority=1",
-				"--backend="+url, "--election="+elec, "--identity=low", "--", testBin(t))
+				"--backend="+url, "--election="+elec, "--identity=low", "--", cmdBin)
 			first := h.next(20*time.Second, "the low replica's command to start")
 			if first.kind != "hello" || first.identity != "low" {
 				t.Fatalf("got %v, want hello from low", first)
@@ -32,7 +32,7 @@ func TestRunPriority(t *testing.T) {
 				t.Fatalf("watch's first line: got %q, want low, no yield", got)
 			}
 			high := startElect(t, "high", []string{h.childEnv()}, "run", "--ttl=6s", "--priority=5",
-				"--backend="+url, "--election="+elec, "--identity=high", "--", testBin(t))
+				"--backend="+url, "--election="+elec, "--identity=high", "--", cmdBin)
 			if e := h.next(20*time.Second, "the low replica's command to stop"); e.kind != "bye" || e.identity != "low" {
 				t.Fatalf("got %v, want bye from low: the lower leader yields", e)
 			}

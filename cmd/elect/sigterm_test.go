@@ -26,7 +26,7 @@ func TestStopSendsOneSIGTERMPerProcess(t *testing.T) {
 	readyPath, ready := lineFIFO(t)
 	marker := fmt.Sprintf("ELECTTEST_TREE=%s-%d", t.Name(), time.Now().UnixNano())
 	p := startBin(t, electBin, []string{marker, testcmd.TermsDirEnv + "=" + dir, testcmd.TermsReadyEnv + "=" + readyPath, "GORACE=atexit_sleep_ms=0"},
-		"run", "--grace=30s", "--backend="+backendURL(t, "redis", nil), "--election="+election(t), "--", testBin(t))
+		"run", "--grace=30s", "--backend="+backendURL(t, "redis", nil), "--election="+election(t), "--", cmdBin)
 	t.Cleanup(func() {
 		for _, pid := range marked(marker, p.cmd.Process.Pid) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
