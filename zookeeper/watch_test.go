@@ -43,6 +43,10 @@ func TestWatchFollowsContention(t *testing.T) {
 	election := "contended-" + randomSuffix()
 	l := f.acquire(a, election, "alice")
 	for range 3 {
+		// The round's join must come after the watch is armed again:
+		// a join that the re-arming listing (after the last round's
+		// deletion) already sees fires no event.
+		eventually(t, 5*time.Second, l.watching, "the leader's watch is armed again after bob's znode went")
 		fired := l.fires.Load()
 		waiting := f.campaignAsync(b, election, "bob")
 		f.awaitCandidates(election, 2, 5*time.Second, "bob queues")
