@@ -262,6 +262,34 @@ func TestRunInterleaves(t *testing.T) {
 	})
 }
 
+// TestRenewWindowsOverlap: each backend's renewal window (RenewRounds
+// intervals from its first round) runs beside the other backends' rounds,
+// so the Renew phase lasts one window however many backends there are,
+// and every backend's count holds its own window's requests, no more.
+func TestRenewWindowsOverlap(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		o := compare.Short()
+		o.RenewRounds = 1
+		var renewed []time.Duration // when each backend's round ended
+		o.Progress = func(p compare.Progress) {
+			if p.Phase == compare.Renew {
+				renewed = append(renewed, p.Elapsed)
+			}
+		}
+		rep, _ := runMem(t, o)
+		interval := rep.Options.TTL / 3
+		if len(renewed) != 2 || renewed[1]-renewed[0] >= interval {
+			t.Errorf("the backends' rounds ended at %v; want two, less than an interval (%v) apart: the second need not wait out the first's window", renewed, interval)
+		}
+		want := compare.RequestCount{Total: int64(o.Held), Window: interval, PerHeld: 1, PerSecond: float64(o.Held) / interval.Seconds()}
+		for _, b := range rep.Backends {
+			if got := b.Result(compare.Renew).Requests; got == nil || *got != want {
+				t.Errorf("%s renew: requests %+v; want %+v", b.Name, got, want)
+			}
+		}
+	})
+}
+
 // TestRunCancelled: a run whose ctx ends in the middle of a trial holding
 // leases releases them all before it returns, on clients whose Close leaves
 // leases to lapse (as Redlock's does), and waits for a crashed holder's

@@ -138,7 +138,14 @@ func (r *runner) renewAll(ctx context.Context, b *bstate, i int) {
 	b.renew = kept
 	b.mu.Unlock()
 	if i == r.o.RenewRounds-1 {
-		r.countRequests(ctx, b)
+		// The window ends a while after this round: it is counted on a
+		// goroutine of its own, so that the other backends' last rounds run
+		// on time meanwhile, and releaseMany waits for it.
+		b.counted = make(chan struct{})
+		go func() {
+			defer close(b.counted)
+			r.countRequests(ctx, b)
+		}()
 	}
 }
 
@@ -160,8 +167,7 @@ func (r *runner) renewInterval() time.Duration { return r.o.TTL / 3 }
 // countRequests, after the last round, waits until RenewRounds intervals
 // have passed since the first round began, so that the window holds the
 // background traffic of as many intervals as there were rounds, and
-// records the requests the client sent in it. The other backends' last
-// rounds run meanwhile, so their windows end at about the same time.
+// records the requests the client sent in it.
 func (r *runner) countRequests(ctx context.Context, b *bstate) {
 	count := requestsOf(b.rc)
 	if count == nil || b.round0.IsZero() {
@@ -181,6 +187,10 @@ func (r *runner) countRequests(ctx context.Context, b *bstate) {
 // releaseMany releases the leases of holdMany, also when ctx ended (the cleanup would otherwise release
 // them one by one), and closes the counted client.
 func (r *runner) releaseMany(ctx context.Context, b *bstate) {
+	if b.counted != nil {
+		<-b.counted
+		b.counted = nil
+	}
 	b.keep.halt()
 	b.keep = nil
 	r.perSecond(Renew)(ctx, b)
