@@ -129,8 +129,12 @@ func newTrackedConn(c net.Conn, obs wireObserver, resumed bool) *trackedConn {
 }
 
 // restoreWait bounds how long awaitRestore holds the replies of a resumed
-// session: go-zookeeper re-sends no watches when it holds none.
-const restoreWait = 250 * time.Millisecond
+// session: go-zookeeper re-sends no watches when it holds none. Only a
+// session without watches waits it out; one with watches, a held lease's
+// or a waiting candidate's, is released by its SetWatches request, which
+// a loaded host (the race detector, a dozen processes on two cores) can
+// delay past a quarter of a second.
+const restoreWait = time.Second
 
 // awaitRestore holds the first reply after a resumed session's handshake
 // until go-zookeeper has written its SetWatches request, or for
