@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -74,6 +75,7 @@ var workloadNames = []string{"acquire+release", "throughput", "handover", "renew
 // backends and checks the report's shape and sanity, then that nothing is
 // left under its prefix.
 func TestCompareShort(t *testing.T) {
+	t.Parallel()
 	html := filepath.Join(t.TempDir(), "report.html")
 	var stdout testenv.Buffer
 	// One trial of the workloads whose every trial waits on the TTL.
@@ -194,45 +196,53 @@ func TestCompareInterrupted(t *testing.T) {
 // SIGINT stops the cleanup at once and says what may remain.
 func TestCompareInterruptedPrompt(t *testing.T) {
 	t.Parallel()
+	// The two runs, the package's longest (the workloads before failover
+	// and one failover trial take about 35 s at this TTL), go at once on
+	// this test's own slot: as parallel subtests they would wait for slots
+	// behind every other test and end the package well after the rest.
+	// Each run has a prefix of its own and injects no fault.
+	var runs sync.WaitGroup
+	defer runs.Wait()
 	for _, twice := range []bool{false, true} {
-		t.Run(map[bool]string{false: "once", true: "twice"}[twice], func(t *testing.T) {
-			t.Parallel() // each run has a prefix of its own and injects no fault
-			args := append([]string{"compare", "--short", "--ttl=25s", "--held=20", "--trials=3", "--throughput-trials=1"}, compareArgs(t)...)
-			p := startElectOut(t, "compare", nil, io.Discard, args...)
-			prefix := waitMatch(t, p, regexp.MustCompile(`elections under (\S+)`))
-			waitMatch(t, p, regexp.MustCompile(`elect compare: failover 1/`))
-			p.signal(syscall.SIGINT)
-			start := time.Now()
-			waitMatch(t, p, regexp.MustCompile(`stopping the trial under way, then removing what the run created`))
-			if twice {
-				waitMatch(t, p, regexp.MustCompile(`cleanup: `))
+		runs.Go(func() {
+			t.Run(map[bool]string{false: "once", true: "twice"}[twice], func(t *testing.T) {
+				args := append([]string{"compare", "--short", "--ttl=25s", "--held=20", "--trials=3", "--throughput-trials=1", "--renew-rounds=1"}, compareArgs(t)...)
+				p := startElectOut(t, "compare", nil, io.Discard, args...)
+				prefix := waitMatch(t, p, regexp.MustCompile(`elections under (\S+)`))
+				waitMatch(t, p, regexp.MustCompile(`elect compare: failover 1/`))
 				p.signal(syscall.SIGINT)
-			}
-			// The cut-off holders' leases lapse 1.5 TTLs after the cut, past
-			// compare's longest wait for them: it does not wait.
-			bound := 15 * time.Second
-			if code := p.wait(bound); code != exitInterrupted {
-				t.Fatalf("exit %d after SIGINT; want %d\n%s", code, exitInterrupted, p.out.String())
-			}
-			t.Logf("exited %v after SIGINT", time.Since(start).Round(time.Millisecond))
-			out := p.out.String()
-			if twice {
-				if !strings.Contains(out, "stopping the cleanup now") || !strings.Contains(out, "left behind under "+prefix) {
-					t.Errorf("a second SIGINT: no word of the cleanup stopped and of what may remain:\n%s", out)
+				start := time.Now()
+				waitMatch(t, p, regexp.MustCompile(`stopping the trial under way, then removing what the run created`))
+				if twice {
+					waitMatch(t, p, regexp.MustCompile(`cleanup: `))
+					p.signal(syscall.SIGINT)
 				}
-				return
-			}
-			if strings.Contains(out, "removed what the run created") {
-				if !strings.Contains(out, "left behind") {
-					assertNothingLeft(t, prefix)
+				// The cut-off holders' leases lapse 1.5 TTLs after the cut, past
+				// compare's longest wait for them: it does not wait.
+				bound := 15 * time.Second
+				if code := p.wait(bound); code != exitInterrupted {
+					t.Fatalf("exit %d after SIGINT; want %d\n%s", code, exitInterrupted, p.out.String())
 				}
-			} else if !regexp.MustCompile(`left behind under ` + regexp.QuoteMeta(prefix) + `:\n(etcd|zk): elections still led .*failover/0`).MatchString(out) {
-				t.Errorf("neither removed everything nor named the cut-off holders' elections left:\n%s", out)
-			}
-			keys, _ := redisKeysUnder(t, prefix)
-			if len(keys) > 0 {
-				t.Errorf("redis: keys %q left under %s", keys, prefix)
-			}
+				t.Logf("exited %v after SIGINT", time.Since(start).Round(time.Millisecond))
+				out := p.out.String()
+				if twice {
+					if !strings.Contains(out, "stopping the cleanup now") || !strings.Contains(out, "left behind under "+prefix) {
+						t.Errorf("a second SIGINT: no word of the cleanup stopped and of what may remain:\n%s", out)
+					}
+					return
+				}
+				if strings.Contains(out, "removed what the run created") {
+					if !strings.Contains(out, "left behind") {
+						assertNothingLeft(t, prefix)
+					}
+				} else if !regexp.MustCompile(`left behind under ` + regexp.QuoteMeta(prefix) + `:\n(etcd|zk): elections still led .*failover/0`).MatchString(out) {
+					t.Errorf("neither removed everything nor named the cut-off holders' elections left:\n%s", out)
+				}
+				keys, _ := redisKeysUnder(t, prefix)
+				if len(keys) > 0 {
+					t.Errorf("redis: keys %q left under %s", keys, prefix)
+				}
+			})
 		})
 	}
 }

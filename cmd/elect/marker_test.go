@@ -21,7 +21,9 @@ import (
 // of a replica still on the old URL alone once step 3 has written the
 // marker: it waits behind the marker, silently (no "campaign failed"
 // warning), never runs its command, and `elect status` on the old URL names
-// the marker as the leader.
+// the marker as the leader. Not t.Parallel: it counts acquire attempts
+// through MONITOR on a Redis node, which slows that node for every other
+// test's requests.
 func TestOldOnlyReplicaWaitsBehindMarker(t *testing.T) {
 	old, nw := backendURL(t, "redis", nil), backendURL(t, "etcd", nil)
 	name := election(t)
