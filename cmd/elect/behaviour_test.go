@@ -24,7 +24,6 @@ import (
 // command; --on-exit=restart runs it again in the same term; the default
 // policy (exit) gives the lease up and exits with the command's status.
 func TestSignalsAndOnExit(t *testing.T) {
-	t.Parallel()
 	h := newHub(t)
 	url, elec := backendURL(t, "redis", nil), election(t)
 	// A TTL that a loaded machine does not cost the term of: the restart
@@ -71,7 +70,6 @@ func TestSignalsAndOnExit(t *testing.T) {
 // TestStatusWatchAndMetrics watches an election while a replica leads and
 // stops, checks status in text and JSON, and scrapes /metrics and /healthz.
 func TestStatusWatchAndMetrics(t *testing.T) {
-	t.Parallel()
 	for _, name := range backends {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -201,7 +199,6 @@ func get(t *testing.T, url string) string {
 // leader hands the election to the other replica at once and stays a
 // candidate.
 func TestOnExitResign(t *testing.T) {
-	t.Parallel()
 	h := newHub(t)
 	url, elec := backendURL(t, "zk", nil), election(t)
 	// A lease left to lapse instead, renewed at most a RenewInterval

@@ -75,7 +75,6 @@ var workloadNames = []string{"acquire+release", "throughput", "handover", "renew
 // backends and checks the report's shape and sanity, then that nothing is
 // left under its prefix.
 func TestCompareShort(t *testing.T) {
-	t.Parallel()
 	html := filepath.Join(t.TempDir(), "report.html")
 	var stdout testenv.Buffer
 	// One trial of the workloads whose every trial waits on the TTL.

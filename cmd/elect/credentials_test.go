@@ -14,7 +14,6 @@ import (
 // password — not even the two characters before the '?', which a parser
 // reading them as a port would print (port "k9" is not a number).
 func TestErrorsShowNoPassword(t *testing.T) {
-	t.Parallel()
 	const password = "k9?secret"
 	bad := "redis://admin:" + password + "@127.0.0.1:7706"
 	nested := "migrate+both://?old=" + url.QueryEscape(bad) + "&new=" + url.QueryEscape("redis://127.0.0.1:7707")

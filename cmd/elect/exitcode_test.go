@@ -104,7 +104,6 @@ func TestExitCodeRule(t *testing.T) {
 // the last leader standing while that leader steps down, and prints the
 // leader again once it can read the backend.
 func TestWatchUnknownWhileBlind(t *testing.T) {
-	t.Parallel()
 	var proxies []*testproxy.Proxy
 	via := backendURL(t, "etcd", func(addr string) string {
 		p := testproxy.New(t, addr)

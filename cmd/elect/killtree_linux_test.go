@@ -334,7 +334,6 @@ func TestStopKillsTheWholeTree(t *testing.T) {
 // writes to elect's stdout, and starts with the signal dispositions elect
 // had: nothing elect or its helpers do turns a signal off for it.
 func TestCommandInheritsStdioAndSignals(t *testing.T) {
-	t.Parallel()
 	cmd := exec.Command(electBin, "run", "--once", "--wait=2s", "--hold=2s", "--backend="+backendURL(t, "redis", nil),
 		"--election="+election(t), "--", "sh", "-c", `read line; echo "got $line"; exec grep SigIgn /proc/self/status`)
 	cmd.Stdin = strings.NewReader("hello\n")
@@ -363,7 +362,6 @@ func TestCommandInheritsStdioAndSignals(t *testing.T) {
 // nor its watchdog's signal handling may reset it, or a hangup forwarded by
 // elect would kill the command nohup was to protect.
 func TestCommandKeepsIgnoredSignals(t *testing.T) {
-	t.Parallel()
 	args := []string{"-c", `trap "" HUP; exec "$0" "$@"`, electBin, "run", "--once", "--wait=2s", "--hold=2s",
 		"--backend=" + backendURL(t, "redis", nil), "--election=" + election(t), "--", "grep", "SigIgn", "/proc/self/status"}
 	out, err := exec.Command("sh", args...).Output()

@@ -29,7 +29,6 @@ func kubeURL(t *testing.T) string {
 // releases the Lease, and the other replica's command starts well within
 // the TTL, with a higher token.
 func TestKubeRunStatusWatch(t *testing.T) {
-	t.Parallel()
 	const ttl = 2 * time.Second
 	h := newHub(t)
 	url, elec := kubeURL(t), election(t)

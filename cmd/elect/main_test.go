@@ -20,7 +20,7 @@ import (
 
 // parallelTests is how many parallel tests run at once unless -parallel
 // is given.
-const parallelTests = 8
+const parallelTests = 4
 
 // mustBuild runs go build of args (flags, then the package) into out, or
 // exits; it returns out.

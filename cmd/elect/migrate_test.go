@@ -32,7 +32,6 @@ func phaseURL(phase, old, new string) string {
 // and refuses (exit 2) an inner URL that is not one, one store as old and
 // new, and a migrate URL nested in another, before printing anything.
 func TestMigrateURLChecks(t *testing.T) {
-	t.Parallel()
 	const redis, etcd = "redis://127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003", "etcd://127.0.0.1:2379"
 	code, out := runElect(t, nil, "migrate", "url", "--phase", "Both", "--old", redis, "--new", etcd)
 	if code != 0 || strings.TrimSpace(out) != phaseURL("both", redis, etcd) {
@@ -142,7 +141,6 @@ func TestMigrateStatusShowsTTLFloor(t *testing.T) {
 // unreachable exits 3, as the help says for a backend that cannot be
 // reached, and names the store.
 func TestMigrateStatusUnreachable(t *testing.T) {
-	t.Parallel()
 	u := phaseURL("both", "redis://127.0.0.1:1?request_timeout=200ms", backendURL(t, "etcd", nil))
 	code, out := runElect(t, nil, "status", "--timeout=5s", "--backend="+u, "--election="+election(t))
 	if code != exitBackend || !strings.Contains(out, "old store") {

@@ -125,7 +125,6 @@ func TestOnceExitStatus(t *testing.T) {
 // passwords just as ELECT_BACKEND does. An inherited ELECT_TERM_* is
 // replaced by the term's own.
 func TestCommandEnvironmentHasNoElectSettings(t *testing.T) {
-	t.Parallel()
 	out := filepath.Join(t.TempDir(), "env")
 	secret := "redis://admin:s3cret@127.0.0.1:1"
 	env := []string{"OUT=" + out, "ELECT_OLD=" + secret, "ELECT_NEW=" + secret, "ELECT_PHASE=both",
@@ -161,7 +160,6 @@ func TestCommandEnvironmentHasNoElectSettings(t *testing.T) {
 // TestCommandEnvironment: the command sees the term, and not elect's own
 // settings (which may carry credentials).
 func TestCommandEnvironment(t *testing.T) {
-	t.Parallel()
 	out := filepath.Join(t.TempDir(), "env")
 	elec := election(t)
 	code, log := runElect(t, []string{"ELECT_BACKEND=" + backendURL(t, "zk", nil), "ELECT_ELECTION=" + elec, "OUT=" + out},

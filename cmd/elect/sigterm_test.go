@@ -22,7 +22,6 @@ import (
 // twice whenever it had taken the first SIGTERM in between, which depends
 // on scheduling; with a dozen members, most stops would show it.
 func TestStopSendsOneSIGTERMPerProcess(t *testing.T) {
-	t.Parallel()
 	dir := t.TempDir()
 	readyPath, ready := lineFIFO(t)
 	marker := fmt.Sprintf("ELECTTEST_TREE=%s-%d", t.Name(), time.Now().UnixNano())

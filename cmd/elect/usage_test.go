@@ -70,7 +70,6 @@ func TestUsageErrors(t *testing.T) {
 // TestHelp shows that --help and help print readable usage on stdout and
 // exit 0.
 func TestHelp(t *testing.T) {
-	t.Parallel()
 	for args, want := range map[string][]string{
 		"help":            {"elect run", "Exit codes:", "127"},
 		"run --help":      {"Usage: elect run", "--once", "[ELECT_HOLD, default 10s]", "ELECT_TERM_TOKEN"},
@@ -98,7 +97,6 @@ func TestHelp(t *testing.T) {
 // TestUnreachableBackend: with nothing listening, status and run --once
 // give up with exit code 3 and say why.
 func TestUnreachableBackend(t *testing.T) {
-	t.Parallel()
 	for _, tc := range []struct {
 		args string
 		want string
