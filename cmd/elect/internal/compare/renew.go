@@ -137,16 +137,6 @@ func (r *runner) renewAll(ctx context.Context, b *bstate, i int) {
 	}
 	b.renew = kept
 	b.mu.Unlock()
-	if i == r.o.RenewRounds-1 {
-		// The window ends a while after this round: it is counted on a
-		// goroutine of its own, so that the other backends' last rounds run
-		// on time meanwhile, and releaseMany waits for it.
-		b.counted = make(chan struct{})
-		go func() {
-			defer close(b.counted)
-			r.countRequests(ctx, b)
-		}()
-	}
 }
 
 // requestsOf returns what counts the requests c sends: c.Requests, else
@@ -167,7 +157,9 @@ func (r *runner) renewInterval() time.Duration { return r.o.TTL / 3 }
 // countRequests, after the last round, waits until RenewRounds intervals
 // have passed since the first round began, so that the window holds the
 // background traffic of as many intervals as there were rounds, and
-// records the requests the client sent in it.
+// records the requests the client sent in it. releaseMany, the phase's
+// finish, calls it once every backend's rounds have run: one backend's
+// wait never delays another's last round.
 func (r *runner) countRequests(ctx context.Context, b *bstate) {
 	count := requestsOf(b.rc)
 	if count == nil || b.round0.IsZero() {
@@ -187,10 +179,7 @@ func (r *runner) countRequests(ctx context.Context, b *bstate) {
 // releaseMany releases the leases of holdMany, also when ctx ended (the cleanup would otherwise release
 // them one by one), and closes the counted client.
 func (r *runner) releaseMany(ctx context.Context, b *bstate) {
-	if b.counted != nil {
-		<-b.counted
-		b.counted = nil
-	}
+	r.countRequests(ctx, b)
 	b.keep.halt()
 	b.keep = nil
 	r.perSecond(Renew)(ctx, b)

@@ -35,19 +35,18 @@ type bstate struct {
 	rep  *BackendReport
 	a, b *Client // the holder's and the waiter's clients
 
-	mu      sync.Mutex
-	held    map[backend.Lease]*Client // leases not released yet, with their client
-	extra   []*Client                 // other clients to close
-	renew   []backend.Lease           // the leases of the Renew workload …
-	rc      *Client                   // … the client holding them …
-	req0    int64                     // … its request count when the rounds began …
-	round0  time.Time                 // … and when they began …
-	counted chan struct{}             // … closed once the window's requests are counted
-	keep    *keeper                   // renews the leases until then
-	group   *group                    // the partition group of Join and Leave
-	ops     int                       // Throughput and Renew: operations …
-	opTime  time.Duration             // … and the time they took
-	cutOff  map[string]time.Time      // elections a cut-off holder holds, with when its lease lapses
+	mu     sync.Mutex
+	held   map[backend.Lease]*Client // leases not released yet, with their client
+	extra  []*Client                 // other clients to close
+	renew  []backend.Lease           // the leases of the Renew workload …
+	rc     *Client                   // … the client holding them …
+	req0   int64                     // … its request count when the rounds began …
+	round0 time.Time                 // … and when they began
+	keep   *keeper                   // renews the leases until then
+	group  *group                    // the partition group of Join and Leave
+	ops    int                       // Throughput and Renew: operations …
+	opTime time.Duration             // … and the time they took
+	cutOff map[string]time.Time      // elections a cut-off holder holds, with when its lease lapses
 
 	// elections holds every election campaigned for on this backend, the
 	// only ones its cleanup removes and checks: a workload may name more
