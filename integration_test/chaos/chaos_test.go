@@ -28,7 +28,7 @@ var (
 	flagMigrate  = flag.Int("chaos.migrations", 0, "full migrations per migrate campaign (0: 20 long, 1 short)")
 	flagKinds    = flag.String("chaos.kinds", "", "comma-separated fault kinds to draw from instead of the campaign's (e.g. pause-minority)")
 	flagRecheck  = flag.String("chaos.recheck", "", "check the <campaign>-history.jsonl files a run left in this directory instead of running campaigns")
-	flagLanes    = flag.Int("chaos.lanes", 3, "campaigns on disjoint servers (Redis; etcd and the apiserver on it; ZooKeeper) run at once, at most this many (a short campaign only; a long one runs one at a time)")
+	flagLanes    = flag.Int("chaos.lanes", 1, "campaigns on disjoint servers (Redis; etcd and the apiserver on it; ZooKeeper) run at once, at most this many (a short campaign only; a long one runs one at a time)")
 )
 
 // chaosTTL is the lease TTL of the campaigns on Redis and etcd: the
@@ -264,8 +264,8 @@ type planned struct {
 // overlap (a kind of servers.sh in common: the store, the store under it,
 // the store a migration leaves) run one after the other in one lane, in
 // the order given, since each injects faults into its servers; lanes run
-// at once, at most -chaos.lanes of them (default 3: the Redis, etcd and
-// ZooKeeper lanes together), the longest first. A long campaign, whose figures are quoted,
+// at once, at most -chaos.lanes of them (default 1: one campaign at a
+// time), the longest first. A long campaign, whose figures are quoted,
 // runs alone: one lane at a time.
 func runLanes(t *testing.T, campaigns []planned, run func(t *testing.T, name string, cfg Config)) {
 	var lanes [][]planned
