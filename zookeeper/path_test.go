@@ -183,24 +183,29 @@ func TestTrackedConn(t *testing.T) {
 // TestTrackedConnHoldsRepliesUntilWatchesRestored: on a connection that
 // resumes a session, the first reply after the handshake reaches
 // go-zookeeper only once its SetWatches request is written, or after
-// restoreWait when it writes none; a session's first connection is not held.
+// holdBound of the session's timeout when it writes none (at most an
+// eighth of the timeout: go-zookeeper's read deadline is two thirds of it);
+// a session's first connection is not held.
 func TestTrackedConnHoldsRepliesUntilWatchesRestored(t *testing.T) {
 	t.Parallel()
-	connect := frame(i32(0), i64(0), i32(4000), i64(77), i32(16), make([]byte, 16))
-	handshake := frame(i32(0), i32(4000), i64(77), i32(16), make([]byte, 16))
 	reply := frame(i32(1), i64(100), i32(0))
 	setWatches := frame(i32(xidSetWatches), i32(101), i64(100), i32(0), i32(0), i32(0))
 
 	for _, tc := range []struct {
 		name    string
+		timeout int32 // ms, the handshake's
 		resumed bool
 		rewatch bool          // the client writes SetWatches after the handshake
 		held    time.Duration // how long the reply is held
 	}{
-		{"first connection", false, false, 0},
-		{"resumed, watches restored", true, true, restoreWait / 5},
-		{"resumed, no watches to restore", true, false, restoreWait},
+		{"first connection", 4000, false, false, 0},
+		{"resumed, watches restored", 4000, true, true, 100 * time.Millisecond},
+		{"resumed, no watches to restore, 4s session", 4000, true, false, 500 * time.Millisecond},
+		{"resumed, no watches to restore, 2s session", 2000, true, false, 250 * time.Millisecond},
+		{"resumed, no watches to restore, 30s session", 30000, true, false, restoreWait},
 	} {
+		connect := frame(i32(0), i64(0), i32(tc.timeout), i64(77), i32(16), make([]byte, 16))
+		handshake := frame(i32(0), i32(tc.timeout), i64(77), i32(16), make([]byte, 16))
 		synctest.Test(t, func(t *testing.T) {
 			client, server := net.Pipe()
 			defer server.Close()
@@ -226,7 +231,7 @@ func TestTrackedConnHoldsRepliesUntilWatchesRestored(t *testing.T) {
 				got <- time.Since(began)
 			}()
 			if tc.rewatch {
-				time.Sleep(restoreWait / 5) // go-zookeeper a little late to re-send its watches
+				time.Sleep(tc.held) // go-zookeeper a little late to re-send its watches
 				if _, err := c.Write(setWatches); err != nil {
 					t.Fatal(err)
 				}

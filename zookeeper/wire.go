@@ -113,6 +113,7 @@ type trackedConn struct {
 	rewatch chan struct{} // closed when the SetWatches request is written
 	once    sync.Once     // closes rewatch
 	held    atomic.Bool   // a resumed session's handshake was answered: the next Read awaits the restore
+	holdFor atomic.Int64  // the hold's bound for this session (holdBound), set at the handshake's answer
 
 	mu      sync.Mutex
 	w, r    frameParser
@@ -133,17 +134,36 @@ func newTrackedConn(c net.Conn, obs wireObserver, resumed bool) *trackedConn {
 // session without watches waits it out; one with watches, a held lease's
 // or a waiting candidate's, is released by its SetWatches request, which
 // a loaded host (the race detector, a dozen processes on two cores) can
-// delay past a quarter of a second.
+// delay past a quarter of a second. A short session holds for at most an
+// eighth of its timeout (holdBound).
 const restoreWait = time.Second
+
+// holdBound is the hold of a resumed session whose handshake answered
+// timeout: restoreWait, or an eighth of the timeout when that is shorter.
+// go-zookeeper reads each reply within two thirds of the timeout (its
+// recvTimeout, a read deadline set before the Read the hold delays), so the
+// hold must leave most of that: at a 2 s timeout a 1 s hold left a third of
+// a second, which a loaded host can spend, and a connection that misses
+// its deadline reconnects, to be held again.
+func holdBound(timeout time.Duration) time.Duration {
+	if timeout <= 0 {
+		return restoreWait
+	}
+	return min(restoreWait, timeout/8)
+}
 
 // awaitRestore holds the first reply after a resumed session's handshake
 // until go-zookeeper has written its SetWatches request, or for
-// restoreWait. go-zookeeper v1.0.4 reads its last zxid for that request
+// holdBound of its timeout. go-zookeeper v1.0.4 reads its last zxid for that request
 // while its receive loop, already started, may write it for a reply, with
 // nothing between the two: a data race that -race reports (conn.go 614
 // against 849). The request's write orders the read before any reply.
 func (c *trackedConn) awaitRestore() {
-	t := time.NewTimer(restoreWait)
+	d := time.Duration(c.holdFor.Load())
+	if d <= 0 {
+		d = restoreWait
+	}
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-c.rewatch:
@@ -219,6 +239,7 @@ func (c *trackedConn) Read(p []byte) (int, error) {
 					return
 				}
 				timeout := time.Duration(int32(binary.BigEndian.Uint32(head[4:]))) * time.Millisecond
+				c.holdFor.Store(int64(holdBound(timeout)))
 				session := int64(binary.BigEndian.Uint64(head[8:]))
 				sent := c.connect
 				events = append(events, func() { c.obs.handshake(session, timeout, sent) })
