@@ -113,7 +113,7 @@ type trackedConn struct {
 	rewatch chan struct{} // closed when the SetWatches request is written
 	once    sync.Once     // closes rewatch
 	held    atomic.Bool   // a resumed session's handshake was answered: the next Read awaits the restore
-	holdFor atomic.Int64  // the hold's bound for this session (holdBound), set at the handshake's answer
+	holdFor atomic.Int64  // how long that Read waits at most: holdBound of the handshake's timeout
 
 	mu      sync.Mutex
 	w, r    frameParser
@@ -125,8 +125,10 @@ type trackedConn struct {
 // newTrackedConn wraps c; resumed tells that it resumes a session that
 // had a handshake before.
 func newTrackedConn(c net.Conn, obs wireObserver, resumed bool) *trackedConn {
-	return &trackedConn{Conn: c, obs: obs, resumed: resumed, rewatch: make(chan struct{}),
+	tc := &trackedConn{Conn: c, obs: obs, resumed: resumed, rewatch: make(chan struct{}),
 		sent: make(map[int32][]time.Time), creates: make(map[int32]string)}
+	tc.holdFor.Store(int64(restoreWait)) // until a handshake answer names the timeout
+	return tc
 }
 
 // restoreWait bounds how long awaitRestore holds the replies of a resumed
@@ -153,17 +155,13 @@ func holdBound(timeout time.Duration) time.Duration {
 }
 
 // awaitRestore holds the first reply after a resumed session's handshake
-// until go-zookeeper has written its SetWatches request, or for
-// holdBound of its timeout. go-zookeeper v1.0.4 reads its last zxid for that request
-// while its receive loop, already started, may write it for a reply, with
-// nothing between the two: a data race that -race reports (conn.go 614
-// against 849). The request's write orders the read before any reply.
+// until go-zookeeper has written its SetWatches request, or for holdFor.
+// go-zookeeper v1.0.4 reads its last zxid for that request while its
+// receive loop, already started, may write it for a reply, with nothing
+// between the two: a data race that -race reports (conn.go 614 against
+// 849). The request's write orders the read before any reply.
 func (c *trackedConn) awaitRestore() {
-	d := time.Duration(c.holdFor.Load())
-	if d <= 0 {
-		d = restoreWait
-	}
-	t := time.NewTimer(d)
+	t := time.NewTimer(time.Duration(c.holdFor.Load()))
 	defer t.Stop()
 	select {
 	case <-c.rewatch:
