@@ -41,6 +41,9 @@ type Backend struct {
 	stopped bool                       // no more goroutines may start
 	leases  map[*lease]struct{}        // live leases, finished by Close
 	regs    map[*registration]struct{} // live registry entries, withdrawn by Close
+	// orphans holds, by candidate, the entry of a Register that failed and
+	// whose withdrawal no quorum confirmed (see orphan).
+	orphans map[candidateKey]*registration
 	// released holds, by lock key, the latest release round of a lease of
 	// this Backend while it may still run (see noteRelease).
 	released map[string][]<-chan struct{}

@@ -3,6 +3,8 @@ package redlock
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -21,11 +23,15 @@ var errReplyLost = errors.New("reply lost by the test harness")
 
 // nodes is a set of clients, one per test Redis master, that a test can cut
 // off (every command fails) or make deaf to the replies (every command
-// runs, and fails as if its reply never came), and close together.
+// runs, and fails as if its reply never came), and close together. With
+// cutAfter set, the next command whose arguments mention it runs, its reply
+// is lost and the set is cut off: a node that ran a request too late to
+// answer and was unreachable after.
 type nodes struct {
 	clients   []redis.UniversalClient
 	isolated  atomic.Bool
 	lostReply atomic.Bool
+	cutAfter  atomic.Pointer[string]
 }
 
 // isolateHook fails every command while its node set is isolated, and
@@ -40,6 +46,11 @@ func (h isolateHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			return errIsolated
 		}
 		err := next(ctx, cmd)
+		if s := h.n.cutAfter.Load(); err == nil && s != nil && strings.Contains(fmt.Sprint(cmd.Args()...), *s) && h.n.cutAfter.CompareAndSwap(s, nil) {
+			h.n.isolated.Store(true)
+			cmd.SetErr(errReplyLost)
+			return errReplyLost
+		}
 		if err == nil && h.n.lostReply.Load() {
 			cmd.SetErr(errReplyLost)
 			return errReplyLost

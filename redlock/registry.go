@@ -146,7 +146,11 @@ func parseEntries(v []any, err error) (nodeEntries, error) {
 // Register implements [backend.Registry]. The entry is a member of the
 // election's registry on a quorum of the nodes, expiring c.TTL after its
 // last write unless [backend.Registration.Refresh] writes it again; Close
-// withdraws it. A Register that fails withdraws what it may have written.
+// withdraws it. A Register that fails withdraws what it may have written;
+// when no quorum confirms that withdrawal, the next Register of the same
+// election and identity takes over the entry (its ID and a newer version)
+// so that no reader lists the candidate twice, and Close withdraws it if
+// none does. Otherwise it expires after c.TTL.
 func (b *Backend) Register(ctx context.Context, c backend.Candidate, aside bool) (backend.Registration, error) {
 	if err := b.check(c.Election); err != nil {
 		return nil, fmt.Errorf("redlock: register: %w", err)
@@ -157,16 +161,17 @@ func (b *Backend) Register(ctx context.Context, c backend.Candidate, aside bool)
 	if c.TTL < backend.MinTTL {
 		return nil, fmt.Errorf("redlock: register %q: %w: TTL is %v; want at least %v", c.Election, backend.ErrInvalid, c.TTL, backend.MinTTL)
 	}
-	var id [8]byte
-	_, _ = rand.Read(id[:])
-	r := &registration{b: b, c: c, id: hex.EncodeToString(id[:]), aside: aside}
+	r := b.adopt(c)
 	if err := r.write(ctx, "new", aside); err != nil {
 		if r.version > 0 {
 			// The write was sent, and may have landed where only the reply
-			// was lost: the tombstone hides the entry from every quorum
-			// read, as Redlock unlocks every node after a failed lock. Its
-			// round is bounded by RequestTimeout.
-			_ = r.withdraw(context.WithoutCancel(ctx))
+			// was lost, or late: the tombstone hides the entry from every
+			// quorum read, as Redlock unlocks every node after a failed
+			// lock. Its round is bounded by RequestTimeout; a request it
+			// could not send in time leaves the entry where it landed.
+			if r.withdraw(context.WithoutCancel(ctx)) != nil {
+				b.orphan(r)
+			}
 		}
 		return nil, err
 	}
@@ -183,6 +188,53 @@ func (b *Backend) Register(ctx context.Context, c backend.Candidate, aside bool)
 		return nil, fmt.Errorf("redlock: register %q: %w", c.Election, backend.ErrClosed)
 	}
 	return r, nil
+}
+
+// candidateKey names a candidate: one identity in one election.
+type candidateKey struct{ election, identity string }
+
+// adopt returns a registration for c: the orphan of an earlier failed
+// Register of the same candidate, whose next write supersedes its entry on
+// every node (a higher version of the same entry ID), or a new one.
+func (b *Backend) adopt(c backend.Candidate) *registration {
+	k := candidateKey{c.Election, c.Identity}
+	b.mu.Lock()
+	r := b.orphans[k]
+	delete(b.orphans, k)
+	b.mu.Unlock()
+	if r == nil || time.Now().After(r.expiry) {
+		var id [8]byte
+		_, _ = rand.Read(id[:])
+		return &registration{b: b, c: c, id: hex.EncodeToString(id[:])}
+	}
+	r.mu.Lock()
+	r.c, r.withdrawn = c, false
+	r.mu.Unlock()
+	return r
+}
+
+// orphan keeps r, a failed Register's registration whose withdrawal no
+// quorum confirmed, for the next Register of its candidate (see adopt) and
+// for Close, until its entry expires on every node.
+func (b *Backend) orphan(r *registration) {
+	r.mu.Lock()
+	r.expiry = time.Now().Add(r.c.TTL)
+	r.mu.Unlock()
+	now := time.Now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return
+	}
+	if b.orphans == nil {
+		b.orphans = make(map[candidateKey]*registration)
+	}
+	for k, o := range b.orphans {
+		if now.After(o.expiry) {
+			delete(b.orphans, k)
+		}
+	}
+	b.orphans[candidateKey{r.c.Election, r.c.Identity}] = r
 }
 
 // Entries implements [backend.Registry]: a read of a quorum of the nodes,
@@ -340,6 +392,7 @@ type registration struct {
 	version   uint64
 	aside     bool
 	withdrawn bool
+	expiry    time.Time // an orphan's: when its entry has expired on every node
 }
 
 func (r *registration) ID() string { return r.id }
@@ -424,11 +477,18 @@ func (r *registration) withdraw(ctx context.Context) error {
 	return fmt.Errorf("redlock: withdraw entry %s of %q: %d of %d nodes answered, want a quorum of %d (it expires after its TTL): %s", r.id, r.c.Election, t.yes, t.nodes, b.quorum, t.nodeErr())
 }
 
-// withdrawAll withdraws every registration, for Close.
+// withdrawAll withdraws every registration and orphan, for Close.
 func (b *Backend) withdrawAll() {
 	b.mu.Lock()
 	regs := b.regs
 	b.regs = nil
+	if regs == nil && len(b.orphans) > 0 {
+		regs = make(map[*registration]struct{})
+	}
+	for _, r := range b.orphans {
+		regs[r] = struct{}{}
+	}
+	b.orphans = nil
 	b.mu.Unlock()
 	var wg sync.WaitGroup
 	for r := range regs {

@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -73,6 +74,76 @@ func TestFailedRegisterLeavesNoEntry(t *testing.T) {
 	}
 	if len(got) != 0 {
 		t.Fatalf("Entries after a Register that failed: got %v, want none", got)
+	}
+}
+
+// failRegister makes a Register of alice on w fail with its entry left on
+// the nodes [quorum-1, n) and its withdrawal on none of them (they ran the
+// write too late to answer, then dropped out), then brings those nodes
+// back.
+func failRegister(t *testing.T, w *Backend, wn []*nodes, name string) {
+	t.Helper()
+	who := "alice"
+	for _, s := range wn[w.quorum-1:] {
+		s.cutAfter.Store(&who)
+	}
+	if reg, err := w.Register(testCtx(t), backend.Candidate{Election: name, Identity: "alice", TTL: time.Minute}, false); err == nil {
+		t.Fatalf("Register with %d of %d nodes answering: got %s, want an error: no quorum answered", w.quorum-1, len(wn), reg.ID())
+	}
+	for _, s := range wn {
+		s.isolated.Store(false)
+	}
+}
+
+// A Register that follows a failed one of the same candidate, whose
+// withdrawal missed the nodes where its write landed late, takes that
+// entry over: no quorum read lists the candidate twice.
+func TestRegisterAfterFailedWithdrawal(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	w, wn := perNodeBackend(t)
+	name := name(t)
+	failRegister(t, w, wn, name)
+	reg, err := w.Register(ctx, backend.Candidate{Election: name, Identity: "alice", Priority: 2, TTL: time.Minute}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The reader hears the nodes that hold the first write's entry.
+	r, rn := perNodeBackend(t)
+	for _, s := range rn[:w.quorum-1] {
+		s.isolated.Store(true)
+	}
+	got, err := r.Entries(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []backend.Entry{{ID: reg.ID(), Identity: "alice", Priority: 2}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("Entries after a failed Register and a successful one, read where the first landed: got %+v, want %+v", got, want)
+	}
+}
+
+// Close withdraws the entry of a failed Register whose withdrawal no quorum
+// confirmed.
+func TestCloseWithdrawsFailedRegister(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	w, wn := perNodeBackend(t)
+	name := name(t)
+	failRegister(t, w, wn, name)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, rn := perNodeBackend(t)
+	for _, s := range rn[:w.quorum-1] {
+		s.isolated.Store(true)
+	}
+	got, err := r.Entries(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 0 {
+		t.Fatalf("Entries after Close, read where a failed Register's write landed: got %+v, want none", got)
 	}
 }
 
