@@ -95,6 +95,22 @@ func failRegister(t *testing.T, w *Backend, wn []*nodes, name string) {
 	}
 }
 
+// entriesWhereLanded reads the registry of election on the nodes
+// [quorum-1, n), where failRegister leaves its entry, with a Backend of its
+// own.
+func entriesWhereLanded(t *testing.T, quorum int, election string) []backend.Entry {
+	t.Helper()
+	r, rn := perNodeBackend(t)
+	for _, s := range rn[:quorum-1] {
+		s.isolated.Store(true)
+	}
+	got, err := r.Entries(testCtx(t), election)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
 // A Register that follows a failed one of the same candidate, whose
 // withdrawal missed the nodes where its write landed late, takes that
 // entry over: no quorum read lists the candidate twice.
@@ -108,15 +124,7 @@ func TestRegisterAfterFailedWithdrawal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The reader hears the nodes that hold the first write's entry.
-	r, rn := perNodeBackend(t)
-	for _, s := range rn[:w.quorum-1] {
-		s.isolated.Store(true)
-	}
-	got, err := r.Entries(ctx, name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := entriesWhereLanded(t, w.quorum, name)
 	want := []backend.Entry{{ID: reg.ID(), Identity: "alice", Priority: 2}}
 	if !slices.Equal(got, want) {
 		t.Fatalf("Entries after a failed Register and a successful one, read where the first landed: got %+v, want %+v", got, want)
@@ -127,22 +135,13 @@ func TestRegisterAfterFailedWithdrawal(t *testing.T) {
 // confirmed.
 func TestCloseWithdrawsFailedRegister(t *testing.T) {
 	t.Parallel()
-	ctx := testCtx(t)
 	w, wn := perNodeBackend(t)
 	name := name(t)
 	failRegister(t, w, wn, name)
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	r, rn := perNodeBackend(t)
-	for _, s := range rn[:w.quorum-1] {
-		s.isolated.Store(true)
-	}
-	got, err := r.Entries(ctx, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != 0 {
+	if got := entriesWhereLanded(t, w.quorum, name); len(got) != 0 {
 		t.Fatalf("Entries after Close, read where a failed Register's write landed: got %+v, want none", got)
 	}
 }
