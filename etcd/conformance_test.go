@@ -78,17 +78,18 @@ func newHarness(t *testing.T, endpoints []string) *harness {
 	}
 }
 
-// newClient returns a quiet client on endpoints that reconnects quickly.
-func newClient(t testing.TB, endpoints []string) *clientv3.Client {
+// newClient returns a quiet client on endpoints that reconnects quickly,
+// with opts added to its dial options.
+func newClient(t testing.TB, endpoints []string, opts ...grpc.DialOption) *clientv3.Client {
 	t.Helper()
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints:   endpoints,
 		DialTimeout: 2 * time.Second,
 		Logger:      zap.NewNop(),
-		DialOptions: []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
+		DialOptions: append([]grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
 			Backoff:           backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, MaxDelay: 300 * time.Millisecond},
 			MinConnectTimeout: time.Second,
-		})},
+		})}, opts...),
 	})
 	if err != nil {
 		t.Fatalf("etcd client: %v", err)

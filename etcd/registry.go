@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/leaderkit/elector/backend"
+	"github.com/leaderkit/elector/internal/orphans"
 )
 
 // registryDir returns the key directory of election's registry of
@@ -28,11 +30,17 @@ type registration struct {
 	c     backend.Candidate
 	key   string
 	lease clientv3.LeaseID
+	// expires is when the lease has expired at the latest, for the orphan
+	// of a failed Register (see Register).
+	expires time.Time
 }
 
 // Register implements [backend.Registry]. The entry lives on an etcd lease
 // of c.TTL (rounded up to whole seconds) that [backend.Registration.Refresh]
-// keeps alive; Close revokes it.
+// keeps alive; Close revokes it. A Register that fails after its put
+// revokes the lease; when that revoke fails too, the next Register of the
+// same election and identity revokes it first, and Close does if none
+// comes.
 func (b *Backend) Register(ctx context.Context, c backend.Candidate, aside bool) (backend.Registration, error) {
 	if err := backend.ValidateElection(c.Election); err != nil {
 		return nil, fmt.Errorf("etcd: register: %w", err)
@@ -51,6 +59,7 @@ func (b *Backend) Register(ctx context.Context, c backend.Candidate, aside bool)
 		return nil, err
 	}
 	ctx = clientv3.WithRequireLeader(ctx)
+	b.regs.revokeOrphan(ctx, c)
 	g, err := bounded(b, ctx, func(ctx context.Context) (*clientv3.LeaseGrantResponse, error) {
 		return b.cli.Grant(ctx, secs)
 	})
@@ -59,12 +68,19 @@ func (b *Backend) Register(ctx context.Context, c backend.Candidate, aside bool)
 	}
 	r := &registration{b: b, c: c, lease: g.ID, key: candidateKey(b.registryDir(c.Election), g.ID)}
 	if !b.regs.add(r) {
-		r.revoke()
+		_ = r.revoke()
 		return nil, fmt.Errorf("etcd: register %q: %w", c.Election, backend.ErrClosed)
 	}
 	if err := r.put(ctx, aside); err != nil {
+		// The put may have landed where only its reply was lost: the
+		// revoke deletes its key. One that fails leaves r an orphan, which
+		// the next Register of the candidate revokes first, and Close if
+		// none comes; its lease expires after c.TTL otherwise.
 		b.regs.remove(r)
-		r.revoke()
+		if r.revoke() != nil {
+			r.expires = time.Now().Add(time.Duration(secs+1) * time.Second)
+			b.regs.orphans.Put(orphans.Key{Election: c.Election, Identity: c.Identity}, r, r.expires)
+		}
 		return nil, err
 	}
 	return r, nil
@@ -246,18 +262,44 @@ func (r *registration) Withdraw(ctx context.Context) error {
 	return nil
 }
 
-// revoke revokes the entry's lease, bounded by Options.CleanupTimeout.
-func (r *registration) revoke() {
+// revoke revokes the entry's lease, bounded by Options.CleanupTimeout. A
+// lease already gone counts as revoked.
+func (r *registration) revoke() error {
 	ctx, cancel := context.WithTimeout(context.Background(), r.b.cfg.cleanup)
 	defer cancel()
-	_, _ = r.b.cli.Revoke(ctx, r.lease)
+	_, err := r.b.cli.Revoke(ctx, r.lease)
+	if isLeaseNotFound(err) {
+		return nil
+	}
+	return err
 }
 
-// registrations are the live registrations of a Backend, revoked by Close.
+// registrations are the live registrations of a Backend, revoked by Close,
+// and the orphans of failed Registers.
 type registrations struct {
 	mu     sync.Mutex
 	closed bool
 	m      map[*registration]struct{}
+	// orphans holds the registrations of failed Registers whose key may
+	// exist and whose lease no revoke reached, until their lease expires.
+	orphans orphans.Set[*registration]
+}
+
+// revokeOrphan revokes the lease of the orphan of c's candidate, if any,
+// so that readers do not list the candidate twice; the revoke is bounded
+// by RequestTimeout. It keeps the orphan when the revoke fails.
+func (rs *registrations) revokeOrphan(ctx context.Context, c backend.Candidate) {
+	k := orphans.Key{Election: c.Election, Identity: c.Identity}
+	r, ok := rs.orphans.Take(k)
+	if !ok {
+		return
+	}
+	_, err := bounded(r.b, ctx, func(ctx context.Context) (*clientv3.LeaseRevokeResponse, error) {
+		return r.b.cli.Revoke(ctx, r.lease)
+	})
+	if err != nil && !isLeaseNotFound(err) {
+		rs.orphans.Put(k, r, r.expires)
+	}
 }
 
 // add records r, unless the Backend is closed.
@@ -280,16 +322,22 @@ func (rs *registrations) remove(r *registration) {
 	delete(rs.m, r)
 }
 
-// close revokes every registration, in parallel.
+// close revokes every registration and orphan, in parallel.
 func (rs *registrations) close() {
 	rs.mu.Lock()
 	rs.closed = true
 	all := rs.m
 	rs.m = nil
 	rs.mu.Unlock()
+	if all == nil {
+		all = make(map[*registration]struct{})
+	}
+	for _, r := range rs.orphans.Close() {
+		all[r] = struct{}{}
+	}
 	var wg sync.WaitGroup
 	for r := range all {
-		wg.Go(r.revoke)
+		wg.Go(func() { _ = r.revoke() })
 	}
 	wg.Wait()
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/leaderkit/elector/backend"
+	"github.com/leaderkit/elector/internal/orphans"
 )
 
 // Backend is a [backend.Backend] over N independent Redis masters, running
@@ -41,9 +42,9 @@ type Backend struct {
 	stopped bool                       // no more goroutines may start
 	leases  map[*lease]struct{}        // live leases, finished by Close
 	regs    map[*registration]struct{} // live registry entries, withdrawn by Close
-	// orphans holds, by candidate, the entry of a Register that failed and
-	// whose withdrawal no quorum confirmed (see orphan).
-	orphans map[candidateKey]*registration
+	// orphans holds the entries of failed Registers whose withdrawal no
+	// quorum confirmed (see Register).
+	orphans orphans.Set[*registration]
 	// released holds, by lock key, the latest release round of a lease of
 	// this Backend while it may still run (see noteRelease).
 	released map[string][]<-chan struct{}

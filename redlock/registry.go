@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/leaderkit/elector/backend"
+	"github.com/leaderkit/elector/internal/orphans"
 )
 
 // registrySuffix is appended to a lock key to name the election's registry
@@ -170,7 +171,7 @@ func (b *Backend) Register(ctx context.Context, c backend.Candidate, aside bool)
 			// lock. Its round is bounded by RequestTimeout; a request it
 			// could not send in time leaves the entry where it landed.
 			if r.withdraw(context.WithoutCancel(ctx)) != nil {
-				b.orphan(r)
+				b.orphans.Put(orphans.Key{Election: c.Election, Identity: c.Identity}, r, time.Now().Add(c.TTL))
 			}
 		}
 		return nil, err
@@ -190,19 +191,12 @@ func (b *Backend) Register(ctx context.Context, c backend.Candidate, aside bool)
 	return r, nil
 }
 
-// candidateKey names a candidate: one identity in one election.
-type candidateKey struct{ election, identity string }
-
 // adopt returns a registration for c: the orphan of an earlier failed
 // Register of the same candidate, whose next write supersedes its entry on
 // every node (a higher version of the same entry ID), or a new one.
 func (b *Backend) adopt(c backend.Candidate) *registration {
-	k := candidateKey{c.Election, c.Identity}
-	b.mu.Lock()
-	r := b.orphans[k]
-	delete(b.orphans, k)
-	b.mu.Unlock()
-	if r == nil || time.Now().After(r.expiry) {
+	r, ok := b.orphans.Take(orphans.Key{Election: c.Election, Identity: c.Identity})
+	if !ok {
 		var id [8]byte
 		_, _ = rand.Read(id[:])
 		return &registration{b: b, c: c, id: hex.EncodeToString(id[:])}
@@ -211,30 +205,6 @@ func (b *Backend) adopt(c backend.Candidate) *registration {
 	r.c, r.withdrawn = c, false
 	r.mu.Unlock()
 	return r
-}
-
-// orphan keeps r, a failed Register's registration whose withdrawal no
-// quorum confirmed, for the next Register of its candidate (see adopt) and
-// for Close, until its entry expires on every node.
-func (b *Backend) orphan(r *registration) {
-	r.mu.Lock()
-	r.expiry = time.Now().Add(r.c.TTL)
-	r.mu.Unlock()
-	now := time.Now()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.closed {
-		return
-	}
-	if b.orphans == nil {
-		b.orphans = make(map[candidateKey]*registration)
-	}
-	for k, o := range b.orphans {
-		if now.After(o.expiry) {
-			delete(b.orphans, k)
-		}
-	}
-	b.orphans[candidateKey{r.c.Election, r.c.Identity}] = r
 }
 
 // Entries implements [backend.Registry]: a read of a quorum of the nodes,
@@ -392,7 +362,6 @@ type registration struct {
 	version   uint64
 	aside     bool
 	withdrawn bool
-	expiry    time.Time // an orphan's: when its entry has expired on every node
 }
 
 func (r *registration) ID() string { return r.id }
@@ -482,14 +451,13 @@ func (b *Backend) withdrawAll() {
 	b.mu.Lock()
 	regs := b.regs
 	b.regs = nil
-	if regs == nil && len(b.orphans) > 0 {
+	b.mu.Unlock()
+	if regs == nil {
 		regs = make(map[*registration]struct{})
 	}
-	for _, r := range b.orphans {
+	for _, r := range b.orphans.Close() {
 		regs[r] = struct{}{}
 	}
-	b.orphans = nil
-	b.mu.Unlock()
 	var wg sync.WaitGroup
 	for r := range regs {
 		wg.Go(func() {
