@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/leaderkit/elector/backend"
+	"github.com/leaderkit/elector/internal/orphans"
 )
 
 // Backend runs elections on Lease objects of one namespace through a
@@ -53,6 +54,9 @@ type Backend struct {
 	closed bool
 	held   map[string][]*lease        // won and not yet finished, by Lease name
 	regs   map[*registration]struct{} // registered and not withdrawn
+	// orphans holds the LeaseCandidates failed Registers may have created
+	// and could not delete (see Register).
+	orphans orphans.Set[*registration]
 	// caching: the watch of the namespace's Leases runs (see leaseCache),
 	// from the first Campaign, Watch or lease won until Close.
 	caching bool

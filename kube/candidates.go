@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/leaderkit/elector/backend"
+	"github.com/leaderkit/elector/internal/orphans"
 )
 
 // The registry of candidates ([backend.Registry]) is one LeaseCandidate
@@ -132,7 +133,9 @@ func (b *Backend) candidateErr(ctx context.Context, err error) error {
 // that does not serve coordination.k8s.io/v1beta1 LeaseCandidates, it
 // fails with an error wrapping [backend.ErrInvalid] that names the API and
 // the feature gate. A Register that fails without the apiserver's refusal
-// deletes what it may have created.
+// deletes what it may have created; when that delete fails too, the next
+// Register of the same election and identity deletes it first, and Close
+// does if none comes.
 func (b *Backend) Register(ctx context.Context, c backend.Candidate, aside bool) (backend.Registration, error) {
 	name, err := b.open("register", c.Election)
 	if err != nil {
@@ -147,6 +150,7 @@ func (b *Backend) Register(ctx context.Context, c backend.Candidate, aside bool)
 	if b.cands == nil {
 		return nil, fmt.Errorf("kube: register %q: %w", c.Election, errNoCandidates)
 	}
+	b.deleteOrphan(ctx, c)
 	var id [8]byte
 	_, _ = rand.Read(id[:])
 	r := &registration{b: b, c: c, name: candidateName(name, hex.EncodeToString(id[:])), aside: aside}
@@ -170,8 +174,13 @@ func (b *Backend) Register(ctx context.Context, c backend.Candidate, aside bool)
 	if err != nil && mayHaveCreated(err) {
 		// Only the reply may be lost: delete what may have been created,
 		// so no reader sees a candidate that is not registered. The
-		// delete is bounded by RequestTimeout, as every request is.
-		_ = r.delete(context.WithoutCancel(ctx))
+		// delete is bounded by RequestTimeout, as every request is; one
+		// that fails is tried again (see orphan).
+		// A LeaseCandidate lapses after its TTL but stays until deleted:
+		// the orphan is kept until then.
+		if err := r.delete(context.WithoutCancel(ctx)); err != nil && !errors.Is(err, backend.ErrLost) {
+			b.orphans.Put(orphans.Key{Election: c.Election, Identity: c.Identity}, r, time.Time{})
+		}
 	}
 	switch {
 	case ctx.Err() != nil:
@@ -413,13 +422,30 @@ func (r *registration) withdraw() {
 	_ = r.delete(ctx)
 }
 
-// withdrawAllLocked withdraws every registration in the background, for
-// Close; b.mu is held.
+// withdrawAllLocked withdraws every registration and orphan in the
+// background, for Close; b.mu is held.
 func (b *Backend) withdrawAllLocked() {
 	for r := range b.regs {
 		b.bg.Go(r.withdraw)
 	}
 	b.regs = nil
+	for _, r := range b.orphans.Close() {
+		b.bg.Go(r.withdraw)
+	}
+}
+
+// deleteOrphan deletes the LeaseCandidate a failed Register of c's
+// candidate left, if any, bounded by RequestTimeout; it keeps the orphan
+// when the delete fails.
+func (b *Backend) deleteOrphan(ctx context.Context, c backend.Candidate) {
+	k := orphans.Key{Election: c.Election, Identity: c.Identity}
+	r, ok := b.orphans.Take(k)
+	if !ok {
+		return
+	}
+	if err := r.delete(ctx); err != nil && !errors.Is(err, backend.ErrLost) {
+		b.orphans.Put(k, r, time.Time{})
+	}
 }
 
 var _ backend.Registry = (*Backend)(nil)
