@@ -191,13 +191,18 @@ func leadsAtOnce(first *listing, name string, before, now state) bool {
 }
 
 // createCandidate creates the candidate znode; it fails with zk.ErrNoNode
-// when the election's znode is missing. It is Curator's protected create:
-// after a connection loss it looks for its own znode by uuid among the
-// children rather than leave an orphan, and if it cannot tell, it has any
-// such znode deleted later.
+// when the election's znode is missing.
 func (b *Backend) createCandidate(ctx context.Context, s *session, dir, uuid string, data []byte) (string, error) {
-	prefix := protectedPrefix + uuid + "-"
-	name := dir + "/" + prefix + latchLock
+	return b.createProtected(ctx, s, dir, protectedPrefix+uuid+"-", latchLock, data)
+}
+
+// createProtected creates the EPHEMERAL_SEQUENTIAL znode
+// dir/<prefix><suffix><seq>, prefix unique to this create. It is Curator's
+// protected create: after a connection loss it looks for its own znode by
+// prefix among the children rather than leave an orphan, and if it cannot
+// tell, it has any such znode deleted later.
+func (b *Backend) createProtected(ctx context.Context, s *session, dir, prefix, suffix string, data []byte) (string, error) {
+	name := dir + "/" + prefix + suffix
 	path, err := do(b, ctx, func() (string, error) {
 		return s.conn.Create(name, data, zk.FlagEphemeral|zk.FlagSequence, b.cfg.acl)
 	}, func(path string, err error) {
@@ -213,7 +218,7 @@ func (b *Backend) createCandidate(ctx context.Context, s *session, dir, uuid str
 	case err == nil:
 		return path, nil
 	case errors.Is(err, zk.ErrConnectionClosed):
-		// The create may have happened: find it by its uuid. The server
+		// The create may have happened: find it by its prefix. The server
 		// we reconnected to may lag behind the one that took the create,
 		// so sync it with the leader first.
 		kids, cerr := do(b, ctx, func() ([]string, error) {

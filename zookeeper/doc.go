@@ -48,7 +48,8 @@
 // The registry of candidates with a priority ([backend.Registry], for
 // preferred leaders) keeps one ephemeral sequential znode per candidate
 // under <Options.Prefix>/_c_candidates/E, on the session of the candidate's
-// TTL; it is no latch path, so a LeaderLatch never counts an entry.
+// TTL, created protected as candidates are; it is no latch path, so a
+// LeaderLatch never counts an entry.
 //
 // # Fencing
 //

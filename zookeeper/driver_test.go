@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -398,6 +399,43 @@ func TestProtectedCreate(t *testing.T) {
 	}
 	if err := l.Release(f.ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A Register whose create reply is lost with its connection finds the
+// entry it created rather than leave it on the session beside a second
+// one: readers list the candidate once.
+func TestProtectedRegister(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	a, da := f.backend(nil)
+	r, _ := f.backend(nil)
+	election := "protected-register-" + randomSuffix()
+	first, err := a.Register(f.ctx, backend.Candidate{Election: election, Identity: "first", TTL: testTTL}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Withdraw(f.ctx); err != nil { // the registry's znodes exist
+		t.Fatal(err)
+	}
+	da.dropCreate.Store(true) // the next create's reply is lost with its connection
+	c := backend.Candidate{Election: election, Identity: "alice", TTL: testTTL}
+	reg, err := a.Register(f.ctx, c, false)
+	if da.dropCreate.Load() {
+		t.Fatal("no create request went out")
+	}
+	if err != nil { // as the Elector does
+		t.Logf("Register with its reply lost: %v; registering again", err)
+		if reg, err = a.Register(f.ctx, c, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := r.Entries(f.ctx, election)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []backend.Entry{{ID: reg.ID(), Identity: "alice"}}; !slices.Equal(got, want) {
+		t.Fatalf("Entries after a Register whose create reply was lost: got %+v, want %+v", got, want)
 	}
 }
 

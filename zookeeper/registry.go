@@ -2,6 +2,7 @@ package zookeeper
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"strings"
@@ -12,9 +13,11 @@ import (
 )
 
 // Where the registry of candidates lives (see the package documentation):
-// <Prefix>/_c_candidates/<election>/_c_entry-<seq>. Election segments never
-// start with "_c_", so the registry is no election's znode, and no entry is
-// a child election's znode; Curator never lists it, as it is no latch path.
+// <Prefix>/_c_candidates/<election>/_c_entry-<uuid>-<seq>, the uuid unique
+// to its create (Curator's protection: see createProtected). Election
+// segments never start with "_c_", so the registry is no election's znode,
+// and no entry is a child election's znode; Curator never lists it, as it
+// is no latch path.
 const (
 	registryRoot = protectedPrefix + "candidates"
 	entryPrefix  = protectedPrefix + "entry-"
@@ -53,13 +56,9 @@ func (b *Backend) Register(ctx context.Context, c backend.Candidate, aside bool)
 		if err := b.ensurePath(ctx, s, dir); err != nil {
 			return nil, wrap("register", c.Election, mapErr(b.done, err))
 		}
-		path, err := do(b, ctx, func() (string, error) {
-			return s.conn.Create(dir+"/"+entryPrefix, data, zk.FlagEphemeral|zk.FlagSequence, b.cfg.acl)
-		}, func(path string, err error) {
-			if err == nil { // created after the call gave up: remove it
-				s.abandon(path, false)
-			}
-		})
+		var rnd [16]byte
+		_, _ = rand.Read(rnd[:])
+		path, err := b.createProtected(ctx, s, dir, entryPrefix+uuid4(rnd)+"-", "", data)
 		if errors.Is(err, zk.ErrNoNode) && attempt < 2 {
 			b.dirs.forget(dir) // a container reaped since it was known
 			continue
