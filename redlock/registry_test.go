@@ -1,14 +1,15 @@
 package redlock
 
 import (
+	"context"
 	"errors"
-	"slices"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/leaderkit/elector/backend"
+	"github.com/leaderkit/elector/internal/prioritytest"
 	"github.com/leaderkit/elector/internal/testenv"
 )
 
@@ -77,73 +78,37 @@ func TestFailedRegisterLeavesNoEntry(t *testing.T) {
 	}
 }
 
-// failRegister makes a Register of alice on w fail with its entry left on
-// the nodes [quorum-1, n) and its withdrawal on none of them (they ran the
-// write too late to answer, then dropped out), then brings those nodes
-// back.
-func failRegister(t *testing.T, w *Backend, wn []*nodes, name string) {
-	t.Helper()
-	who := "alice"
-	for _, s := range wn[w.quorum-1:] {
-		s.cutAfter.Store(&who)
-	}
-	if reg, err := w.Register(testCtx(t), backend.Candidate{Election: name, Identity: "alice", TTL: time.Minute}, false); err == nil {
-		t.Fatalf("Register with %d of %d nodes answering: got %s, want an error: no quorum answered", w.quorum-1, len(wn), reg.ID())
-	}
-	for _, s := range wn {
-		s.isolated.Store(false)
-	}
-}
-
-// entriesWhereLanded reads the registry of election on the nodes
-// [quorum-1, n), where failRegister leaves its entry, with a Backend of its
-// own.
-func entriesWhereLanded(t *testing.T, quorum int, election string) []backend.Entry {
-	t.Helper()
-	r, rn := perNodeBackend(t)
-	for _, s := range rn[:quorum-1] {
-		s.isolated.Store(true)
-	}
-	got, err := r.Entries(testCtx(t), election)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return got
-}
-
-// A Register that follows a failed one of the same candidate, whose
-// withdrawal missed the nodes where its write landed late, takes that
-// entry over: no quorum read lists the candidate twice.
-func TestRegisterAfterFailedWithdrawal(t *testing.T) {
+// A Register that failed with its withdrawal missing the nodes where its
+// write landed late leaves no second entry beside the candidate's next one,
+// nor one after Close.
+func TestFailedRegisterCleanedUp(t *testing.T) {
 	t.Parallel()
-	ctx := testCtx(t)
-	w, wn := perNodeBackend(t)
-	name := name(t)
-	failRegister(t, w, wn, name)
-	reg, err := w.Register(ctx, backend.Candidate{Election: name, Identity: "alice", Priority: 2, TTL: time.Minute}, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := entriesWhereLanded(t, w.quorum, name)
-	want := []backend.Entry{{ID: reg.ID(), Identity: "alice", Priority: 2}}
-	if !slices.Equal(got, want) {
-		t.Fatalf("Entries after a failed Register and a successful one, read where the first landed: got %+v, want %+v", got, want)
-	}
-}
-
-// Close withdraws the entry of a failed Register whose withdrawal no quorum
-// confirmed.
-func TestCloseWithdrawsFailedRegister(t *testing.T) {
-	t.Parallel()
-	w, wn := perNodeBackend(t)
-	name := name(t)
-	failRegister(t, w, wn, name)
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if got := entriesWhereLanded(t, w.quorum, name); len(got) != 0 {
-		t.Fatalf("Entries after Close, read where a failed Register's write landed: got %+v, want none", got)
-	}
+	prioritytest.FailedRegister(t, func(t *testing.T) prioritytest.Broken {
+		w, wn := perNodeBackend(t)
+		name := name(t)
+		// The nodes [quorum-1, n) run the write too late to answer, then
+		// drop out: the withdrawal misses them.
+		who := "alice"
+		for _, s := range wn[w.quorum-1:] {
+			s.cutAfter.Store(&who)
+		}
+		return prioritytest.Broken{
+			Backend:  w,
+			Election: name,
+			Heal: func() {
+				for _, s := range wn {
+					s.isolated.Store(false)
+				}
+			},
+			Read: func(ctx context.Context) ([]backend.Entry, error) {
+				r, rn := perNodeBackend(t)
+				for _, s := range rn[:w.quorum-1] {
+					s.isolated.Store(true)
+				}
+				return r.Entries(ctx, name)
+			},
+		}
+	})
 }
 
 // perNodeBackend returns a Backend over the test nodes with one node set
