@@ -1,10 +1,10 @@
 package kube
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net/http"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/leaderkit/elector"
 	"github.com/leaderkit/elector/backend"
+	"github.com/leaderkit/elector/internal/prioritytest"
 	"github.com/leaderkit/elector/internal/testproxy"
 )
 
@@ -133,57 +134,37 @@ func TestFailedRegisterLeavesNoEntry(t *testing.T) {
 	}
 }
 
-// A Register after a failed one of the same candidate, whose delete of
-// what it may have created failed too, deletes that LeaseCandidate first:
-// readers list the candidate once. Close deletes it when no Register
-// comes.
-func TestRegisterAfterFailedDelete(t *testing.T) {
-	t.Parallel() // an election of its own; the lost replies are its own proxy's
+// A Register whose create reply was lost, and whose delete of what it may
+// have created failed, leaves no second entry beside the candidate's next
+// one, nor one after Close.
+func TestFailedRegisterCleanedUp(t *testing.T) {
+	t.Parallel() // elections of its own; the lost replies are its own proxy's
 	s := testServer(t)
-	for _, then := range []string{"register", "close"} {
-		t.Run(then, func(t *testing.T) {
-			t.Parallel()
-			b, r := testBackend(t, s, nil), testBackend(t, s, nil)
-			var broken atomic.Bool
-			broken.Store(true)
-			p := testproxy.New(t, s.addr())
-			b.cands = candidateClient(s.clientFor(t, p.Addr(), func(next http.RoundTripper) http.RoundTripper {
-				lost := loseCreateReplies(next)
-				return roundTripFunc(func(req *http.Request) (*http.Response, error) {
-					switch {
-					case !broken.Load():
-						return next.RoundTrip(req)
-					case req.Method == http.MethodDelete:
-						return nil, errors.New("delete not sent by the test")
-					}
-					return lost.RoundTrip(req)
-				})
-			}).RESTClient(), b.ns, candidatesPath)
-			ctx := testCtx(t)
-			name := testName(t)
-			if reg, err := b.Register(ctx, cand(name, "alice"), false); err == nil {
-				t.Fatalf("Register with its reply lost: got %s, want an error", reg.ID())
-			}
-			broken.Store(false)
-			var want []backend.Entry
-			if then == "register" {
-				reg, err := b.Register(ctx, cand(name, "alice"), false)
-				if err != nil {
-					t.Fatal(err)
+	prioritytest.FailedRegister(t, func(t *testing.T) prioritytest.Broken {
+		b, r := testBackend(t, s, nil), testBackend(t, s, nil)
+		var broken atomic.Bool
+		broken.Store(true)
+		p := testproxy.New(t, s.addr())
+		b.cands = candidateClient(s.clientFor(t, p.Addr(), func(next http.RoundTripper) http.RoundTripper {
+			lost := loseCreateReplies(next)
+			return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+				switch {
+				case !broken.Load():
+					return next.RoundTrip(req)
+				case req.Method == http.MethodDelete:
+					return nil, errors.New("delete not sent by the test")
 				}
-				want = []backend.Entry{{ID: reg.ID(), Identity: "alice"}}
-			} else if err := b.Close(); err != nil {
-				t.Fatal(err)
-			}
-			got, err := r.Entries(ctx, name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !slices.Equal(got, want) {
-				t.Fatalf("Entries after a failed Register whose delete failed, then %s: got %+v, want %+v", then, got, want)
-			}
-		})
-	}
+				return lost.RoundTrip(req)
+			})
+		}).RESTClient(), b.ns, candidatesPath)
+		name := testName(t)
+		return prioritytest.Broken{
+			Backend:  b,
+			Election: name,
+			Heal:     func() { broken.Store(false) },
+			Read:     func(ctx context.Context) ([]backend.Entry, error) { return r.Entries(ctx, name) },
+		}
+	})
 }
 
 // loseCreateReplies sends every request, and fails each POST as if its
