@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -250,7 +251,7 @@ func TestPriorityRefusedWithoutCandidateAPI(t *testing.T) {
 	s := testServer(t)
 	b := testBackend(t, s, nil)
 	b.cands = candidateClient(b.rest, b.ns, "/apis/coordination.k8s.io/v1alpha9") // served by no apiserver
-	e, err := elector.New(b, testName(t), &elector.Options{TTL: testTTL, Priority: 3})
+	e, err := elector.New(b, testName(t), &elector.Options{TTL: testTTL, Priority: 3, Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
 	if err != nil {
 		t.Fatalf("elector.New: %v", err)
 	}

@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -47,6 +48,7 @@ func TestCoordinatedLeaderElectionHandOver(t *testing.T) {
 	e, err := elector.New(b, name, &elector.Options{
 		Identity: "elector-1",
 		TTL:      cleTTL,
+		Logger:   slog.New(slog.NewTextHandler(t.Output(), nil)), // shown when the test fails
 		OnElected: func(ctx context.Context, _ elector.Term) {
 			mu.Lock()
 			terms++

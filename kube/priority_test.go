@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -28,6 +29,7 @@ func runPrioritized(t *testing.T, s server, name, id string, priority int) *prio
 		Identity: id,
 		TTL:      testTTL,
 		Priority: priority,
+		Logger:   slog.New(slog.NewTextHandler(t.Output(), nil)), // shown when the test fails
 		OnElected: func(ctx context.Context, term elector.Term) {
 			p.elected <- term
 			<-ctx.Done()
