@@ -200,7 +200,10 @@ func walk(b Backend, fn func(Backend) bool) bool {
 type Registry interface {
 	// Register adds c to the registry of c.Election, with c.Priority and
 	// the given aside flag, and returns its handle. The entry lives as long
-	// as the store keeps it alive (see above) or until it is withdrawn.
+	// as the store keeps it alive (see above) or until it is withdrawn. A
+	// Register that fails removes what it may have written; what it cannot
+	// remove must not be listed beside the entry of the next Register of
+	// the same election and identity, and Close removes it.
 	Register(ctx context.Context, c Candidate, aside bool) (Registration, error)
 
 	// Entries lists the live entries of election, in no particular order,
