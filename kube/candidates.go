@@ -174,9 +174,9 @@ func (b *Backend) Register(ctx context.Context, c backend.Candidate, aside bool)
 	if err != nil && mayHaveCreated(err) {
 		// Only the reply may be lost: delete what may have been created,
 		// so no reader sees a candidate that is not registered. The
-		// delete is bounded by RequestTimeout, as every request is; one
-		// that fails is tried again (see orphan).
-		// A LeaseCandidate lapses after its TTL but stays until deleted:
+		// delete is bounded by RequestTimeout, as every request is. One
+		// that fails is tried again by deleteOrphan or Close: a
+		// LeaseCandidate lapses after its TTL but stays until deleted, so
 		// the orphan is kept until then.
 		if err := r.delete(context.WithoutCancel(ctx)); err != nil && !errors.Is(err, backend.ErrLost) {
 			b.orphans.Put(orphans.Key{Election: c.Election, Identity: c.Identity}, r, time.Time{})
