@@ -105,7 +105,8 @@ func (e *Elector) Options() Options { return e.opts }
 // Transient backend errors are retried with jittered exponential backoff,
 // capped at RenewInterval. Run returns only when ctx ends, with ctx.Err()
 // unwrapped, after ending any term and releasing its lease with a fresh
-// context bounded by max(RenewInterval, 1s); or when the backend fails
+// context bounded by max(RenewInterval, 1s) (a lease won once ctx has ended
+// starts no term: it is released); or when the backend fails
 // permanently (it was closed, or refuses the election as invalid), with an
 // error wrapping [backend.ErrClosed] or [backend.ErrInvalid]. No goroutine
 // it started outlives it. Only one Run may be active at a time; another
@@ -168,6 +169,12 @@ func (e *Elector) campaign(ctx context.Context) (backend.Lease, time.Time, error
 			continue
 		}
 		e.observe(Event{Kind: EventCampaign, Took: time.Since(began), Err: err})
+		if err == nil && ctx.Err() != nil {
+			// Won as Run's ctx ended: no term starts after that. Give the
+			// lease back; Run returns below.
+			e.release(ctx, l, Term{})
+			err = ctx.Err()
+		}
 		if err == nil {
 			won := l.Deadline()
 			if !e.timing().PastStepDown(won) {

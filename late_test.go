@@ -56,3 +56,35 @@ func TestNoTermPastStepDown(t *testing.T) {
 		assert.Equal(t, el.term.Token, rv.term.Token)
 	})
 }
+
+// cancelOnWin is a Backend whose Campaign ends Run's context as it wins,
+// as when a store hands the lease over just as the process shuts down.
+type cancelOnWin struct {
+	backend.Backend
+	cancel context.CancelFunc
+}
+
+func (b cancelOnWin) Campaign(ctx context.Context, c backend.Candidate) (backend.Lease, error) {
+	l, err := b.Backend.Campaign(ctx, c)
+	b.cancel()
+	return l, err
+}
+
+// TestNoTermAfterRunEnds: a lease won once Run's context has ended starts
+// no term (no OnElected, no OnRevoked) and is given back; Run returns the
+// context's error. (The root package's Example hung when such a term's
+// OnElected wrote to a channel nobody read any more.)
+func TestNoTermAfterRunEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.New()
+		defer store.Close()
+		ctx, cancel := context.WithCancel(t.Context())
+		rec := newRecorder()
+		e, err := New(cancelOnWin{store.Peer(), cancel}, "jobs", rec.options("alice"))
+		require.NoError(t, err)
+		require.ErrorIs(t, e.Run(ctx), context.Canceled)
+		rec.none(t)
+		h, err := store.Peer().Leader(t.Context(), "jobs")
+		assert.ErrorIs(t, err, backend.ErrNoLeader, "the lease won as Run ended is released: got holder %+v", h)
+	})
+}
