@@ -302,7 +302,22 @@ run_shard() {
 		echo "=== shard $i: module $mod: exit $rc after $((SECONDS - t0))s"
 		if ((rc != 0)) && ! grep -q '^FAIL ' "$res"; then echo "FAIL - $mod (go test exit $rc)" >>"$res"; fi
 	done
+	if grep -q '^FAIL' "$res"; then
+		echo "=== shard $i: the last lines of its servers' logs (the set is removed when it stops)"
+		dump_logs "$i"
+	fi
 	if ((owned[i])); then set_servers "$i" stop all || true; fi
+}
+
+# dump_logs I prints the end of each server log of set I.
+dump_logs() {
+	local dir f
+	dir=$(set_state "$1")
+	for f in "$dir"/*/*/log; do
+		[[ -f $f ]] || continue
+		echo "--- ${f#"$dir"/} (last 20 lines)"
+		tail -n 20 "$f"
+	done
 }
 
 declare -A shard_of=()
