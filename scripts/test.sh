@@ -303,20 +303,23 @@ run_shard() {
 		if ((rc != 0)) && ! grep -q '^FAIL ' "$res"; then echo "FAIL - $mod (go test exit $rc)" >>"$res"; fi
 	done
 	if grep -q '^FAIL' "$res"; then
-		echo "=== shard $i: the last lines of its servers' logs (the set is removed when it stops)"
+		echo "=== shard $i: its servers' logs (the set is removed when it stops)"
 		dump_logs "$i"
 	fi
 	if ((owned[i])); then set_servers "$i" stop all || true; fi
 }
 
-# dump_logs I prints the end of each server log of set I.
+# dump_logs I prints, for each server log of set I, its last warnings,
+# errors and ZooKeeper peer state changes, then its last lines.
 dump_logs() {
 	local dir f
 	dir=$(set_state "$1")
 	for f in "$dir"/*/*/log; do
 		[[ -f $f ]] || continue
-		echo "--- ${f#"$dir"/} (last 20 lines)"
-		tail -n 20 "$f"
+		echo "--- ${f#"$dir"/}: last warnings, errors and peer state changes"
+		grep -E ' (WARN|ERROR) |"level":"(warn|error)"|Peer state changed|^[0-9]+:[A-Z] .* # ' "$f" | tail -n 15 || true
+		echo "--- ${f#"$dir"/}: last lines"
+		tail -n 5 "$f"
 	done
 }
 
