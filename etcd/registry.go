@@ -30,9 +30,6 @@ type registration struct {
 	c     backend.Candidate
 	key   string
 	lease clientv3.LeaseID
-	// expires is when the lease has expired at the latest, for the orphan
-	// of a failed Register (see Register).
-	expires time.Time
 }
 
 // Register implements [backend.Registry]. The entry lives on an etcd lease
@@ -78,8 +75,7 @@ func (b *Backend) Register(ctx context.Context, c backend.Candidate, aside bool)
 		// none comes; its lease expires after c.TTL otherwise.
 		b.regs.remove(r)
 		if r.revoke() != nil {
-			r.expires = time.Now().Add(time.Duration(secs+1) * time.Second)
-			b.regs.orphans.Put(orphans.Key{Election: c.Election, Identity: c.Identity}, r, r.expires)
+			b.regs.orphans.Put(orphans.Key{Election: c.Election, Identity: c.Identity}, r, time.Now().Add(time.Duration(secs+1)*time.Second))
 		}
 		return nil, err
 	}
@@ -253,13 +249,19 @@ func (r *registration) Withdraw(ctx context.Context) error {
 		return err
 	}
 	r.b.regs.remove(r)
-	_, err := bounded(r.b, ctx, func(ctx context.Context) (*clientv3.LeaseRevokeResponse, error) {
-		return r.b.cli.Revoke(ctx, r.lease)
-	})
-	if err != nil {
+	if err := r.revokeWithin(ctx); err != nil {
 		return r.b.regErr(ctx, "withdraw entry", r.c.Election, err)
 	}
 	return nil
+}
+
+// revokeWithin revokes the entry's lease, bounded by ctx and
+// RequestTimeout.
+func (r *registration) revokeWithin(ctx context.Context) error {
+	_, err := bounded(r.b, ctx, func(ctx context.Context) (*clientv3.LeaseRevokeResponse, error) {
+		return r.b.cli.Revoke(ctx, r.lease)
+	})
+	return err
 }
 
 // revoke revokes the entry's lease, bounded by Options.CleanupTimeout. A
@@ -289,17 +291,10 @@ type registrations struct {
 // so that readers do not list the candidate twice; the revoke is bounded
 // by RequestTimeout. It keeps the orphan when the revoke fails.
 func (rs *registrations) revokeOrphan(ctx context.Context, c backend.Candidate) {
-	k := orphans.Key{Election: c.Election, Identity: c.Identity}
-	r, ok := rs.orphans.Take(k)
-	if !ok {
-		return
-	}
-	_, err := bounded(r.b, ctx, func(ctx context.Context) (*clientv3.LeaseRevokeResponse, error) {
-		return r.b.cli.Revoke(ctx, r.lease)
+	rs.orphans.Clean(orphans.Key{Election: c.Election, Identity: c.Identity}, func(r *registration) bool {
+		err := r.revokeWithin(ctx)
+		return err == nil || isLeaseNotFound(err)
 	})
-	if err != nil && !isLeaseNotFound(err) {
-		rs.orphans.Put(k, r, r.expires)
-	}
 }
 
 // add records r, unless the Backend is closed.

@@ -2,7 +2,6 @@ package zookeeper
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -48,9 +47,7 @@ func (b *Backend) Campaign(ctx context.Context, c backend.Candidate) (backend.Le
 			return nil, wrap("campaign", c.Election, err)
 		}
 	}
-	var rnd [16]byte
-	rand.Read(rnd[:])
-	uuid := uuid4(rnd)
+	uuid := newUUID()
 	before, _ := s.state()
 	s.expectCreate(uuid)
 	in := s.listen(nil, dir)

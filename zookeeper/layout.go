@@ -1,6 +1,7 @@
 package zookeeper
 
 import (
+	"crypto/rand"
 	"fmt"
 	"slices"
 	"strings"
@@ -104,6 +105,13 @@ func sortCandidates(children []string) []candidate {
 
 // uuid4 formats 16 random bytes as a version-4 UUID, as Java's
 // UUID.randomUUID().toString() does: 36 lowercase characters with dashes.
+// newUUID returns a random version 4 UUID, the prefix of a protected create.
+func newUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return uuid4(b)
+}
+
 func uuid4(b [16]byte) string {
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80

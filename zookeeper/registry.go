@@ -2,7 +2,6 @@ package zookeeper
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"strings"
@@ -56,9 +55,7 @@ func (b *Backend) Register(ctx context.Context, c backend.Candidate, aside bool)
 		if err := b.ensurePath(ctx, s, dir); err != nil {
 			return nil, wrap("register", c.Election, mapErr(b.done, err))
 		}
-		var rnd [16]byte
-		_, _ = rand.Read(rnd[:])
-		path, err := b.createProtected(ctx, s, dir, entryPrefix+uuid4(rnd)+"-", "", data)
+		path, err := b.createProtected(ctx, s, dir, entryPrefix+newUUID()+"-", "", data)
 		if errors.Is(err, zk.ErrNoNode) && attempt < 2 {
 			b.dirs.forget(dir) // a container reaped since it was known
 			continue

@@ -8,6 +8,7 @@ import (
 
 	"github.com/leaderkit/elector/backend"
 	"github.com/leaderkit/elector/backend/memory"
+	"github.com/leaderkit/elector/internal/wait"
 )
 
 // slowCampaign is a Backend whose Campaign sends its request only after
@@ -19,7 +20,9 @@ type slowCampaign struct {
 }
 
 func (b slowCampaign) Campaign(ctx context.Context, c backend.Candidate) (backend.Lease, error) {
-	time.Sleep(b.delay)
+	if !wait.Sleep(ctx, b.delay) {
+		return nil, ctx.Err()
+	}
 	return b.Backend.Campaign(ctx, c)
 }
 

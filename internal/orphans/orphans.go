@@ -63,6 +63,21 @@ func (s *Set[T]) Take(k Key) (v T, ok bool) {
 	return o.v, true
 }
 
+// Clean runs clean on the orphan of k, if there is one and it has not
+// expired, with the orphan out of the Set meanwhile; it keeps the orphan,
+// with its expiry, unless clean reports that it is gone (or the Set was
+// closed meanwhile).
+func (s *Set[T]) Clean(k Key, clean func(T) bool) {
+	s.mu.Lock()
+	o, found := s.m[k]
+	delete(s.m, k)
+	s.mu.Unlock()
+	if !found || o.expired(time.Now()) || clean(o.v) {
+		return
+	}
+	s.Put(k, o.v, o.expiry)
+}
+
 // Close removes and returns every orphan that has not expired; the Set
 // keeps nothing after it.
 func (s *Set[T]) Close() []T {

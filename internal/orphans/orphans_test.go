@@ -64,3 +64,25 @@ func TestCloseReturnsLiveOrphansAndKeepsNothing(t *testing.T) {
 		}
 	})
 }
+
+func TestCleanKeepsWhatItCouldNotClean(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var s Set[int]
+		k := Key{"jobs", "alice"}
+		s.Put(k, 1, time.Now().Add(2*time.Second))
+		var seen []int
+		s.Clean(k, func(v int) bool { seen = append(seen, v); return false })
+		time.Sleep(time.Second)
+		s.Clean(k, func(v int) bool { seen = append(seen, v); return false })
+		time.Sleep(time.Second) // the orphan's expiry, kept across the failed cleans
+		s.Clean(k, func(v int) bool { seen = append(seen, v); return true })
+		if !slices.Equal(seen, []int{1, 1}) {
+			t.Errorf("cleans called with %v, want [1 1]: a failed clean keeps the orphan until its own expiry", seen)
+		}
+		s.Put(k, 2, time.Time{})
+		s.Clean(k, func(v int) bool { return true })
+		if v, ok := s.Take(k); ok {
+			t.Errorf("Take after a clean that succeeded: got %d, true; want none", v)
+		}
+	})
+}
