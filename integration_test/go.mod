@@ -6,8 +6,8 @@ require (
 	github.com/Shopify/toxiproxy/v2 v2.5.0
 	github.com/go-redsync/redsync/v4 v4.18.1
 	github.com/go-zookeeper/zk v1.0.4
-	github.com/leaderkit/elector v0.0.0-20261207131244-acbe66b75e34
-	github.com/leaderkit/elector/kube v0.0.0-20261207131244-acbe66b75e34
+	github.com/leaderkit/elector v0.0.0-20261207142933-11f500097b7f
+	github.com/leaderkit/elector/kube v0.0.0-20261207142933-11f500097b7f
 	github.com/prometheus/client_golang v1.25.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/rs/zerolog v1.28.0

@@ -438,14 +438,10 @@ func (b *Backend) withdrawAllLocked() {
 // candidate left, if any, bounded by RequestTimeout; it keeps the orphan
 // when the delete fails.
 func (b *Backend) deleteOrphan(ctx context.Context, c backend.Candidate) {
-	k := orphans.Key{Election: c.Election, Identity: c.Identity}
-	r, ok := b.orphans.Take(k)
-	if !ok {
-		return
-	}
-	if err := r.delete(ctx); err != nil && !errors.Is(err, backend.ErrLost) {
-		b.orphans.Put(k, r, time.Time{})
-	}
+	b.orphans.Clean(orphans.Key{Election: c.Election, Identity: c.Identity}, func(r *registration) bool {
+		err := r.delete(ctx)
+		return err == nil || errors.Is(err, backend.ErrLost)
+	})
 }
 
 var _ backend.Registry = (*Backend)(nil)

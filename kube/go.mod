@@ -4,7 +4,7 @@ go 1.26.0
 
 require (
 	github.com/go-logr/logr v1.4.3
-	github.com/leaderkit/elector v0.0.0-20261207131244-acbe66b75e34
+	github.com/leaderkit/elector v0.0.0-20261207142933-11f500097b7f
 	github.com/redis/go-redis/v9 v9.23.0
 	go.etcd.io/etcd/api/v3 v3.7.3
 	go.etcd.io/etcd/client/v3 v3.7.3

@@ -4,8 +4,8 @@ go 1.26.0
 
 require (
 	github.com/go-zookeeper/zk v1.0.4
-	github.com/leaderkit/elector v0.0.0-20261207131244-acbe66b75e34
-	github.com/leaderkit/elector/kube v0.0.0-20261207131244-acbe66b75e34
+	github.com/leaderkit/elector v0.0.0-20261207142933-11f500097b7f
+	github.com/leaderkit/elector/kube v0.0.0-20261207142933-11f500097b7f
 	github.com/prometheus/client_golang v1.25.0
 	github.com/redis/go-redis/v9 v9.23.0
 	go.etcd.io/etcd/api/v3 v3.7.3
