@@ -67,7 +67,8 @@ func (a *Assigner) Identity() string { return a.opts.Identity }
 //
 // When ctx ends, Run leaves the member list first, so the others start
 // campaigning, then hands over every partition the same way, and returns
-// ctx.Err() unwrapped once every OnAssigned and OnRevoked has returned. It
+// ctx.Err() unwrapped once every OnAssigned and OnRevoked has returned; a
+// partition won once ctx has ended runs no OnAssigned and is released. It
 // returns early only when the backend fails permanently (it was closed or
 // refuses a name), with an error wrapping [backend.ErrClosed] or
 // [backend.ErrInvalid], after revoking every partition with that error. No

@@ -111,7 +111,9 @@ func (l *loop) onCampaign(ctx context.Context, r campResult) {
 		l.plan.replan = true
 	}
 	switch {
-	case r.err == nil && (c.cancelled || !l.placed[r.p]):
+	case r.err == nil && (c.cancelled || !l.placed[r.p] || ctx.Err() != nil):
+		// Not wanted, or won as Run's context ended: a term started now
+		// would run OnAssigned after Run was told to stop.
 		l.releaseStray(ctx, r.lease)
 	case r.err == nil && l.a.timing().PastStepDown(r.deadline):
 		l.releaseStray(ctx, r.lease) // won too late to act safely

@@ -2,6 +2,7 @@ package partition
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -81,6 +82,48 @@ func TestNoAssignmentPastStepDown(t *testing.T) {
 			if strings.HasPrefix(line, "revoked a ") {
 				t.Errorf("OnRevoked ran for a term whose OnAssigned did not: %q", line)
 			}
+		}
+	})
+}
+
+// TestNoAssignmentAfterRunEnds: a partition won once Run's context has
+// ended starts no term (no OnAssigned, no OnRevoked) and is given back,
+// even when the loop takes the campaign's result before it sees the
+// context end (its select picks either when both are ready).
+func TestNoAssignmentAfterRunEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const group = "ended"
+		store := memory.New()
+		defer store.Close()
+		g := newLedger(t)
+		a, err := New(store.Peer(), group, 1, g.options("a"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := newLoop(a)
+		ctx, cancel := context.WithCancel(t.Context())
+		l.placed[0] = true
+		l.campaign(ctx, 0, true)
+		r := <-l.campaigned
+		if r.err != nil {
+			t.Fatalf("campaign: %v", r.err)
+		}
+		cancel()
+		l.onCampaign(ctx, r)
+		synctest.Wait()
+
+		if len(l.parts) != 0 {
+			t.Errorf("the loop holds %d partitions won after its context ended; want none", len(l.parts))
+		}
+		if g.count() != 0 {
+			t.Errorf("callbacks ran for a partition won after Run's context ended: %q", g.log)
+		}
+		if l.strays != 1 {
+			t.Fatalf("%d leases being given back; want the one won", l.strays)
+		}
+		<-l.strayDone
+		if h, err := store.Peer().Leader(t.Context(), Election(group, 0)); !errors.Is(err, backend.ErrNoLeader) {
+			t.Errorf("the partition won after Run's context ended is still held (%+v, %v); want it released", h, err)
 		}
 	})
 }
