@@ -250,22 +250,21 @@ start_set() {
 # build cache it only checks the cache. One go list and one go build a mode
 # over every module (the workspace holds them all): each go command hashes
 # the sources of the whole graph. Its errors are go test's to report.
-#
-# The compiler runs with its garbage collector off up to a 2 GiB heap
-# (GOGC=off GOMEMLIMIT=2GiB, only here and in servers.sh's apiserver build;
-# never for the tests): a fifth less CPU on a new machine, the same output
-# (the apiserver alone: 591 CPU-s to 469).
+# The compiler runs under scripts/compilegc.sh's environment (its garbage
+# collector off up to a heap limit), as in servers.sh's apiserver build;
+# the tests never do.
 compile_deps() {
-	local pkgs mains deps='{{if and (not .Standard) (ne .Name "main")}}{{.ImportPath}}{{end}}'
+	local pkgs mains gc deps='{{if and (not .Standard) (ne .Name "main")}}{{.ImportPath}}{{end}}'
 	pkgs=$(awk '{ print $2 }' "$OUT/pkgs")
+	gc=$("$ROOT/scripts/compilegc.sh")
 	# shellcheck disable=SC2086 # word lists
 	go list -deps -test -f "$deps" $pkgs 2>/dev/null | grep -v ' \[' | sort -u |
-		xargs -r env GOGC=off GOMEMLIMIT=2GiB go build -race >/dev/null 2>&1 || true
+		xargs -r env $gc go build -race >/dev/null 2>&1 || true
 	# shellcheck disable=SC2086
 	mains=$(go list -f '{{if eq .Name "main"}}{{.ImportPath}}{{end}}' $pkgs 2>/dev/null) || true
 	# shellcheck disable=SC2086
 	[[ -z $mains ]] || go list -deps -f "$deps" $mains 2>/dev/null | sort -u |
-		xargs -r env GOGC=off GOMEMLIMIT=2GiB go build >/dev/null 2>&1 || true
+		xargs -r env $gc go build >/dev/null 2>&1 || true
 }
 
 # ---------------------------------------------------------------- shards
