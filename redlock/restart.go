@@ -160,11 +160,10 @@ func (r *restarts) check(ctx context.Context, cl redis.UniversalClient, n *nodeC
 // recheck asks node n for its run_id and uptime, records its start, and
 // returns the connections dialled before it asked: those its answer
 // covers. A server with a new run_id, or seen for the first time, started
-// uptime_in_seconds ago (rounded down: the start is taken no earlier than
-// it was). While connections are dialled during the question (a pool
-// growing under a burst of requests), it asks again, at most three times
-// in all, to cover them too; what the last answer leaves uncovered is
-// checked again before a reply over it counts (see counted).
+// as serverStart reckons. While connections are dialled during the
+// question (a pool growing under a burst of requests), it asks again, at
+// most three times in all, to cover them too; what the last answer leaves
+// uncovered is checked again before a reply over it counts (see counted).
 func (r *restarts) recheck(ctx context.Context, cl redis.UniversalClient, n *nodeCheck) (uint64, error) {
 	select {
 	case n.turn <- struct{}{}:
@@ -178,22 +177,33 @@ func (r *restarts) recheck(ctx context.Context, cl redis.UniversalClient, n *nod
 		if n.checked.Load() == dialled+1 {
 			return dialled, nil
 		}
-		asked := r.now()
 		info, err := cl.Info(ctx, "server").Result()
 		if err != nil {
 			return dialled, fmt.Errorf("checking for a restart: %w", err)
 		}
+		answered := r.now()
 		runID, uptime, err := parseServerInfo(info)
 		if err != nil {
 			return dialled, err
 		}
 		if runID != n.runID || n.checked.Load() == 0 {
 			n.runID = runID
-			n.started.Store(asked - int64(uptime))
+			n.started.Store(serverStart(answered, uptime))
 		}
 		n.checked.Store(dialled + 1)
 	}
 	return dialled, nil
+}
+
+// serverStart returns the latest time a server can have started that
+// reported uptime (its uptime_in_seconds) in a reply that arrived at
+// answered. Redis counts uptime as the difference of two whole-second
+// wall-clock readings, its clock's second now and at its start, so uptime
+// reads 1 s as soon as the second turns, however recently the server
+// started: the server has been up for more than uptime - 1 s, not for
+// uptime, when it answers, and it answered before the reply arrived.
+func serverStart(answered int64, uptime time.Duration) int64 {
+	return answered - int64(uptime) + int64(time.Second)
 }
 
 // id returns the node's run_id as last checked, or "" while a check runs.

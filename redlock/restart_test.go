@@ -163,3 +163,27 @@ func TestRestartDelayOptions(t *testing.T) {
 		}
 	}
 }
+
+// TestServerStart: Redis reports uptime_in_seconds as its clock's second
+// now minus its second at start, so a server 54 ms old reads 1 s when a
+// second turned in between (seen on Redis 7.0); the start the restart
+// check records must not be taken earlier than the server's real start, or
+// the node would count toward quorums before its restart delay has passed
+// (TestRestartWithoutPersistence saw a second leader elected 89 ms before
+// the first one's deadline).
+func TestServerStart(t *testing.T) {
+	for _, start := range []time.Duration{0, 500 * time.Millisecond, 950 * time.Millisecond, 999 * time.Millisecond} {
+		for _, up := range []time.Duration{0, 54 * time.Millisecond, 500 * time.Millisecond, time.Second, 5300 * time.Millisecond} {
+			for _, rtt := range []time.Duration{0, 40 * time.Millisecond} {
+				base := 100 * time.Second // the wall clock's second at 0
+				now := base + start + up
+				reported := now.Truncate(time.Second) - (base + start).Truncate(time.Second)
+				answered := int64(now + rtt)
+				if got := serverStart(answered, reported); got < int64(base+start) {
+					t.Errorf("started at %v, up %v, uptime_in_seconds %v, reply after %v: start reckoned %v, earlier than the real one",
+						base+start, up, reported, rtt, time.Duration(got))
+				}
+			}
+		}
+	}
+}
