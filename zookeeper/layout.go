@@ -103,8 +103,6 @@ func sortCandidates(children []string) []candidate {
 	return cs
 }
 
-// uuid4 formats 16 random bytes as a version-4 UUID, as Java's
-// UUID.randomUUID().toString() does: 36 lowercase characters with dashes.
 // newUUID returns a random version 4 UUID, the prefix of a protected create.
 func newUUID() string {
 	var b [16]byte
@@ -112,6 +110,8 @@ func newUUID() string {
 	return uuid4(b)
 }
 
+// uuid4 formats 16 random bytes as a version-4 UUID, as Java's
+// UUID.randomUUID().toString() does: 36 lowercase characters with dashes.
 func uuid4(b [16]byte) string {
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
