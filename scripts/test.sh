@@ -103,12 +103,14 @@ has_go_files() { [[ -n $(find "$1" -name '*.go' -print -quit) ]]; }
 
 # Every package to test: "MODULE IMPORTPATH NEEDS_KUBE NEEDS_SERVERS" into
 # $OUT/pkgs (the apiserver: its tests name testenv.Kube* or ELECTOR_KUBE_*;
-# servers: its files match SERVER_USE). Each
+# servers: its files match SERVER_USE), and the main packages among them
+# into $OUT/mains. Each
 # TESTPKGS pattern is read in every module; a pattern naming a directory that
 # is not in a module is skipped there, and fails only if no module has it.
 failed_modules=()
 declare -A matched=()
 : >"$OUT/pkgs"
+: >"$OUT/mains"
 for mod in "${MODULES[@]}"; do
 	if [[ ! -f $mod/go.mod ]] || ! has_go_files "$mod"; then
 		log "skipping module $mod: no Go files yet"
@@ -116,20 +118,21 @@ for mod in "${MODULES[@]}"; do
 	fi
 	# shellcheck disable=SC2086 # TESTPKGS is a word list
 	for pat in ${TESTPKGS:-./...}; do
-		if ! list=$(cd "$mod" && go list -f '{{.ImportPath}} {{.Dir}}' "$pat" 2>"$OUT/list.err"); then
+		if ! list=$(cd "$mod" && go list -f '{{.ImportPath}} {{.Name}} {{.Dir}}' "$pat" 2>"$OUT/list.err"); then
 			# A pattern naming a directory of another module.
 			grep -q -E 'directory not found|no such file or directory|is not in std|main module .* does not contain' "$OUT/list.err" && continue
 			cat "$OUT/list.err" >&2
 			failed_modules+=("$mod (go list $pat)")
 			continue
 		fi
-		while read -r pkg dir; do
+		while read -r pkg name dir; do
 			[[ -n $pkg ]] || continue
 			matched[$pat]=1
 			kube=0 srv=0
 			if compgen -G "$dir/*_test.go" >/dev/null && grep -q -E 'testenv\.Kube|ELECTOR_KUBE_' "$dir"/*_test.go; then kube=1; fi
 			if grep -q -E "$SERVER_USE" "$dir"/*.go 2>/dev/null; then srv=1; fi
 			echo "$mod $pkg $kube $srv" >>"$OUT/pkgs"
+			[[ $name != main ]] || echo "$pkg" >>"$OUT/mains"
 		done <<<"$list"
 	done
 done
@@ -254,16 +257,13 @@ start_set() {
 # collector off up to a heap limit), as in servers.sh's apiserver build;
 # the tests never do.
 compile_deps() {
-	local pkgs mains gc deps='{{if and (not .Standard) (ne .Name "main")}}{{.ImportPath}}{{end}}'
-	pkgs=$(awk '{ print $2 }' "$OUT/pkgs")
+	local gc deps='{{if and (not .Standard) (ne .Name "main")}}{{.ImportPath}}{{end}}'
 	gc=$("$ROOT/scripts/compilegc.sh")
-	# shellcheck disable=SC2086 # word lists
-	go list -deps -test -f "$deps" $pkgs 2>/dev/null | grep -v ' \[' | sort -u |
+	# shellcheck disable=SC2046,SC2086 # word lists
+	go list -deps -test -f "$deps" $(awk '{ print $2 }' "$OUT/pkgs") 2>/dev/null | grep -v ' \[' | sort -u |
 		xargs -r env $gc go build -race >/dev/null 2>&1 || true
-	# shellcheck disable=SC2086
-	mains=$(go list -f '{{if eq .Name "main"}}{{.ImportPath}}{{end}}' $pkgs 2>/dev/null) || true
-	# shellcheck disable=SC2086
-	[[ -z $mains ]] || go list -deps -f "$deps" $mains 2>/dev/null | sort -u |
+	# shellcheck disable=SC2046,SC2086
+	[[ ! -s $OUT/mains ]] || go list -deps -f "$deps" $(cat "$OUT/mains") 2>/dev/null | sort -u |
 		xargs -r env $gc go build >/dev/null 2>&1 || true
 }
 
