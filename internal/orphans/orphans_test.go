@@ -72,9 +72,9 @@ func TestCleanKeepsWhatItCouldNotClean(t *testing.T) {
 		s.Put(k, 1, time.Now().Add(2*time.Second))
 		var seen []int
 		s.Clean(k, func(v int) bool { seen = append(seen, v); return false })
-		time.Sleep(time.Second)
+		time.Sleep(time.Second) // the bubble's clock: a second before the orphan expires
 		s.Clean(k, func(v int) bool { seen = append(seen, v); return false })
-		time.Sleep(time.Second) // the orphan's expiry, kept across the failed cleans
+		time.Sleep(time.Second) // and to its expiry, kept across the failed cleans
 		s.Clean(k, func(v int) bool { seen = append(seen, v); return true })
 		if !slices.Equal(seen, []int{1, 1}) {
 			t.Errorf("cleans called with %v, want [1 1]: a failed clean keeps the orphan until its own expiry", seen)
